@@ -1,0 +1,58 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("pipette: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return PIPETTE_EXIT_USAGE;
+}
+
+int cli_parse_format(const char *s, unsigned allowed_mask, enum pipette_format *out)
+{
+	static const char *const names[] = { "table", "json", "env", "megatron" };
+	unsigned i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((allowed_mask & (1u << i)) && !strcmp(s, names[i])) {
+			*out = (enum pipette_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+int cli_int(const char *opt, const char *val, long min, long max, long *out)
+{
+	struct pipette_err err;
+
+	if (!val)
+		return cli_error("%s needs a value", opt);
+	if (pipette_parse_long(val, min, max, out, opt, &err))
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+int cli_double(const char *opt, const char *val, double min, double max, double *out)
+{
+	struct pipette_err err;
+
+	if (!val)
+		return cli_error("%s needs a value", opt);
+	if (pipette_parse_double(val, min, max, out, opt, &err))
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+const char *cli_gib(double bytes, char *buf, unsigned size)
+{
+	snprintf(buf, size, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+	return buf;
+}

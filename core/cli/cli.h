@@ -1,0 +1,39 @@
+/* pipette CLI: one file per subcommand; shared option helpers in args.c. */
+#ifndef PIPETTE_CLI_H
+#define PIPETTE_CLI_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "error.h"
+
+/* Exit codes: 0 ok, 1 the request is valid but has no answer (e.g. does
+ * not fit), 2 bad usage or bad input. */
+#define PIPETTE_EXIT_OK 0
+#define PIPETTE_EXIT_NOFIT 1
+#define PIPETTE_EXIT_USAGE 2
+
+enum pipette_format { PIPETTE_FMT_TABLE, PIPETTE_FMT_JSON, PIPETTE_FMT_ENV,
+		      PIPETTE_FMT_MEGATRON };
+
+struct pipette_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_models(int argc, char **argv);
+int cmd_gpus(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
+
+/* Print "pipette: <msg>" to stderr and return PIPETTE_EXIT_USAGE. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_parse_format(const char *s, unsigned allowed_mask, enum pipette_format *out);
+/* Integer option "--name VALUE" in [min, max]. */
+int cli_int(const char *opt, const char *val, long min, long max, long *out);
+int cli_double(const char *opt, const char *val, double min, double max, double *out);
+
+/* Pretty byte counts: "12.34 GiB". */
+const char *cli_gib(double bytes, char *buf, unsigned size);
+
+#endif

@@ -1,0 +1,304 @@
+/* pipette estimate: memory (and time) of one configuration. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "hardware.h"
+#include "memory.h"
+#include "model.h"
+
+static const char usage_text[] =
+"usage: pipette estimate --model NAME|config.json --gpu TYPE [OPTIONS]\n"
+"\n"
+"Estimate the per-GPU memory of one training configuration, per pipeline\n"
+"stage, and say whether it fits.\n"
+"\n"
+"  --model NAME|PATH        preset (pipette models) or a Hugging Face config.json\n"
+"  --gpu TYPE               GPU type (pipette gpus), e.g. H100, A100-40GB\n"
+"  --tp N --pp N --dp N     tensor, pipeline, data parallel sizes (1)\n"
+"  --cp N                   context parallel size (1)\n"
+"  --ep N --etp N           expert parallel and expert tensor parallel (MoE; 1)\n"
+"  --vpp N                  model chunks per pipeline rank (interleaved; 1)\n"
+"  --micro-batch N          sequences per micro-batch (1)\n"
+"  --global-batch N         sequences per iteration (dp x micro-batch)\n"
+"  --seq-len N              tokens per sequence (2048, or the model's maximum)\n"
+"  --recompute none|selective|full\n"
+"  --sequence-parallel      shard norms/dropout activations over TP\n"
+"  --distributed-optimizer  shard optimizer states over DP (ZeRO-1)\n"
+"  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb (1f1b)\n"
+"  --first-stage-layers N --last-stage-layers N   uneven pipeline split\n"
+"  --mem-fraction F         usable fraction of HBM (0.8)\n"
+"  --models-dir DIR         where NAME.json model configs may also be found\n"
+"  --format table|json      output format (table)\n"
+"\n"
+"Exit status: 0 fits, 1 does not fit, 2 bad arguments or input.\n";
+
+struct estimate_opts {
+	const char *model;
+	const char *gpu;
+	const char *models_dir;
+	struct pipette_config cfg;
+	int global_batch_set, seq_len_set;
+	double mem_fraction;
+	enum pipette_format fmt;
+};
+
+/* Integer knobs that map onto struct pipette_config fields. */
+static int *int_field(struct pipette_config *c, const char *name)
+{
+	static const struct { const char *name; size_t off; } fields[] = {
+		{ "--tp", offsetof(struct pipette_config, tp) },
+		{ "--pp", offsetof(struct pipette_config, pp) },
+		{ "--dp", offsetof(struct pipette_config, dp) },
+		{ "--cp", offsetof(struct pipette_config, cp) },
+		{ "--ep", offsetof(struct pipette_config, ep) },
+		{ "--etp", offsetof(struct pipette_config, etp) },
+		{ "--vpp", offsetof(struct pipette_config, vpp) },
+		{ "--micro-batch", offsetof(struct pipette_config, micro_batch) },
+		{ "--first-stage-layers", offsetof(struct pipette_config, first_stage_layers) },
+		{ "--last-stage-layers", offsetof(struct pipette_config, last_stage_layers) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!strcmp(name, fields[i].name))
+			return (int *)((char *)c + fields[i].off);
+	return NULL;
+}
+
+/* Split "--opt=value" or take the next argument. */
+static const char *opt_value(int argc, char **argv, int *i, char *name, size_t len)
+{
+	const char *eq = strchr(argv[*i], '=');
+
+	if (eq) {
+		size_t n = (size_t)(eq - argv[*i]);
+		if (n >= len)
+			n = len - 1;
+		memcpy(name, argv[*i], n);
+		name[n] = '\0';
+		return eq + 1;
+	}
+	snprintf(name, len, "%s", argv[*i]);
+	return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int parse(int argc, char **argv, struct estimate_opts *o)
+{
+	struct pipette_err err;
+	char name[64];
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	pipette_config_init(&o->cfg);
+	o->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		long n;
+		int *field;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return -1;
+		}
+		if (!strcmp(a, "--sequence-parallel")) {
+			o->cfg.sequence_parallel = 1;
+			continue;
+		}
+		if (!strcmp(a, "--distributed-optimizer")) {
+			o->cfg.distributed_optimizer = 1;
+			continue;
+		}
+		if (strncmp(a, "--", 2))
+			return cli_error("estimate: unexpected argument '%.64s'", a);
+		v = opt_value(argc, argv, &i, name, sizeof(name));
+		if (!v)
+			return cli_error("%s needs a value", name);
+		if ((field = int_field(&o->cfg, name))) {
+			if (cli_int(name, v, strstr(name, "layers") ? 0 : 1, 1 << 20, &n))
+				return PIPETTE_EXIT_USAGE;
+			*field = (int)n;
+		} else if (!strcmp(name, "--model")) {
+			o->model = v;
+		} else if (!strcmp(name, "--gpu")) {
+			o->gpu = v;
+		} else if (!strcmp(name, "--models-dir")) {
+			o->models_dir = v;
+		} else if (!strcmp(name, "--global-batch")) {
+			if (cli_int(name, v, 1, 1L << 30, &o->cfg.global_batch))
+				return PIPETTE_EXIT_USAGE;
+			o->global_batch_set = 1;
+		} else if (!strcmp(name, "--seq-len")) {
+			if (cli_int(name, v, 1, 1L << 24, &o->cfg.seq_len))
+				return PIPETTE_EXIT_USAGE;
+			o->seq_len_set = 1;
+		} else if (!strcmp(name, "--mem-fraction")) {
+			if (cli_double(name, v, 0.05, 1.0, &o->mem_fraction))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--recompute")) {
+			if (pipette_recompute_parse(v, &o->cfg.recompute, &err))
+				return cli_error("--recompute: %s", err.msg);
+		} else if (!strcmp(name, "--schedule")) {
+			if (pipette_schedule_parse(v, &o->cfg.schedule, &err))
+				return cli_error("--schedule: %s", err.msg);
+		} else if (!strcmp(name, "--format")) {
+			if (cli_parse_format(v, 3, &o->fmt))
+				return cli_error("--format: '%.32s': expected table or json", v);
+		} else {
+			return cli_error("estimate: unknown option '%.64s' (see pipette "
+					 "estimate --help)", name);
+		}
+	}
+	if (!o->model)
+		return cli_error("estimate: --model is required");
+	if (!o->gpu)
+		return cli_error("estimate: --gpu is required");
+	return 0;
+}
+
+static struct json_object *stage_json(const struct pipette_stage_memory *s, int idx)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "stage", json_object_new_int(idx));
+	json_object_object_add(o, "layers", json_object_new_int(s->layers));
+	json_object_object_add(o, "inflight_microbatches", json_object_new_double(s->inflight));
+	json_object_object_add(o, "params_bytes", json_object_new_double(s->params_bytes));
+	json_object_object_add(o, "grads_bytes", json_object_new_double(s->grads_bytes));
+	json_object_object_add(o, "optimizer_bytes", json_object_new_double(s->optimizer_bytes));
+	json_object_object_add(o, "activations_bytes", json_object_new_double(s->activations_bytes));
+	json_object_object_add(o, "other_bytes", json_object_new_double(s->other_bytes));
+	json_object_object_add(o, "total_bytes", json_object_new_double(s->total_bytes));
+	return o;
+}
+
+static struct json_object *config_json(const struct pipette_config *c)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "tp", json_object_new_int(c->tp));
+	json_object_object_add(o, "pp", json_object_new_int(c->pp));
+	json_object_object_add(o, "dp", json_object_new_int(c->dp));
+	json_object_object_add(o, "cp", json_object_new_int(c->cp));
+	json_object_object_add(o, "ep", json_object_new_int(c->ep));
+	json_object_object_add(o, "etp", json_object_new_int(c->etp));
+	json_object_object_add(o, "vpp", json_object_new_int(c->vpp));
+	json_object_object_add(o, "micro_batch", json_object_new_int(c->micro_batch));
+	json_object_object_add(o, "global_batch", json_object_new_int64(c->global_batch));
+	json_object_object_add(o, "seq_len", json_object_new_int64(c->seq_len));
+	json_object_object_add(o, "recompute",
+			       json_object_new_string(pipette_recompute_name(c->recompute)));
+	json_object_object_add(o, "sequence_parallel",
+			       json_object_new_boolean(c->sequence_parallel));
+	json_object_object_add(o, "distributed_optimizer",
+			       json_object_new_boolean(c->distributed_optimizer));
+	json_object_object_add(o, "schedule",
+			       json_object_new_string(pipette_schedule_name(c->schedule)));
+	json_object_object_add(o, "microbatches",
+			       json_object_new_int64(pipette_config_microbatches(c)));
+	return o;
+}
+
+static void print_json(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+		       const struct pipette_config *c, const struct pipette_memory *mem,
+		       const struct pipette_stage_memory *stages)
+{
+	struct json_object *root = json_object_new_object(), *jm, *arr;
+	int s;
+
+	json_object_object_add(root, "model", json_object_new_string(m->name));
+	json_object_object_add(root, "gpu", json_object_new_string(g->name));
+	json_object_object_add(root, "config", config_json(c));
+	jm = json_object_new_object();
+	json_object_object_add(jm, "peak_bytes", json_object_new_double(mem->peak_bytes));
+	json_object_object_add(jm, "peak_stage", json_object_new_int(mem->peak_stage));
+	json_object_object_add(jm, "capacity_bytes", json_object_new_double(mem->capacity_bytes));
+	json_object_object_add(jm, "limit_bytes", json_object_new_double(mem->limit_bytes));
+	json_object_object_add(jm, "fits", json_object_new_boolean(mem->fits));
+	json_object_object_add(jm, "params_bytes", json_object_new_double(mem->peak.params_bytes));
+	json_object_object_add(jm, "grads_bytes", json_object_new_double(mem->peak.grads_bytes));
+	json_object_object_add(jm, "optimizer_bytes",
+			       json_object_new_double(mem->peak.optimizer_bytes));
+	json_object_object_add(jm, "activations_bytes",
+			       json_object_new_double(mem->peak.activations_bytes));
+	json_object_object_add(jm, "other_bytes", json_object_new_double(mem->peak.other_bytes));
+	arr = json_object_new_array();
+	for (s = 0; s < c->pp; s++)
+		json_object_array_add(arr, stage_json(&stages[s], s));
+	json_object_object_add(jm, "per_stage", arr);
+	json_object_object_add(root, "memory", jm);
+	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						  JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
+}
+
+static void print_table(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			const struct pipette_config *c, const struct pipette_memory *mem,
+			const struct pipette_stage_memory *stages)
+{
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+	int s;
+
+	printf("model %s (%.2fB parameters) on %s\n", m->name,
+	       pipette_model_params_total(m) / 1e9, g->name);
+	printf("tp %d  pp %d  dp %d  cp %d  ep %d  vpp %d  micro-batch %d  global batch %ld"
+	       "  seq %ld\n", c->tp, c->pp, c->dp, c->cp, c->ep, c->vpp, c->micro_batch,
+	       c->global_batch, c->seq_len);
+	printf("schedule %s  recompute %s  sequence parallel %s  distributed optimizer %s"
+	       "  micro-batches %ld\n\n", pipette_schedule_name(c->schedule),
+	       pipette_recompute_name(c->recompute), c->sequence_parallel ? "on" : "off",
+	       c->distributed_optimizer ? "on" : "off", pipette_config_microbatches(c));
+	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
+	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "TOTAL");
+	for (s = 0; s < c->pp; s++) {
+		const struct pipette_stage_memory *st = &stages[s];
+
+		printf("%5d %6d %8.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", s, st->layers,
+		       st->inflight, st->params_bytes / gib, st->grads_bytes / gib,
+		       st->optimizer_bytes / gib, st->activations_bytes / gib,
+		       st->other_bytes / gib, st->total_bytes / gib,
+		       s == mem->peak_stage ? "  <- peak" : "");
+	}
+	printf("(GiB per GPU)\n\npeak %.2f GiB of %.2f GiB (limit %.2f GiB at %.0f%%): %s\n",
+	       mem->peak_bytes / gib, mem->capacity_bytes / gib, mem->limit_bytes / gib,
+	       100.0 * mem->limit_bytes / mem->capacity_bytes,
+	       mem->fits ? "fits" : "DOES NOT FIT");
+}
+
+int cmd_estimate(int argc, char **argv)
+{
+	struct estimate_opts o;
+	struct pipette_model m;
+	struct pipette_err err;
+	struct pipette_memory mem;
+	struct pipette_stage_memory *stages;
+	const struct pipette_gpu_spec *gpu;
+	int rc = parse(argc, argv, &o);
+
+	if (rc)
+		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	if (pipette_model_load(o.model, o.models_dir, &m, &err))
+		return cli_error("--model: %s", err.msg);
+	if (!(gpu = pipette_gpu_lookup(o.gpu, &err)))
+		return cli_error("--gpu: %s", err.msg);
+	if (!o.seq_len_set)
+		o.cfg.seq_len = m.max_seq && m.max_seq < 2048 ? m.max_seq : 2048;
+	if (!o.global_batch_set)
+		o.cfg.global_batch = (long)o.cfg.dp * o.cfg.micro_batch;
+	if (pipette_config_check(&m, &o.cfg, &err))
+		return cli_error("%s", err.msg);
+	stages = calloc((size_t)o.cfg.pp, sizeof(*stages));
+	if (!stages)
+		return cli_error("out of memory");
+	pipette_memory_estimate(&m, gpu, &o.cfg, o.mem_fraction, NULL, stages, &mem);
+	if (o.fmt == PIPETTE_FMT_JSON)
+		print_json(&m, gpu, &o.cfg, &mem, stages);
+	else
+		print_table(&m, gpu, &o.cfg, &mem, stages);
+	free(stages);
+	return mem.fits ? PIPETTE_EXIT_OK : PIPETTE_EXIT_NOFIT;
+}

@@ -1,0 +1,49 @@
+/* pipette: show what the SPANK plugin would choose, without Slurm. */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct pipette_cmd commands[] = {
+	{ "models", cmd_models, "list the built-in model presets" },
+	{ "gpus", cmd_gpus, "list the known GPU types and their specifications" },
+	{ "estimate", cmd_estimate, "memory (and time) of one configuration" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: pipette COMMAND [OPTIONS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'pipette COMMAND --help' describes each command; "
+		   "man pipette has the details.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return PIPETTE_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return PIPETTE_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("pipette %s\n", PACKAGE_VERSION);
+		return PIPETTE_EXIT_OK;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "pipette: unknown command '%.64s'\n", argv[1]);
+	usage(stderr);
+	return PIPETTE_EXIT_USAGE;
+}

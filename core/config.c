@@ -1,0 +1,214 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const recompute_names[] = { "none", "selective", "full" };
+static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
+	"1f1b", "interleaved", "zb-h1", "v-min", "v-half", "v-zb",
+};
+
+void pipette_config_init(struct pipette_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->tp = c->pp = c->dp = c->cp = c->ep = c->etp = c->vpp = 1;
+	c->micro_batch = 1;
+	c->global_batch = 1;
+	c->seq_len = 2048;
+	c->recompute = PIPETTE_RECOMPUTE_NONE;
+	c->schedule = PIPETTE_SCHED_1F1B;
+}
+
+int pipette_config_world(const struct pipette_config *c)
+{
+	return c->tp * c->cp * c->dp * c->pp;
+}
+
+long pipette_config_microbatches(const struct pipette_config *c)
+{
+	long per = (long)c->dp * c->micro_batch;
+
+	return per > 0 ? c->global_batch / per : 0;
+}
+
+static int is_v_shape(enum pipette_schedule_kind k)
+{
+	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
+	       k == PIPETTE_SCHED_V_ZB;
+}
+
+int pipette_config_chunks(const struct pipette_config *c)
+{
+	if (is_v_shape(c->schedule))
+		return 2;
+	if (c->schedule == PIPETTE_SCHED_INTERLEAVED)
+		return c->vpp;
+	return 1;
+}
+
+int pipette_config_stage_layers(const struct pipette_model *m,
+				const struct pipette_config *c, int stage)
+{
+	int middle_stages, middle_layers;
+
+	if (c->pp == 1)
+		return m->layers;
+	if (!c->first_stage_layers && !c->last_stage_layers)
+		return m->layers / c->pp;
+	if (stage == 0 && c->first_stage_layers)
+		return c->first_stage_layers;
+	if (stage == c->pp - 1 && c->last_stage_layers)
+		return c->last_stage_layers;
+	middle_stages = c->pp - (c->first_stage_layers ? 1 : 0) -
+			(c->last_stage_layers ? 1 : 0);
+	middle_layers = m->layers - c->first_stage_layers - c->last_stage_layers;
+	return middle_stages > 0 ? middle_layers / middle_stages : 0;
+}
+
+int pipette_config_stage_first_layer(const struct pipette_model *m,
+				     const struct pipette_config *c, int stage)
+{
+	int s, first = 0;
+
+	for (s = 0; s < stage; s++)
+		first += pipette_config_stage_layers(m, c, s);
+	return first;
+}
+
+static int check_uneven(const struct pipette_model *m,
+			const struct pipette_config *c, struct pipette_err *err)
+{
+	int fixed = c->first_stage_layers + c->last_stage_layers;
+	int middle_stages = c->pp - (c->first_stage_layers ? 1 : 0) -
+			    (c->last_stage_layers ? 1 : 0);
+	int middle_layers = m->layers - fixed;
+
+	if (c->first_stage_layers < 0 || c->last_stage_layers < 0)
+		return pipette_fail(err, "first/last stage layers must not be negative");
+	if (c->pp < 2)
+		return pipette_fail(err, "an uneven pipeline split needs pp >= 2");
+	if (c->first_stage_layers && c->last_stage_layers && c->pp == 2) {
+		if (fixed != m->layers)
+			return pipette_fail(err, "first + last stage layers (%d) must "
+					    "equal the model's %d layers when pp = 2",
+					    fixed, m->layers);
+		return 0;
+	}
+	if (middle_layers <= 0 || middle_stages <= 0 ||
+	    middle_layers % middle_stages)
+		return pipette_fail(err, "uneven split: the %d layers left for the "
+				    "%d middle stages do not divide evenly",
+				    middle_layers, middle_stages);
+	return 0;
+}
+
+int pipette_config_check(const struct pipette_model *m,
+			 const struct pipette_config *c, struct pipette_err *err)
+{
+	int chunks = pipette_config_chunks(c);
+	long per_step;
+	int s;
+
+	if (c->tp < 1 || c->pp < 1 || c->dp < 1 || c->cp < 1 || c->ep < 1 ||
+	    c->etp < 1 || c->vpp < 1 || c->micro_batch < 1)
+		return pipette_fail(err, "tp, pp, dp, cp, ep, etp, vpp and "
+				    "micro-batch must all be >= 1");
+	if (m->heads % c->tp)
+		return pipette_fail(err, "--tp %d does not divide the model's %d "
+				    "attention heads", c->tp, m->heads);
+	if (m->kv_heads % c->tp && c->tp % m->kv_heads)
+		return pipette_fail(err, "--tp %d and the model's %d KV heads: one "
+				    "must divide the other", c->tp, m->kv_heads);
+	if (c->pp > m->layers)
+		return pipette_fail(err, "--pp %d exceeds the model's %d layers",
+				    c->pp, m->layers);
+	if (c->first_stage_layers || c->last_stage_layers) {
+		if (check_uneven(m, c, err))
+			return -1;
+		if (chunks > 1)
+			return pipette_fail(err, "uneven first/last stages are not "
+					    "supported with %d chunks per rank", chunks);
+	} else if (m->layers % (c->pp * chunks)) {
+		return pipette_fail(err, "the model's %d layers do not divide into "
+				    "pp %d x %d chunks per rank", m->layers, c->pp, chunks);
+	}
+	for (s = 0; s < c->pp; s++)
+		if (pipette_config_stage_layers(m, c, s) < 1)
+			return pipette_fail(err, "pipeline stage %d has no layers", s);
+	if (c->seq_len < 1 || c->seq_len > (1L << 24))
+		return pipette_fail(err, "--seq-len %ld is out of range [1, %ld]",
+				    c->seq_len, 1L << 24);
+	if (c->seq_len % c->cp)
+		return pipette_fail(err, "--cp %d does not divide --seq-len %ld",
+				    c->cp, c->seq_len);
+	per_step = (long)c->dp * c->micro_batch;
+	if (c->global_batch < 1 || c->global_batch % per_step)
+		return pipette_fail(err, "--global-batch %ld is not a multiple of "
+				    "dp %d x micro-batch %d", c->global_batch, c->dp,
+				    c->micro_batch);
+	if (c->schedule == PIPETTE_SCHED_INTERLEAVED) {
+		if (c->vpp < 2)
+			return pipette_fail(err, "--schedule interleaved needs --vpp >= 2");
+		if (pipette_config_microbatches(c) % c->pp)
+			return pipette_fail(err, "interleaved schedule: %ld micro-batches "
+					    "are not a multiple of pp %d (Megatron requires it)",
+					    pipette_config_microbatches(c), c->pp);
+	} else if (c->vpp != 1 && !is_v_shape(c->schedule)) {
+		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
+	}
+	if (m->experts) {
+		if (m->experts % c->ep)
+			return pipette_fail(err, "--ep %d does not divide the model's %d "
+					    "experts", c->ep, m->experts);
+		if ((c->dp * c->cp * c->tp) % (c->ep * c->etp))
+			return pipette_fail(err, "--ep %d x etp %d must divide dp x cp x tp "
+					    "= %d", c->ep, c->etp, c->dp * c->cp * c->tp);
+		if (c->ep > 1 && c->tp > 1 && !c->sequence_parallel)
+			return pipette_fail(err, "Megatron needs --sequence-parallel when "
+					    "tp > 1 and ep > 1");
+	} else if (c->ep != 1 || c->etp != 1) {
+		return pipette_fail(err, "--ep/--etp need a model with experts ('%s' "
+				    "has none)", m->name);
+	}
+	if (c->sequence_parallel && c->tp == 1)
+		return pipette_fail(err, "--sequence-parallel needs tp > 1");
+	return 0;
+}
+
+const char *pipette_recompute_name(enum pipette_recompute r)
+{
+	return (unsigned)r < 3 ? recompute_names[r] : "?";
+}
+
+int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
+			    struct pipette_err *err)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (!strcasecmp(s, recompute_names[i])) {
+			*out = (enum pipette_recompute)i;
+			return 0;
+		}
+	return pipette_fail(err, "recompute '%.32s': expected none, selective or full", s);
+}
+
+const char *pipette_schedule_name(enum pipette_schedule_kind k)
+{
+	return (unsigned)k < PIPETTE_SCHED_COUNT ? schedule_names[k] : "?";
+}
+
+int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
+			   struct pipette_err *err)
+{
+	int i;
+
+	for (i = 0; i < PIPETTE_SCHED_COUNT; i++)
+		if (!strcasecmp(s, schedule_names[i])) {
+			*out = (enum pipette_schedule_kind)i;
+			return 0;
+		}
+	return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
+			    "zb-h1, v-min, v-half or v-zb", s);
+}

@@ -1,0 +1,71 @@
+/* pipette: the execution side — one training configuration.
+ *
+ * Rank order follows Megatron's default "tp-cp-ep-dp-pp":
+ *   r = tp + TP*(cp + CP*(dp + DP*pp))
+ * (EP is carved out of the DP*CP ranks of the expert grid, see ecosystem.md
+ * §3.3; it does not add ranks.) */
+#ifndef PIPETTE_CONFIG_H
+#define PIPETTE_CONFIG_H
+
+#include "error.h"
+#include "model.h"
+
+enum pipette_recompute {
+	PIPETTE_RECOMPUTE_NONE,
+	PIPETTE_RECOMPUTE_SELECTIVE,
+	PIPETTE_RECOMPUTE_FULL,
+};
+
+enum pipette_schedule_kind {
+	PIPETTE_SCHED_1F1B,
+	PIPETTE_SCHED_INTERLEAVED,	/* interleaved 1F1B, vpp chunks per rank */
+	PIPETTE_SCHED_ZB_H1,		/* zero bubble H1 (Qi et al., ICLR'24) */
+	PIPETTE_SCHED_V_MIN,		/* V-shape schedules (Qi et al., NeurIPS'24) */
+	PIPETTE_SCHED_V_HALF,
+	PIPETTE_SCHED_V_ZB,
+	PIPETTE_SCHED_COUNT
+};
+
+struct pipette_config {
+	int tp, pp, dp, cp;
+	int ep;			/* expert parallel (MoE only; 1 otherwise) */
+	int etp;		/* expert tensor parallel (MoE only; 1 = none) */
+	int vpp;		/* model chunks per pipeline rank (1; 2 for V-shapes) */
+	int micro_batch;
+	long global_batch;	/* sequences per iteration */
+	long seq_len;
+	enum pipette_recompute recompute;
+	int sequence_parallel;
+	int distributed_optimizer;
+	enum pipette_schedule_kind schedule;
+	/* Uneven pipeline split: layers on the first and last stage (0 = even).
+	 * The remaining layers are spread evenly over the middle stages. */
+	int first_stage_layers;
+	int last_stage_layers;
+};
+
+/* Defaults: everything 1, no recompute, 1F1B, BF16. */
+void pipette_config_init(struct pipette_config *c);
+int pipette_config_world(const struct pipette_config *c);
+/* Micro-batches per pipeline per iteration: B / (dp * b). */
+long pipette_config_microbatches(const struct pipette_config *c);
+/* Chunks per pipeline rank the schedule uses (vpp; V-shapes use 2). */
+int pipette_config_chunks(const struct pipette_config *c);
+/* Layers held by pipeline stage s (0-based), honouring uneven splits. */
+int pipette_config_stage_layers(const struct pipette_model *m,
+				const struct pipette_config *c, int stage);
+/* First global layer index of stage s. */
+int pipette_config_stage_first_layer(const struct pipette_model *m,
+				     const struct pipette_config *c, int stage);
+/* Divisibility and range checks; the message names the offending field. */
+int pipette_config_check(const struct pipette_model *m,
+			 const struct pipette_config *c, struct pipette_err *err);
+
+const char *pipette_recompute_name(enum pipette_recompute r);
+int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
+			    struct pipette_err *err);
+const char *pipette_schedule_name(enum pipette_schedule_kind k);
+int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
+			   struct pipette_err *err);
+
+#endif

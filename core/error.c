@@ -1,0 +1,91 @@
+#include "error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pipette_fail(struct pipette_err *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int pipette_fail_prefix(struct pipette_err *err, const char *fmt, ...)
+{
+	char prefix[PIPETTE_ERR_MAX];
+	char old[PIPETTE_ERR_MAX];
+	va_list ap;
+
+	if (!err)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	/* Truncation is acceptable: the message stays terminated. */
+	if (snprintf(err->msg, sizeof(err->msg), "%s%s", prefix, old) < 0)
+		err->msg[0] = '\0';
+	return -1;
+}
+
+int pipette_parse_long(const char *s, long min, long max, long *out,
+		       const char *what, struct pipette_err *err)
+{
+	char *end = NULL;
+	long v;
+
+	if (!s || !*s)
+		return pipette_fail(err, "%s: empty value, expected an integer", what);
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end != '\0')
+		return pipette_fail(err, "%s: '%.64s' is not an integer", what, s);
+	if (v < min || v > max)
+		return pipette_fail(err, "%s: %ld is out of range [%ld, %ld]",
+				    what, v, min, max);
+	*out = v;
+	return 0;
+}
+
+int pipette_parse_double(const char *s, double min, double max, double *out,
+			 const char *what, struct pipette_err *err)
+{
+	char *end = NULL;
+	double v;
+
+	if (!s || !*s)
+		return pipette_fail(err, "%s: empty value, expected a number", what);
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end != '\0' || !isfinite(v))
+		return pipette_fail(err, "%s: '%.64s' is not a number", what, s);
+	if (v < min || v > max)
+		return pipette_fail(err, "%s: %g is out of range [%g, %g]",
+				    what, v, min, max);
+	*out = v;
+	return 0;
+}
+
+int pipette_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size == 0)
+		return -1;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return -1;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}

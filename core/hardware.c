@@ -1,0 +1,89 @@
+#include "hardware.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* Sources:
+ *  [V100]  NVIDIA V100 datasheet (SXM2: 125 TFLOP/s FP16 tensor, 900 GB/s,
+ *          NVLink 300 GB/s bidirectional); DGX-2: 8x100 Gb/s EDR for 16 GPUs.
+ *  [A100]  NVIDIA A100 datasheet (312 TFLOP/s dense BF16; 40 GB: 1555 GB/s,
+ *          80 GB: 2039 GB/s; NVLink 600 GB/s bidirectional); DGX A100:
+ *          one 200 Gb/s HDR NIC per GPU.
+ *  [H100]  NVIDIA H100 datasheet (SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s,
+ *          NVLink 900 GB/s bidirectional); DGX H100: one 400 Gb/s NDR per GPU.
+ *  [H200]  NVIDIA H200 datasheet (141 GB, 4.8 TB/s, 989 TFLOP/s dense BF16,
+ *          NVLink 900 GB/s); HGX H200 with 400 Gb/s per GPU.
+ *  [B200]  NVIDIA DGX B200 datasheet (1,440 GB HBM3e for 8 GPUs, 64 TB/s;
+ *          72 PFLOP/s FP8 sparse training -> 2.25 PFLOP/s dense BF16 per GPU;
+ *          NVLink 5: 1.8 TB/s bidirectional; 8x 400 Gb/s ConnectX-7).
+ *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
+ *  H200 143771 MiB), not the marketing GB.
+ *  Latencies: 10 us per NVLink step and 20 us per network step, the A100
+ *  system constants of Calculon (systems/a100_80g.json, models.md §4.3).
+ *  Link efficiencies: NVLink 0.65 and InfiniBand 0.9, also Calculon's
+ *  a100_80g.json.  GEMM efficiency: a saturating curve
+ *  eff = max * G / (G + half) fitted to Calculon's A100 steps (0.95 at
+ *  >= 128 GFLOP, 0.9 at >= 16, 0.6 at >= 1; processor.py:40-48): max 0.95,
+ *  half 0.9 GFLOP.  Other GPUs reuse the A100 curve scaled by peak (a
+ *  faster GPU needs proportionally larger GEMMs to saturate). */
+static const struct pipette_gpu_spec gpus[] = {
+	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * MIB, 900.0,
+	  150.0, 6.25, 10.0, 20.0, 8, 0.95, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]" },
+	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * MIB, 1555.0,
+	  300.0, 25.0, 10.0, 20.0, 8, 0.95, 0.9, 0.65, 0.9, "[A100]" },
+	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * MIB, 2039.0,
+	  300.0, 25.0, 10.0, 20.0, 8, 0.95, 0.9, 0.65, 0.9, "[A100]" },
+	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * MIB,
+	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, 0.95, 0.9 * 989.0 / 312.0, 0.65, 0.9,
+	  "[H100]" },
+	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * MIB, 4800.0,
+	  450.0, 50.0, 10.0, 20.0, 8, 0.95, 0.9 * 989.0 / 312.0, 0.65, 0.9, "[H200]" },
+	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
+	  900.0, 50.0, 10.0, 20.0, 8, 0.95, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]" },
+};
+
+size_t pipette_gpu_count(void)
+{
+	return sizeof(gpus) / sizeof(gpus[0]);
+}
+
+const struct pipette_gpu_spec *pipette_gpu_at(size_t i)
+{
+	return i < pipette_gpu_count() ? &gpus[i] : NULL;
+}
+
+static int alias_match(const char *aliases, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = aliases;
+
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len == n && !strncasecmp(p, name, n))
+			return 1;
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
+						  struct pipette_err *err)
+{
+	size_t i;
+
+	if (name)
+		for (i = 0; i < pipette_gpu_count(); i++)
+			if (!strcasecmp(name, gpus[i].name) ||
+			    alias_match(gpus[i].aliases, name))
+				return &gpus[i];
+	pipette_fail(err, "unknown GPU type '%.48s' (known: V100, A100-40GB, "
+		     "A100 (80GB), H100, H200, B200; 'pipette gpus' lists them)",
+		     name ? name : "");
+	return NULL;
+}

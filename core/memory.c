@@ -1,0 +1,195 @@
+#include "memory.h"
+
+#include <string.h>
+
+#include "schedule.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* Bytes per parameter (Megatron theoretical_memory_usage.py:293-296):
+ * bf16 weights 2, fp32 main gradients 4, fp32 master weights 4 + Adam
+ * moments 4 + 4 = 12, the latter sharded over data parallel ranks by the
+ * distributed optimizer. */
+#define BYTES_PARAM 2.0
+#define BYTES_GRAD 4.0
+#define BYTES_OPTIM 12.0
+
+/* CUDA context and framework: "CUDA context 300-500 MB" in the notes of
+ * Fujii's memory estimator (okoge-kaz.github.io memory-estimator.js);
+ * the upper end, to stay on the safe side. */
+#define CUDA_CONTEXT_BYTES (500.0 * MIB)
+/* NCCL buffers: 0.5 GB per communicator whose size is > 1 (same tool). */
+#define NCCL_BYTES_PER_COMM 0.5e9
+/* Temporaries and fragmentation: Megatron adds 5% to activations
+ * ("buffer for optimizer and misc temporaries", :449-451). */
+#define ACT_TEMP_FACTOR 0.05
+
+/* GPT-style blocks (GELU, LayerNorm) carry dropout and, in the runs of
+ * Korthikanti et al., unfused attention; Llama-style blocks (SwiGLU,
+ * RMSNorm) have no dropout and use FlashAttention (Fujii et al.). */
+static int gpt_style(const struct pipette_model *m)
+{
+	return m->ffn_kind == PIPETTE_FFN_GELU;
+}
+
+/* Korthikanti et al. Table 2 per-block breakdown, generalised to GQA,
+ * SwiGLU and MoE widths (models.md §1.2, §2.3):
+ *   replicated across TP unless sequence parallel: QKV input 2sbh, MLP
+ *   input 2sbh, two norm inputs 4sbh, dropout masks sbh + sbh (GPT only);
+ *   sharded by TP: Q 2sb*qw, K and V 2sb*kvw each, attention output
+ *   2sb*qw, MLP intermediates 2sb*ffn per tensor (2 tensors for GELU,
+ *   4 for SwiGLU: gate, up, activation, product — Fujii's 8*h_ffn);
+ *   attention scores 5as^2b (softmax 2, dropout mask 1, dropout output 2)
+ *   without FlashAttention and without selective recompute. */
+double pipette_memory_layer_activations(const struct pipette_model *m,
+					const struct pipette_config *c, int layer)
+{
+	double s = (double)c->seq_len / c->cp, b = c->micro_batch, h = m->hidden;
+	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double ffn_tensors = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 4.0 : 2.0;
+	double repl, shard, mlp, scores = 0;
+
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL)	/* only the layer input */
+		return 2.0 * s * b * h / (c->sequence_parallel ? t : 1.0);
+
+	repl = s * b * (2 * h + 2 * h + 4 * h + (gpt_style(m) ? 2 * h : 0));
+	shard = s * b * (2 * qw + 4 * kvw + 2 * qw);
+	if (pipette_model_is_moe_layer(m, layer)) {
+		/* Routed tokens: with balanced routing each EP rank receives
+		 * s*b*topk token copies (its share of the group's), each with
+		 * an input copy and the expert's intermediates, sharded by
+		 * expert TP; plus router logits (fp32) and shared experts. */
+		mlp = s * b * m->topk * (2 * h + 2 * ffn_tensors * m->expert_ffn / c->etp);
+		mlp += s * b * m->experts * 4.0;
+		shard += s * b * 2 * ffn_tensors * m->shared_ffn;
+		if (c->sequence_parallel)	/* tokens already split over TP */
+			mlp /= t;
+	} else {
+		shard += s * b * 2 * ffn_tensors * m->ffn;
+		mlp = 0;
+	}
+	if (gpt_style(m) && c->recompute == PIPETTE_RECOMPUTE_NONE)
+		scores = 5.0 * m->heads * s * s * b;
+	if (c->sequence_parallel)
+		return (repl + shard + scores) / t + mlp;
+	return repl + (shard + scores) / t + mlp;
+}
+
+static void stage_params(const struct pipette_model *m, const struct pipette_config *c,
+			 int stage, double *dense, double *expert)
+{
+	struct pipette_layer_params lp;
+	int first = pipette_config_stage_first_layer(m, c, stage);
+	int n = pipette_config_stage_layers(m, c, stage), l;
+	double emb = pipette_model_embedding_params(m) / c->tp;
+
+	*dense = *expert = 0;
+	for (l = first; l < first + n; l++) {
+		pipette_model_layer_params(m, l, &lp);
+		*dense += (lp.attn + lp.mlp) / c->tp + lp.norms;
+		*expert += lp.experts / ((double)c->ep * c->etp);
+	}
+	if (stage == 0)
+		*dense += emb;
+	if (stage == c->pp - 1) {
+		/* Untied: the output layer.  Tied with pp > 1: Megatron keeps a
+		 * copy of the word embeddings on the last stage. */
+		if (!m->tied_embeddings || c->pp > 1)
+			*dense += emb;
+		*dense += m->norm == PIPETTE_NORM_LAYERNORM ? 2.0 * m->hidden : m->hidden;
+		if (m->mtp_layers) {
+			/* Each MTP module: one more layer, a 2h x h projection
+			 * and its norms (DeepSeek-V3 §2.2). */
+			pipette_model_layer_params(m, m->layers - 1, &lp);
+			*dense += m->mtp_layers * ((lp.attn + lp.mlp + 2.0 * m->hidden *
+						    m->hidden) / c->tp + lp.norms);
+			*expert += m->mtp_layers * lp.experts / ((double)c->ep * c->etp);
+		}
+	}
+}
+
+static double comm_buffers(const struct pipette_config *c)
+{
+	int groups = (c->tp > 1) + (c->pp > 1) + (c->dp > 1) + (c->cp > 1) + (c->ep > 1);
+
+	return groups * NCCL_BYTES_PER_COMM;
+}
+
+void pipette_memory_stage(const struct pipette_model *m,
+			  const struct pipette_config *c, int stage,
+			  double inflight, struct pipette_stage_memory *out)
+{
+	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp;
+	double b = c->micro_batch, t = c->tp;
+	double dp_opt = c->distributed_optimizer ? (double)c->dp * c->cp : 1.0;
+	double edp_opt = c->distributed_optimizer
+		? (double)c->dp * c->cp * c->tp / ((double)c->ep * c->etp) : 1.0;
+	int first = pipette_config_stage_first_layer(m, c, stage);
+	int n = pipette_config_stage_layers(m, c, stage), l;
+
+	memset(out, 0, sizeof(*out));
+	if (inflight < 0)
+		inflight = pipette_schedule_inflight(c->schedule, c->pp,
+						     pipette_config_chunks(c),
+						     pipette_config_microbatches(c), stage);
+	out->layers = n;
+	out->inflight = inflight;
+
+	stage_params(m, c, stage, &dense, &expert);
+	out->params_bytes = BYTES_PARAM * (dense + expert);
+	out->grads_bytes = BYTES_GRAD * (dense + expert);
+	out->optimizer_bytes = BYTES_OPTIM * (dense / dp_opt + expert / edp_opt);
+
+	for (l = first; l < first + n; l++)
+		act += pipette_memory_layer_activations(m, c, l);
+	act *= inflight;
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
+		/* Backward recomputes one layer at a time: add the largest
+		 * layer's full activations for one micro-batch. */
+		struct pipette_config full = *c;
+
+		full.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		for (l = first; l < first + n; l++) {
+			double a = pipette_memory_layer_activations(m, &full, l);
+			if (a > worst)
+				worst = a;
+		}
+		act += worst;
+	}
+	if (stage == 0)	/* token ids (int64) and, for GPT, the dropout mask */
+		act += inflight * s * b * (8.0 + (gpt_style(m) ? m->hidden : 0)) / t;
+	if (stage == c->pp - 1)	/* output-layer input and fp32 logits, one
+				 * micro-batch (Megatron :367-376) */
+		act += 4.0 * s * b * ((double)m->hidden + (double)m->vocab) / t;
+	out->activations_bytes = act;
+	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + ACT_TEMP_FACTOR * act;
+	out->total_bytes = out->params_bytes + out->grads_bytes + out->optimizer_bytes +
+			   out->activations_bytes + out->other_bytes;
+}
+
+void pipette_memory_estimate(const struct pipette_model *m,
+			     const struct pipette_gpu_spec *gpu,
+			     const struct pipette_config *c, double mem_fraction,
+			     const double *inflight,
+			     struct pipette_stage_memory *per_stage,
+			     struct pipette_memory *out)
+{
+	struct pipette_stage_memory st;
+	int s;
+
+	memset(out, 0, sizeof(*out));
+	out->peak_stage = -1;
+	for (s = 0; s < c->pp; s++) {
+		pipette_memory_stage(m, c, s, inflight ? inflight[s] : -1.0, &st);
+		if (per_stage)
+			per_stage[s] = st;
+		if (out->peak_stage < 0 || st.total_bytes > out->peak_bytes) {
+			out->peak_bytes = st.total_bytes;
+			out->peak_stage = s;
+			out->peak = st;
+		}
+	}
+	out->capacity_bytes = gpu->hbm_bytes;
+	out->limit_bytes = mem_fraction * gpu->hbm_bytes;
+	out->fits = out->peak_bytes <= out->limit_bytes;
+}

@@ -1,0 +1,62 @@
+/* pipette: per-GPU memory estimate, per pipeline stage.
+ *
+ * Parameters, gradients and optimizer states follow Megatron's
+ * theoretical_memory_usage.py (18 bytes/parameter, or 6 + 12/DP with the
+ * distributed optimizer); activations follow Korthikanti et al. (MLSys'23)
+ * for GELU/LayerNorm (GPT) blocks and Fujii et al. (arXiv 2411.06465) for
+ * SwiGLU/GQA (Llama) blocks; in-flight micro-batches come from the
+ * pipeline schedule (schedule.h).  See reference/models.md §1, §2, §7.1. */
+#ifndef PIPETTE_MEMORY_H
+#define PIPETTE_MEMORY_H
+
+#include "config.h"
+#include "hardware.h"
+#include "model.h"
+
+/* Feasible when peak <= fraction * HBM: Fujii et al. found no OOM in 454
+ * A100/H100 runs whose estimate stayed below 80% of device memory. */
+#define PIPETTE_DEFAULT_MEM_FRACTION 0.8
+
+struct pipette_stage_memory {
+	int layers;
+	double inflight;	/* peak in-flight micro-batches (full-stage units) */
+	double params_bytes;
+	double grads_bytes;
+	double optimizer_bytes;
+	double activations_bytes;
+	double other_bytes;	/* CUDA context, NCCL buffers, fragmentation */
+	double total_bytes;
+};
+
+struct pipette_memory {
+	double peak_bytes;	/* the most-loaded stage's total */
+	int peak_stage;
+	double capacity_bytes;	/* HBM */
+	double limit_bytes;	/* fraction * HBM */
+	int fits;
+	/* Breakdown of the most-loaded stage. */
+	struct pipette_stage_memory peak;
+};
+
+/* Activation bytes of one transformer layer for one micro-batch, on one
+ * GPU, as stored for the backward pass (before the in-flight factor). */
+double pipette_memory_layer_activations(const struct pipette_model *m,
+					const struct pipette_config *c, int layer);
+
+/* Estimate stage s.  inflight: peak in-flight micro-batches held by the
+ * stage, in units of full-stage micro-batches (from the schedule); pass a
+ * negative value to use the schedule's analytic figure. */
+void pipette_memory_stage(const struct pipette_model *m,
+			  const struct pipette_config *c, int stage,
+			  double inflight, struct pipette_stage_memory *out);
+
+/* Estimate all stages.  inflight (may be NULL) has c->pp entries;
+ * per_stage (may be NULL) receives c->pp entries. */
+void pipette_memory_estimate(const struct pipette_model *m,
+			     const struct pipette_gpu_spec *gpu,
+			     const struct pipette_config *c, double mem_fraction,
+			     const double *inflight,
+			     struct pipette_stage_memory *per_stage,
+			     struct pipette_memory *out);
+
+#endif

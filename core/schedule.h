@@ -1,0 +1,114 @@
+/* pipette: pipeline schedules.
+ *
+ * Two views of one schedule:
+ *  - pipette_schedule_inflight(): an analytic peak of in-flight activations
+ *    per stage, cheap enough for pruning the search;
+ *  - struct pipette_sched: the per-rank ordered F/B/W operation lists of a
+ *    schedule and an event simulation of them over per-stage compute times
+ *    and per-boundary transfer times (makespan, busy time, bubble, peak
+ *    in-flight activations, the event list, an SVG timeline).
+ *
+ * Virtual stages.  With v chunks per rank there are S = p*v virtual stages,
+ * the model's layers in order.  Chunk c of rank r is virtual stage
+ *   1F1B, ZB-H1:           s = r                       (v = 1)
+ *   interleaved (Megatron): s = c*p + r                 (v >= 2)
+ *   V-Min, V-Half, V-ZB:    s = r (c = 0), 2p-1-r (c = 1)   (v = 2)
+ * Boundary b (0 <= b < S-1) lies between virtual stages b and b+1.  The F of
+ * stage s waits for the F of s-1 plus comm_f[s-1]; the B of s waits for the
+ * B of s+1 plus comm_b[s]; W waits for its own B.  Ops on one rank run one
+ * at a time in list order.  For 1F1B, interleaved, V-Min and V-Half the
+ * weight gradient W is folded into B (B lasts t_b + t_w); ZB-H1 and V-ZB
+ * split it off (Qi et al., ICLR'24).
+ *
+ * The operation order depends only on (kind, p, v, m); the workspace keeps
+ * it between calls, so re-simulating the same shape with other times costs
+ * one linear pass and no allocation. */
+#ifndef PIPETTE_SCHEDULE_H
+#define PIPETTE_SCHEDULE_H
+
+#include <stdio.h>
+
+#include "config.h"
+
+/* Peak in-flight micro-batches held by pipeline rank `stage` (0-based) of
+ * p ranks with v chunks per rank and m micro-batches, in units of one
+ * full-stage micro-batch (i.e. all v chunks of that rank).  "Held" means
+ * the full activation set (M_B in the ZB paper): from F until B.  For the
+ * split-backward schedules (ZB-H1, V-ZB) the smaller weight-gradient
+ * inputs (M_W) stay until W; the simulation reports both counts
+ * (pipette_sched_result.peak_fb / peak_fw).  Equals the simulation's
+ * peak_fb / v for 1F1B, interleaved and ZB-H1 (tests/unit/test_schedule.c). */
+double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
+				 long m, int stage);
+
+/* The simulator's workspace: owns the operation lists and result arrays. */
+struct pipette_sched;
+
+struct pipette_sched *pipette_sched_create(void);
+void pipette_sched_destroy(struct pipette_sched *s);
+
+struct pipette_sched_input {
+	enum pipette_schedule_kind kind;
+	int p;			/* pipeline ranks, >= 1 */
+	int v;			/* chunks per rank: 1 for 1F1B and ZB-H1, >= 2
+				 * for interleaved, 2 for the V-shapes */
+	long m;			/* micro-batches, >= 1; interleaved needs p | m */
+	/* Seconds per micro-batch of chunk c on rank r at index r*v + c.
+	 * t_w may be NULL (no separate weight-gradient time). */
+	const double *t_f, *t_b, *t_w;
+	/* Seconds to send the activation (comm_f) or the gradient (comm_b)
+	 * over boundary b, index b in [0, p*v-2].  NULL = all zero.  Callers
+	 * pass 0 where both sides sit on one rank (the turn of a V). */
+	const double *comm_f, *comm_b;
+};
+
+/* Valid until the next simulation on the same workspace.  Per-rank arrays
+ * have p entries. */
+struct pipette_sched_result {
+	double makespan;	/* s, from time 0 to the last op's end */
+	double bubble;		/* 1 - max_r busy[r] / makespan: idle share of
+				 * the busiest rank, (p-1)/(m+p-1) for even
+				 * 1F1B (Narayanan et al. SC'21) */
+	const double *busy;	/* s of compute per rank */
+	/* Peak micro-batch-chunks held, F..B (full activations) and F..W
+	 * (until the weight gradient; equal to peak_fb when W is folded).
+	 * Divide by v for full-stage units. */
+	const int *peak_fb;
+	const int *peak_fw;
+	int v;
+	long n_ops;		/* events in the last simulation */
+};
+
+/* Simulate one iteration.  Returns 0, or -1 with err naming the field. */
+int pipette_sched_simulate(struct pipette_sched *s,
+			   const struct pipette_sched_input *in,
+			   struct pipette_sched_result *out,
+			   struct pipette_err *err);
+
+/* One operation of the last simulation, with the transfer that fed it. */
+struct pipette_sched_event {
+	int rank;
+	char type;		/* 'F', 'B' or 'W' */
+	int chunk;		/* chunk on this rank */
+	int stage;		/* virtual stage */
+	long mb;		/* micro-batch */
+	double start, end;	/* s */
+	int from_rank;		/* rank that sent its input; -1 if none or local */
+	double xfer_start, xfer_end;	/* that transfer (equal if none) */
+};
+
+/* Events of the last simulation in a dependency-respecting order (ops of
+ * one rank appear in that rank's list order).  i in [0, n_ops). */
+int pipette_sched_event(const struct pipette_sched *s, long i,
+			struct pipette_sched_event *ev);
+
+/* Index i (0-based) of rank r's op list: lets callers walk one rank's list. */
+long pipette_sched_rank_op(const struct pipette_sched *s, int r, long i);
+
+/* Write the last simulation's timeline as a standalone SVG document: one
+ * row per rank, F/B/W blocks with micro-batch numbers, transfers, a time
+ * axis in ms and a legend (core/timeline_svg.c).  `title` may be NULL. */
+int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
+			    const char *title, struct pipette_err *err);
+
+#endif

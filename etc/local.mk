@@ -1,0 +1,1 @@
+# etc: filled in by its issue

@@ -1,0 +1,1 @@
+# man: filled in by its issue
