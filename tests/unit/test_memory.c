@@ -1,0 +1,347 @@
+/* Unit tests: the per-GPU memory estimator. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "hardware.h"
+#include "memory.h"
+#include "model.h"
+#include "schedule.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static void korthikanti_config(const char *name, int tp, int pp, int vpp, int mb,
+			       long gbs, struct pipette_model *m, struct pipette_config *c)
+{
+	ck_assert_int_eq(pipette_model_preset(name, m, NULL), 0);
+	pipette_config_init(c);
+	c->tp = tp;
+	c->pp = pp;
+	c->vpp = vpp;
+	c->schedule = vpp > 1 ? PIPETTE_SCHED_INTERLEAVED : PIPETTE_SCHED_1F1B;
+	c->micro_batch = mb;
+	c->global_batch = gbs;
+	c->seq_len = 2048;
+	ck_assert_int_eq(pipette_config_check(m, c, NULL), 0);
+}
+
+/* Weights + optimizer per GPU of a stage holding only transformer layers,
+ * the quantity of Korthikanti et al. Fig. 1: 18 bytes x transformer
+ * parameters / (t*p).  A middle stage has no embedding; with p = 1 the
+ * embedding (V*h/t) and the final LayerNorm (2h) are taken out. */
+static double layer_states(const struct pipette_model *m, const struct pipette_config *c)
+{
+	struct pipette_stage_memory st;
+	int stage = c->pp > 2 ? 1 : 0;
+	double total;
+
+	pipette_memory_stage(m, c, stage, -1.0, &st);
+	total = st.params_bytes + st.grads_bytes + st.optimizer_bytes;
+	if (c->pp == 1)
+		total -= 18.0 * ((double)m->vocab * m->hidden / c->tp + 2.0 * m->hidden);
+	return total;
+}
+
+/* First-stage activations without the embedding terms: transformer layers
+ * of stage 0 times its in-flight micro-batches. */
+static double first_stage_layer_activations(const struct pipette_model *m,
+					    const struct pipette_config *c)
+{
+	double per = 0, inflight = pipette_schedule_inflight(c->schedule, c->pp,
+		pipette_config_chunks(c), pipette_config_microbatches(c), 0);
+	int l;
+
+	for (l = 0; l < pipette_config_stage_layers(m, c, 0); l++)
+		per += pipette_memory_layer_activations(m, c, l);
+	return per * inflight;
+}
+
+/* Korthikanti et al. (MLSys'23) Fig. 1, as transcribed in models.md §2.4
+ * (Calculon validation.py:61-97), s = 2048, a in heads, t = 8:
+ *   weights+optimizer = 18 * 12h^2 * L / (t*p) bytes;
+ *   activations "none" = sbhL(10 + 24/t + 5as/(ht)) * (1 + (p-1)/(pv));
+ *   activations "seq+sel" = 34 sbhL/t * (1 + (p-1)/(pv)).
+ * e.g. 22B: s*b*h = 2048*4*6144 = 50,331,648; 10 + 3 + 5*64*2048/(6144*8)
+ * = 26.333; x48 layers = 63,619,203,072 B = 59.25 GiB.  175B (p8 v3):
+ * factor 1 + 7/24; 530B (p35 v3, 3 layers per stage): 1 + 34/105; 1T:
+ * p = 64, v = 1, m = 512 -> the first stage holds 64 micro-batches of 2
+ * layers = L layers' worth.  Our layer parameters include biases and
+ * LayerNorms (12h^2 + 13h per layer): +13/(12h) < 0.02%. */
+START_TEST(test_korthikanti_fig1)
+{
+	static const struct {
+		const char *model;
+		int pp, vpp, mb;
+		long gbs;
+		double states_gib, act_none_gib, act_seqsel_gib;
+	} cases[] = {
+		{ "gpt-22b", 1, 1, 4, 4, 45.5625, 59.25, 9.5625 },
+		{ "gpt3-175b", 8, 3, 1, 64, 45.5625, 66.84375, 12.3515625 },
+		{ "gpt-530b", 35, 3, 1, 280, 31.640625, 114.0234375, 23.076171875 },
+		{ "gpt-1t", 64, 1, 1, 512, 32.958984375, 131.25, 26.5625 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pipette_model m;
+		struct pipette_config c;
+		double got;
+
+		korthikanti_config(cases[i].model, 8, cases[i].pp, cases[i].vpp, cases[i].mb,
+				   cases[i].gbs, &m, &c);
+		got = layer_states(&m, &c) / GIB;
+		ck_assert_msg(fabs(got / cases[i].states_gib - 1) < 0.005,
+			      "%s states %.4f vs %.4f", cases[i].model, got, cases[i].states_gib);
+		got = first_stage_layer_activations(&m, &c) / GIB;
+		ck_assert_msg(fabs(got / cases[i].act_none_gib - 1) < 0.005,
+			      "%s act none %.4f vs %.4f", cases[i].model, got,
+			      cases[i].act_none_gib);
+		c.sequence_parallel = 1;
+		c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		got = first_stage_layer_activations(&m, &c) / GIB;
+		ck_assert_msg(fabs(got / cases[i].act_seqsel_gib - 1) < 0.005,
+			      "%s act seq+sel %.4f vs %.4f", cases[i].model, got,
+			      cases[i].act_seqsel_gib);
+	}
+}
+END_TEST
+
+/* Korthikanti Table 2 variants for one GPT layer, 22B, t = 8, b = 4:
+ * TP only: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh/t (34 + 5as/h);
+ * TP+selective: sbh(10 + 24/t); full recompute: 2sbh (2sbh/t with SP). */
+START_TEST(test_korthikanti_table2)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double s = 2048, b = 4, h = 6144, a = 64, t = 8, sbh = s * b * h;
+
+	korthikanti_config("gpt-22b", 8, 1, 1, 4, 4, &m, &c);
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1);
+	c.sequence_parallel = 1;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				sbh / t * (34 + 5 * a * s / h), 1);
+	c.sequence_parallel = 0;
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				sbh * (10 + 24 / t), 1);
+	c.recompute = PIPETTE_RECOMPUTE_FULL;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 2 * sbh, 1);
+	c.sequence_parallel = 1;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 2 * sbh / t, 1);
+}
+END_TEST
+
+/* Fujii et al. (models.md §1.2) for Llama-3-8B: k/a = 8/32, h_ffn/h = 3.5:
+ * 12 + 4/4 + 28 = 41 sbh bytes per layer with TP+SP, divided by t*c.
+ * Without SP the 8sbh of norm, QKV and MLP inputs stay replicated:
+ * sbh(8 + 33/t).  CP divides s. */
+START_TEST(test_fujii_llama)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double s = 8192, h = 4096, sbh = s * 1 * h;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.seq_len = 8192;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 41 * sbh, 1);
+	c.tp = 4;
+	c.sequence_parallel = 1;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 41 * sbh / 4, 1);
+	c.sequence_parallel = 0;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				sbh * (8 + 33.0 / 4), 1);
+	c.sequence_parallel = 1;
+	c.cp = 2;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				41 * sbh / 8, 1);
+	/* Selective recompute saves nothing with FlashAttention. */
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0),
+				41 * sbh / 8, 1);
+}
+END_TEST
+
+/* A whole stage by hand: Llama-3-8B, t = p = d = 1, b = 1, s = 8192:
+ * params 8,030,261,248 x (2 + 4 + 12) bytes; activations 32 x 41 sbh +
+ * logits 4 s (h + V) + int64 token ids 8 s = 44,023,414,784 + 4,336,910,336
+ * + 65,536; other = 500 MiB of
+ * CUDA context + 5% of the activations (no NCCL communicator). */
+START_TEST(test_stage_by_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_memory mem;
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	double act = 32 * 41.0 * 8192 * 4096 + 4.0 * 8192 * (4096 + 128256) + 8.0 * 8192;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.seq_len = 8192;
+	pipette_memory_estimate(&m, g, &c, 0.8, NULL, NULL, &mem);
+	ck_assert_double_eq_tol(mem.peak.params_bytes, 2 * 8030261248.0, 1);
+	ck_assert_double_eq_tol(mem.peak.grads_bytes, 4 * 8030261248.0, 1);
+	ck_assert_double_eq_tol(mem.peak.optimizer_bytes, 12 * 8030261248.0, 1);
+	ck_assert_double_eq_tol(mem.peak.activations_bytes, act, 1);
+	ck_assert_double_eq_tol(mem.peak.other_bytes, 500.0 * 1048576 + 0.05 * act, 1);
+	ck_assert(!mem.fits);	/* 144.5 GB of states alone */
+	ck_assert_double_eq(mem.limit_bytes, 0.8 * g->hbm_bytes);
+}
+END_TEST
+
+/* Megatron: 6 + 12/d bytes per parameter with the distributed optimizer. */
+START_TEST(test_distributed_optimizer)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory a, b;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.dp = 8;
+	c.global_batch = 8;
+	pipette_memory_stage(&m, &c, 0, -1, &a);
+	c.distributed_optimizer = 1;
+	pipette_memory_stage(&m, &c, 0, -1, &b);
+	ck_assert_double_eq_tol(b.optimizer_bytes, a.optimizer_bytes / 8, 1);
+	ck_assert_double_eq_tol((b.params_bytes + b.grads_bytes + b.optimizer_bytes) /
+				b.params_bytes * 2, 6 + 12.0 / 8, 1e-9);
+}
+END_TEST
+
+/* 1F1B: stage s of p holds min(m, p - s) micro-batches; the first stage
+ * therefore has the peak, and the last stage adds the logits. */
+START_TEST(test_pipeline_stages)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory st[4];
+	struct pipette_memory mem;
+	int s;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-13b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.pp = 4;
+	c.global_batch = 8;
+	pipette_memory_estimate(&m, pipette_gpu_lookup("a100", NULL), &c, 0.8, NULL, st, &mem);
+	for (s = 0; s < 4; s++) {
+		ck_assert_int_eq(st[s].layers, 10);
+		ck_assert_double_eq(st[s].inflight, 4 - s);
+	}
+	ck_assert_int_eq(mem.peak_stage, 0);
+	c.global_batch = 2;	/* m = 2 < p */
+	pipette_memory_estimate(&m, pipette_gpu_lookup("a100", NULL), &c, 0.8, NULL, st, &mem);
+	ck_assert_double_eq(st[0].inflight, 2);
+	ck_assert_double_eq(st[3].inflight, 1);
+	/* Uneven split: 7 + 13 + 13 + 7. */
+	c.global_batch = 8;
+	c.first_stage_layers = 7;
+	c.last_stage_layers = 7;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	pipette_memory_estimate(&m, pipette_gpu_lookup("a100", NULL), &c, 0.8, NULL, st, &mem);
+	ck_assert_int_eq(st[0].layers, 7);
+	ck_assert_int_eq(st[1].layers, 13);
+	ck_assert_int_eq(st[3].layers, 7);
+	ck_assert_int_eq(mem.peak_stage, 1);
+	/* Caller-provided in-flight figures (from a schedule simulation). */
+	{
+		double inflight[4] = { 1, 1, 1, 1 };
+		struct pipette_stage_memory one[4];
+
+		pipette_memory_estimate(&m, pipette_gpu_lookup("a100", NULL), &c, 0.8,
+					inflight, one, &mem);
+		ck_assert_double_eq(one[1].inflight, 1);
+		ck_assert(one[1].activations_bytes < st[1].activations_bytes);
+	}
+}
+END_TEST
+
+/* Experts are sharded by EP: Mixtral with ep 8 keeps 1 of 8 experts. */
+START_TEST(test_moe_params)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory a, b;
+	double expert_params = 32.0 * 8 * 3 * 4096 * 14336;
+
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.dp = 8;
+	c.global_batch = 8;
+	pipette_memory_stage(&m, &c, 0, -1, &a);
+	c.ep = 8;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	pipette_memory_stage(&m, &c, 0, -1, &b);
+	ck_assert_double_eq_tol(a.params_bytes - b.params_bytes,
+				2 * expert_params * 7 / 8, 16);
+}
+END_TEST
+
+START_TEST(test_config_errors)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.tp = 3;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--tp 3 does not divide"));
+	pipette_config_init(&c);
+	c.pp = 33;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--pp 33 exceeds"));
+	pipette_config_init(&c);
+	c.pp = 3;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "do not divide into pp 3"));
+	pipette_config_init(&c);
+	c.dp = 4;
+	c.micro_batch = 2;
+	c.global_batch = 12;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a multiple of dp 4 x micro-batch 2"));
+	pipette_config_init(&c);
+	c.ep = 2;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "has none"));
+	pipette_config_init(&c);
+	c.schedule = PIPETTE_SCHED_INTERLEAVED;
+	c.vpp = 2;
+	c.pp = 4;
+	c.global_batch = 6;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "multiple of pp 4"));
+	pipette_config_init(&c);
+	c.cp = 3;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--cp 3 does not divide"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("memory");
+	TCase *tc = tcase_create("memory");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_korthikanti_fig1);
+	tcase_add_test(tc, test_korthikanti_table2);
+	tcase_add_test(tc, test_fujii_llama);
+	tcase_add_test(tc, test_stage_by_hand);
+	tcase_add_test(tc, test_distributed_optimizer);
+	tcase_add_test(tc, test_pipeline_stages);
+	tcase_add_test(tc, test_moe_params);
+	tcase_add_test(tc, test_config_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
