@@ -7,15 +7,18 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "hardware.h"
 #include "memory.h"
 #include "model.h"
+#include "timing.h"
 
 static const char usage_text[] =
 "usage: pipette estimate --model NAME|config.json --gpu TYPE [OPTIONS]\n"
 "\n"
 "Estimate the per-GPU memory of one training configuration, per pipeline\n"
-"stage, and say whether it fits.\n"
+"stage, whether it fits, and its iteration time with a breakdown (ranks in\n"
+"Megatron's default order on nodes with nominal links).\n"
 "\n"
 "  --model NAME|PATH        preset (pipette models) or a Hugging Face config.json\n"
 "  --gpu TYPE               GPU type (pipette gpus), e.g. H100, A100-40GB\n"
@@ -32,6 +35,9 @@ static const char usage_text[] =
 "  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb (1f1b)\n"
 "  --first-stage-layers N --last-stage-layers N   uneven pipeline split\n"
 "  --mem-fraction F         usable fraction of HBM (0.8)\n"
+"  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
+"  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
+"  --timeline FILE.svg      draw the simulated pipeline timeline\n"
 "  --models-dir DIR         where NAME.json model configs may also be found\n"
 "  --format table|json      output format (table)\n"
 "\n"
@@ -41,6 +47,8 @@ struct estimate_opts {
 	const char *model;
 	const char *gpu;
 	const char *models_dir;
+	const char *timeline;
+	long nodes, gpus_per_node;
 	struct pipette_config cfg;
 	int global_batch_set, seq_len_set;
 	double mem_fraction;
@@ -126,6 +134,14 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 			o->model = v;
 		} else if (!strcmp(name, "--gpu")) {
 			o->gpu = v;
+		} else if (!strcmp(name, "--nodes")) {
+			if (cli_int(name, v, 1, 1 << 16, &o->nodes))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--gpus-per-node")) {
+			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--timeline")) {
+			o->timeline = v;
 		} else if (!strcmp(name, "--models-dir")) {
 			o->models_dir = v;
 		} else if (!strcmp(name, "--global-batch")) {
@@ -203,9 +219,40 @@ static struct json_object *config_json(const struct pipette_config *c)
 	return o;
 }
 
+static struct json_object *time_json(const struct pipette_time *t)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "iteration_s", json_object_new_double(t->iteration_s));
+	json_object_object_add(o, "compute_s", json_object_new_double(t->compute_s));
+	json_object_object_add(o, "bubble_s", json_object_new_double(t->bubble_s));
+	json_object_object_add(o, "tp_comm_s", json_object_new_double(t->tp_comm_s));
+	json_object_object_add(o, "cp_comm_s", json_object_new_double(t->cp_comm_s));
+	json_object_object_add(o, "ep_comm_s", json_object_new_double(t->ep_comm_s));
+	json_object_object_add(o, "pp_comm_s", json_object_new_double(t->pp_comm_s));
+	json_object_object_add(o, "pp_exposed_s", json_object_new_double(t->pp_exposed_s));
+	json_object_object_add(o, "dp_comm_s", json_object_new_double(t->dp_comm_s));
+	json_object_object_add(o, "dp_exposed_s", json_object_new_double(t->dp_exposed_s));
+	json_object_object_add(o, "embed_sync_s", json_object_new_double(t->embed_sync_s));
+	json_object_object_add(o, "optimizer_s", json_object_new_double(t->optimizer_s));
+	json_object_object_add(o, "exposed_comm_s", json_object_new_double(t->exposed_comm_s));
+	return o;
+}
+
+static struct json_object *throughput_json(const struct pipette_time *t)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "tokens_per_s", json_object_new_double(t->tokens_per_s));
+	json_object_object_add(o, "tflops_per_gpu", json_object_new_double(t->tflops_per_gpu));
+	json_object_object_add(o, "mfu", json_object_new_double(t->mfu));
+	json_object_object_add(o, "model_flops", json_object_new_double(t->model_flops));
+	return o;
+}
+
 static void print_json(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 		       const struct pipette_config *c, const struct pipette_memory *mem,
-		       const struct pipette_stage_memory *stages)
+		       const struct pipette_stage_memory *stages, const struct pipette_time *t)
 {
 	struct json_object *root = json_object_new_object(), *jm, *arr;
 	int s;
@@ -231,9 +278,29 @@ static void print_json(const struct pipette_model *m, const struct pipette_gpu_s
 		json_object_array_add(arr, stage_json(&stages[s], s));
 	json_object_object_add(jm, "per_stage", arr);
 	json_object_object_add(root, "memory", jm);
+	json_object_object_add(root, "time", time_json(t));
+	json_object_object_add(root, "throughput", throughput_json(t));
 	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 						  JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
+}
+
+static void print_time(const struct pipette_time *t)
+{
+	printf("\niteration %.3f s   %.0f tokens/s   %.1f TFLOP/s per GPU   MFU %.1f%%\n",
+	       t->iteration_s, t->tokens_per_s, t->tflops_per_gpu, 100 * t->mfu);
+	printf("  pipeline (simulated)  %8.3f s  = compute %.3f + TP %.3f + CP %.3f + EP %.3f"
+	       " + bubble %.3f\n", t->makespan_s, t->compute_s, t->tp_comm_s, t->cp_comm_s,
+	       t->ep_comm_s, t->bubble_s);
+	printf("  PP transfers          %8.3f s  (%.3f s on the critical path)\n",
+	       t->pp_comm_s, t->pp_exposed_s);
+	printf("  DP gradient sync      %8.3f s  (%.3f s exposed)\n", t->dp_comm_s,
+	       t->dp_exposed_s);
+	printf("  embedding sync        %8.3f s\n", t->embed_sync_s);
+	printf("  optimizer step        %8.3f s\n", t->optimizer_s);
+	printf("  exposed communication %8.3f s\n", t->exposed_comm_s);
+	printf("  per micro-batch on the busiest stage: F %.2f ms  B %.2f ms  W %.2f ms\n",
+	       1e3 * t->stage_f_s, 1e3 * t->stage_b_s, 1e3 * t->stage_w_s);
 }
 
 static void print_table(const struct pipette_model *m, const struct pipette_gpu_spec *g,
@@ -269,13 +336,44 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 	       mem->fits ? "fits" : "DOES NOT FIT");
 }
 
+/* Nodes named node1..nodeN with the GPU type's nominal links. */
+static struct pipette_cluster *nominal_cluster(const struct estimate_opts *o,
+					       const struct pipette_gpu_spec *gpu,
+					       struct pipette_err *err)
+{
+	int world = pipette_config_world(&o->cfg);
+	int G = o->gpus_per_node ? (int)o->gpus_per_node
+				 : (world < gpu->gpus_per_node ? world : gpu->gpus_per_node);
+	int n = o->nodes ? (int)o->nodes : (world + G - 1) / G, i;
+	struct pipette_cluster *cl;
+	char **names = calloc((size_t)n, sizeof(*names));
+
+	if (!names) {
+		pipette_fail(err, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		names[i] = malloc(24);
+		if (names[i])
+			snprintf(names[i], 24, "node%d", i + 1);
+	}
+	cl = pipette_cluster_create((const char *const *)names, n, G, NULL, gpu, NULL, 0, err);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return cl;
+}
+
 int cmd_estimate(int argc, char **argv)
 {
 	struct estimate_opts o;
 	struct pipette_model m;
 	struct pipette_err err;
 	struct pipette_memory mem;
-	struct pipette_stage_memory *stages;
+	struct pipette_stage_memory *stages = NULL;
+	struct pipette_time tm;
+	struct pipette_cluster *cl = NULL;
+	struct pipette_timer *timer = NULL;
 	const struct pipette_gpu_spec *gpu;
 	int rc = parse(argc, argv, &o);
 
@@ -291,14 +389,48 @@ int cmd_estimate(int argc, char **argv)
 		o.cfg.global_batch = (long)o.cfg.dp * o.cfg.micro_batch;
 	if (pipette_config_check(&m, &o.cfg, &err))
 		return cli_error("%s", err.msg);
+	rc = PIPETTE_EXIT_USAGE;
+	if (!(cl = nominal_cluster(&o, gpu, &err))) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	timer = pipette_timer_create();
 	stages = calloc((size_t)o.cfg.pp, sizeof(*stages));
-	if (!stages)
-		return cli_error("out of memory");
-	pipette_memory_estimate(&m, gpu, &o.cfg, o.mem_fraction, NULL, stages, &mem);
-	if (o.fmt == PIPETTE_FMT_JSON)
-		print_json(&m, gpu, &o.cfg, &mem, stages);
-	else
+	if (!timer || !stages) {
+		cli_error("out of memory");
+		goto out;
+	}
+	if (pipette_time_estimate(timer, &m, gpu, &o.cfg, cl, NULL, 1, &tm, &err)) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	/* Memory uses the in-flight micro-batches of the simulated schedule. */
+	pipette_memory_estimate(&m, gpu, &o.cfg, o.mem_fraction,
+				pipette_timer_inflight(timer), stages, &mem);
+	if (o.timeline) {
+		FILE *f = fopen(o.timeline, "w");
+
+		if (!f || pipette_sched_write_svg(pipette_timer_sched(timer), f, m.name, &err)) {
+			cli_error("--timeline %s: %s", o.timeline, f ? err.msg : "cannot create");
+			if (f)
+				fclose(f);
+			goto out;
+		}
+		if (fclose(f)) {
+			cli_error("--timeline %s: write failed", o.timeline);
+			goto out;
+		}
+	}
+	if (o.fmt == PIPETTE_FMT_JSON) {
+		print_json(&m, gpu, &o.cfg, &mem, stages, &tm);
+	} else {
 		print_table(&m, gpu, &o.cfg, &mem, stages);
+		print_time(&tm);
+	}
+	rc = mem.fits ? PIPETTE_EXIT_OK : PIPETTE_EXIT_NOFIT;
+out:
 	free(stages);
-	return mem.fits ? PIPETTE_EXIT_OK : PIPETTE_EXIT_NOFIT;
+	pipette_timer_destroy(timer);
+	pipette_cluster_destroy(cl);
+	return rc;
 }

@@ -1,0 +1,609 @@
+#include "timing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+/* ---- collectives (alpha-beta; models.md §4.1) ---------------------------- */
+
+double pipette_allreduce_s(int n, double bytes, double gbps, double lat_us)
+{
+	if (n <= 1 || bytes <= 0)
+		return 0;
+	return 2.0 * (n - 1) * lat_us * 1e-6 + 2.0 * (n - 1) / n * bytes / (gbps * 1e9);
+}
+
+double pipette_allgather_s(int n, double bytes, double gbps, double lat_us)
+{
+	if (n <= 1 || bytes <= 0)
+		return 0;
+	return (n - 1) * lat_us * 1e-6 + (double)(n - 1) / n * bytes / (gbps * 1e9);
+}
+
+double pipette_alltoall_s(int n, double bytes, double gbps, double lat_us)
+{
+	return pipette_allgather_s(n, bytes, gbps, lat_us);
+}
+
+double pipette_p2p_s(double bytes, double gbps, double lat_us)
+{
+	if (bytes <= 0)
+		return 0;
+	return lat_us * 1e-6 + bytes / (gbps * 1e9);
+}
+
+/* Links of one communication group, as its ring sees them. */
+struct group_links {
+	int n;			/* ranks */
+	double bw, lat;		/* flat ring: slowest edge, largest latency */
+	int nodes, per_node;	/* for the hierarchical form */
+	double intra_bw, intra_lat, inter_bw, inter_lat;
+};
+
+/* Collective kinds, by bytes moved per rank relative to S. */
+enum coll { COLL_AR, COLL_AG, COLL_A2A };
+
+static double coll_time(enum coll k, const struct group_links *g, double bytes)
+{
+	double flat, hier, s2;
+
+	if (g->n <= 1 || bytes <= 0)
+		return 0;
+	flat = k == COLL_AR ? pipette_allreduce_s(g->n, bytes, g->bw, g->lat)
+			    : pipette_allgather_s(g->n, bytes, g->bw, g->lat);
+	if (g->nodes <= 1 || g->per_node <= 1 || k == COLL_A2A)
+		return flat;
+	/* Hierarchical: reduce-scatter (or gather) inside each node, the
+	 * inter-node collective on 1/per_node of the data over every GPU's
+	 * own NIC in parallel, then all-gather inside the node. */
+	s2 = bytes / g->per_node;
+	if (k == COLL_AR)
+		hier = 2 * pipette_allgather_s(g->per_node, bytes, g->intra_bw, g->intra_lat) +
+		       pipette_allreduce_s(g->nodes, s2, g->inter_bw, g->inter_lat);
+	else
+		hier = pipette_allgather_s(g->per_node, bytes, g->intra_bw, g->intra_lat) +
+		       pipette_allgather_s(g->nodes, s2 * g->per_node, g->inter_bw,
+					   g->inter_lat) / g->per_node;
+	return hier < flat ? hier : flat;
+}
+
+/* ---- the workspace -------------------------------------------------------- */
+
+struct pipette_timer {
+	struct pipette_sched *sched;
+	int cap_stages;
+	double *t_f, *t_b, *t_w, *comm_f, *comm_b, *inflight;
+	int cap_ranks;
+	int *ranks;
+};
+
+struct pipette_timer *pipette_timer_create(void)
+{
+	struct pipette_timer *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->sched = pipette_sched_create();
+	if (!t->sched) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void pipette_timer_destroy(struct pipette_timer *t)
+{
+	if (!t)
+		return;
+	pipette_sched_destroy(t->sched);
+	free(t->t_f);
+	free(t->t_b);
+	free(t->t_w);
+	free(t->comm_f);
+	free(t->comm_b);
+	free(t->inflight);
+	free(t->ranks);
+	free(t);
+}
+
+static int reserve(struct pipette_timer *t, int stages, int ranks)
+{
+	if (stages > t->cap_stages) {
+		double **arrs[] = { &t->t_f, &t->t_b, &t->t_w, &t->comm_f, &t->comm_b,
+				    &t->inflight };
+		size_t i;
+
+		for (i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++) {
+			double *p = realloc(*arrs[i], (size_t)stages * sizeof(double));
+			if (!p)
+				return -1;
+			*arrs[i] = p;
+		}
+		t->cap_stages = stages;
+	}
+	if (ranks > t->cap_ranks) {
+		int *p = realloc(t->ranks, (size_t)ranks * sizeof(int));
+		if (!p)
+			return -1;
+		t->ranks = p;
+		t->cap_ranks = ranks;
+	}
+	return 0;
+}
+
+const double *pipette_timer_inflight(const struct pipette_timer *t)
+{
+	return t->inflight;
+}
+
+const struct pipette_sched *pipette_timer_sched(const struct pipette_timer *t)
+{
+	return t->sched;
+}
+
+/* ---- links of the groups a configuration forms ---------------------------- */
+
+struct placement {
+	const struct pipette_cluster *cl;
+	const struct pipette_gpu_spec *gpu;
+	const int *gpu_of_rank;
+	int G;
+};
+
+static int gpu_of(const struct placement *p, int rank)
+{
+	return p->gpu_of_rank ? p->gpu_of_rank[rank] : rank;
+}
+
+/* Ring over `ranks` (n entries) in the given order. */
+static void ring_links(const struct placement *p, const int *ranks, int n,
+		       struct group_links *g)
+{
+	int i, first_node = -1, nodes = 0, same_first = 0;
+
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->bw = g->intra_bw = g->inter_bw = HUGE_VAL;
+	if (n <= 1)
+		return;
+	for (i = 0; i < n; i++) {
+		int a = gpu_of(p, ranks[i]), b = gpu_of(p, ranks[(i + 1) % n]);
+		struct pipette_link l = pipette_cluster_link(p->cl, a, b);
+		int na = a / p->G, nb = b / p->G;
+
+		if (l.gbps < g->bw)
+			g->bw = l.gbps;
+		if (l.lat_us > g->lat)
+			g->lat = l.lat_us;
+		if (na == nb) {
+			if (l.gbps < g->intra_bw)
+				g->intra_bw = l.gbps;
+			if (l.lat_us > g->intra_lat)
+				g->intra_lat = l.lat_us;
+		} else {
+			if (l.gbps < g->inter_bw)
+				g->inter_bw = l.gbps;
+			if (l.lat_us > g->inter_lat)
+				g->inter_lat = l.lat_us;
+		}
+		if (first_node < 0)
+			first_node = na;
+		if (na == first_node)
+			same_first++;
+		if (i == 0 || na != gpu_of(p, ranks[i - 1]) / p->G)
+			nodes++;
+	}
+	if (nodes > 1 && gpu_of(p, ranks[0]) / p->G == gpu_of(p, ranks[n - 1]) / p->G)
+		nodes--;	/* the ring closed inside the first node's run */
+	g->nodes = nodes > 0 ? nodes : 1;
+	g->per_node = same_first;
+	if (g->nodes * g->per_node != n)	/* uneven spread: no hierarchy */
+		g->nodes = 1;
+	if (g->intra_bw == HUGE_VAL)
+		g->intra_bw = g->bw;
+	if (g->inter_bw == HUGE_VAL)
+		g->inter_bw = g->bw;
+}
+
+/* Groups of Megatron's rank grids (ecosystem.md §3.3): dense
+ * r = tp + TP*(cp + CP*(dp + DP*pp)); expert r = etp + ETP*(ep + EP*(edp +
+ * EDP*pp)) over the same ranks. */
+enum group_kind { G_TP, G_CP, G_DPCP, G_EP };
+
+/* The slowest group of a kind in stage s, judged at `bytes`. */
+static void worst_group(struct pipette_timer *t, const struct placement *p,
+			const struct pipette_config *c, int s, enum group_kind kind,
+			enum coll coll, double bytes, struct group_links *worst)
+{
+	int per_stage = c->tp * c->cp * c->dp, base = per_stage * s;
+	int size, stride, i, j, groups;
+	double worst_t = -1;
+
+	switch (kind) {
+	case G_TP: size = c->tp; stride = 1; break;
+	case G_CP: size = c->cp; stride = c->tp; break;
+	case G_DPCP: size = c->cp * c->dp; stride = c->tp; break;
+	default: size = c->ep; stride = c->etp; break;	/* expert grid */
+	}
+	memset(worst, 0, sizeof(*worst));
+	worst->n = size;
+	worst->bw = 1;
+	if (size <= 1)
+		return;
+	groups = per_stage / size;
+	for (i = 0; i < groups; i++) {
+		struct group_links g;
+		double tt;
+		/* Group i: ranks whose index along `kind` varies, all other
+		 * coordinates fixed.  With stride st and size n the members of
+		 * group i start at (i % st) + (i / st) * st * n. */
+		int start = base + (i % stride) + (i / stride) * stride * size;
+
+		for (j = 0; j < size; j++)
+			t->ranks[j] = start + j * stride;
+		ring_links(p, t->ranks, size, &g);
+		tt = coll_time(coll, &g, bytes);
+		if (tt > worst_t) {
+			worst_t = tt;
+			*worst = g;
+		}
+	}
+}
+
+/* Slowest of the parallel point-to-point links between stage s and s2. */
+static struct pipette_link worst_p2p(const struct placement *p,
+				     const struct pipette_config *c, int s, int s2,
+				     double bytes)
+{
+	int per_stage = c->tp * c->cp * c->dp, i;
+	struct pipette_link worst = { HUGE_VAL, 0 };
+	double worst_t = -1;
+
+	for (i = 0; i < per_stage; i++) {
+		struct pipette_link l = pipette_cluster_link(p->cl, gpu_of(p, per_stage * s + i),
+							     gpu_of(p, per_stage * s2 + i));
+		double tt = pipette_p2p_s(bytes, l.gbps, l.lat_us);
+
+		if (tt > worst_t) {
+			worst_t = tt;
+			worst = l;
+		}
+	}
+	return worst;
+}
+
+/* ---- compute -------------------------------------------------------------- */
+
+/* Memory-bound elementwise work (norms, activations, dropout, residuals,
+ * softmax without FlashAttention): each stored activation byte is written
+ * in the forward pass and read back, and the backward pass touches twice
+ * that (models.md §4.2, Calculon's memory time).  HBM efficiency 0.9 for
+ * large transfers (Calculon systems/a100_80g.json). */
+#define ELEMENTWISE_PASSES 2.0
+#define HBM_EFF 0.9
+/* Adam step, bytes per local parameter: read+write fp32 master, m and v
+ * (24), read the fp32 gradient (4), write the bf16 weight (2). */
+#define OPTIMIZER_BYTES_PER_PARAM 30.0
+
+static double gemm_s(const struct pipette_gpu_spec *g, double flops)
+{
+	double gflop = flops * 1e-9, eff;
+
+	if (flops <= 0)
+		return 0;
+	eff = g->gemm_eff_max * gflop / (gflop + g->gemm_half_gflop);
+	return flops / (g->peak_tflops * 1e12 * eff);
+}
+
+struct layer_times {
+	double f, b, w;		/* compute, s */
+	double attn_f;		/* attention-core forward, s (hides CP) */
+	double tp_f, tp_b;	/* TP collectives, s */
+	double cp_f, cp_b;	/* exposed CP exchanges */
+	double ep_f, ep_b;	/* expert all-to-all */
+};
+
+static int flash_attention(const struct pipette_model *m)
+{
+	return m->ffn_kind == PIPETTE_FFN_SWIGLU;	/* see memory.c */
+}
+
+static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			const struct pipette_config *c, int layer,
+			const struct group_links *tp, const struct group_links *cp,
+			const struct group_links *ep, struct layer_times *lt)
+{
+	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
+	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3.0 : 2.0;
+	struct pipette_layer_params lp;
+	double gemm = 0, attn, attn_flops, act, mem, bytes_tp, cp_bytes, a2a;
+	struct pipette_config none = *c;
+	int moe = pipette_model_is_moe_layer(m, layer);
+
+	memset(lt, 0, sizeof(*lt));
+	pipette_model_layer_params(m, layer, &lp);
+	/* Projections: QKV and output GEMMs sized by their own shapes. */
+	if (m->kv_lora_rank) {
+		gemm += gemm_s(g, 2 * T * lp.attn / t);
+	} else {
+		gemm += gemm_s(g, 2 * T * h * (qw + 2 * kvw) / t);
+		gemm += gemm_s(g, 2 * T * qw * h / t);
+	}
+	if (moe) {
+		/* Each local expert's GEMM sees the group's tokens routed to it:
+		 * T * topk * ep / experts (balanced routing). */
+		double tok = T * m->topk * c->ep / m->experts;
+		int local = m->experts / c->ep;
+
+		gemm += local * (gemm_s(g, 2 * tok * h * m->expert_ffn * (mats - 1) / c->etp) +
+				 gemm_s(g, 2 * tok * m->expert_ffn * h / c->etp)) *
+			c->etp / t;
+		if (m->shared_ffn)
+			gemm += gemm_s(g, 2 * T * h * m->shared_ffn * mats / t);
+		gemm += gemm_s(g, 2 * T * h * m->experts);	/* router */
+	} else {
+		gemm += gemm_s(g, 2 * T * h * m->ffn * (mats - 1) / t);
+		gemm += gemm_s(g, 2 * T * m->ffn * h / t);
+	}
+	/* Attention core: QK^T and AV, 4*T*s*qw FLOPs (Narayanan et al.);
+	 * FlashAttention skips the causal half. */
+	attn_flops = 4.0 * T * c->seq_len * qw / t * (flash_attention(m) ? 0.5 : 1.0);
+	attn = gemm_s(g, attn_flops);
+	/* Elementwise traffic, from the activations this layer stores. */
+	none.recompute = PIPETTE_RECOMPUTE_NONE;
+	act = pipette_memory_layer_activations(m, &none, layer);
+	mem = ELEMENTWISE_PASSES * act / (g->hbm_gbps * 1e9 * HBM_EFF);
+
+	lt->attn_f = attn;
+	lt->f = gemm + attn + mem;
+	lt->b = gemm + 2 * attn + 2 * mem;	/* input gradients */
+	lt->w = gemm;				/* weight gradients */
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
+		lt->b += lt->f;
+	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && !flash_attention(m))
+		lt->b += attn + mem * 0.5;	/* attention core and its softmax */
+
+	/* TP: two all-reduces of the layer's activations forward and two
+	 * backward (all-gather + reduce-scatter with SP: the same volume). */
+	bytes_tp = 2.0 * T * h;
+	lt->tp_f = 2 * coll_time(COLL_AR, tp, bytes_tp);
+	lt->tp_b = lt->tp_f;
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
+		lt->tp_b += lt->tp_f;
+	/* CP (ring attention): cp-1 exchanges of the local K and V chunk,
+	 * twice as many backward, overlapped with the attention core. */
+	if (c->cp > 1) {
+		cp_bytes = 2.0 * 2.0 * T * kvw / t;
+		lt->cp_f = fmax(0, (c->cp - 1) * pipette_p2p_s(cp_bytes, cp->bw, cp->lat) - attn);
+		lt->cp_b = fmax(0, 2 * (c->cp - 1) * pipette_p2p_s(cp_bytes, cp->bw, cp->lat) -
+				   2 * attn);
+	}
+	/* EP: dispatch and combine all-to-all, each moving T*topk hidden
+	 * vectors per rank (tokens split over TP with SP). */
+	if (moe && c->ep > 1) {
+		a2a = 2.0 * T * m->topk * h / (c->sequence_parallel ? t : 1.0);
+		lt->ep_f = 2 * coll_time(COLL_A2A, ep, a2a);
+		lt->ep_b = lt->ep_f;
+	}
+}
+
+double pipette_model_flops(const struct pipette_model *m, const struct pipette_config *c)
+{
+	double tokens = (double)c->global_batch * c->seq_len, total = 0;
+	double mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3.0 : 2.0, h = m->hidden;
+	double qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	struct pipette_layer_params lp;
+	int l;
+
+	for (l = 0; l < m->layers; l++) {
+		double proj;
+
+		pipette_model_layer_params(m, l, &lp);
+		proj = m->kv_lora_rank ? lp.attn : h * (2 * qw + 2 * kvw);
+		total += 2 * proj;
+		if (pipette_model_is_moe_layer(m, l))
+			total += 2 * (mats * h * (m->topk * m->expert_ffn + m->shared_ffn) +
+				      h * m->experts);
+		else
+			total += 2 * mats * h * m->ffn;
+		total += 4.0 * c->seq_len * qw;	/* attention, full s^2 */
+	}
+	total += 2.0 * h * m->vocab;	/* logits */
+	return 3.0 * tokens * total;	/* forward + backward (2x) */
+}
+
+/* ---- the estimate ---------------------------------------------------------- */
+
+int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu,
+			  const struct pipette_config *c,
+			  const struct pipette_cluster *cluster,
+			  const int *gpu_of_rank, int detail,
+			  struct pipette_time *out, struct pipette_err *err)
+{
+	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster) };
+	int p = c->pp, v = pipette_config_chunks(c), world = pipette_config_world(c);
+	long mb = pipette_config_microbatches(c);
+	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
+	double pp_bytes = 2.0 * T * h / (c->sequence_parallel ? c->tp : 1);
+	struct pipette_sched_input in;
+	struct pipette_sched_result res;
+	int s, k, busiest = 0;
+	double best_busy = -1, dp_exposed = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (world > pipette_cluster_node_count(cluster) * pl.G)
+		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
+				    world, pipette_cluster_node_count(cluster) * pl.G);
+	if (reserve(t, p * v, world))
+		return pipette_fail(err, "out of memory");
+
+	for (s = 0; s < p; s++) {
+		struct group_links tp, cp, ep, dp;
+		struct layer_times dense = { 0 }, moe = { 0 }, lt;
+		int first = pipette_config_stage_first_layer(m, c, s);
+		int n = pipette_config_stage_layers(m, c, s), l, have_dense = 0, have_moe = 0;
+		double f = 0, b = 0, w = 0, tpc = 0, cpc = 0, epc = 0, dense_p;
+		struct pipette_stage_memory sm;
+		double dp_t, dp_exp;
+
+		worst_group(t, &pl, c, s, G_TP, COLL_AR, 2.0 * T * h, &tp);
+		worst_group(t, &pl, c, s, G_CP, COLL_AG, 4.0 * T, &cp);
+		worst_group(t, &pl, c, s, G_EP, COLL_A2A, 2.0 * T * h, &ep);
+		for (l = first; l < first + n; l++) {
+			int is_moe = pipette_model_is_moe_layer(m, l);
+
+			if (is_moe && !have_moe) {
+				layer_times(m, gpu, c, l, &tp, &cp, &ep, &moe);
+				have_moe = 1;
+			} else if (!is_moe && !have_dense) {
+				layer_times(m, gpu, c, l, &tp, &cp, &ep, &dense);
+				have_dense = 1;
+			}
+			lt = is_moe ? moe : dense;
+			f += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
+			b += lt.b + lt.tp_b + lt.cp_b + lt.ep_b;
+			w += lt.w;
+			tpc += lt.tp_f + lt.tp_b;
+			cpc += lt.cp_f + lt.cp_b;
+			epc += lt.ep_f + lt.ep_b;
+		}
+		if (s == p - 1) {	/* logits and loss */
+			double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
+
+			f += logit;
+			b += logit;
+			w += logit;
+		}
+		if (s == 0)	/* embedding lookup: memory-bound, small */
+			f += 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+		/* Only the zero-bubble family (ZB-H1 and the V-shapes of Qi et
+		 * al.) splits the backward; elsewhere W runs inside B. */
+		if (c->schedule == PIPETTE_SCHED_1F1B ||
+		    c->schedule == PIPETTE_SCHED_INTERLEAVED) {
+			b += w;
+			w = 0;
+		}
+		for (k = 0; k < v; k++) {
+			t->t_f[s * v + k] = f / v;
+			t->t_b[s * v + k] = b / v;
+			t->t_w[s * v + k] = w / v;
+		}
+		if ((f + b + w) * mb > best_busy) {
+			best_busy = (f + b + w) * mb;
+			busiest = s;
+			out->tp_comm_s = tpc * mb;
+			out->cp_comm_s = cpc * mb;
+			out->ep_comm_s = epc * mb;
+			out->stage_f_s = f;
+			out->stage_b_s = b;
+			out->stage_w_s = w;
+		}
+
+		/* DP gradient reduction over DP x CP (fp32 gradients; reduce-
+		 * scatter + bf16 all-gather with the distributed optimizer),
+		 * overlapped with the last micro-batch's backward
+		 * (--overlap-grad-reduce) and the parameter gather with the
+		 * next forward (--overlap-param-gather). */
+		pipette_memory_stage(m, c, s, 1.0, &sm);
+		dense_p = sm.params_bytes / 2.0;
+		worst_group(t, &pl, c, s, G_DPCP, COLL_AR, 4.0 * dense_p, &dp);
+		if (c->distributed_optimizer) {
+			double rs = coll_time(COLL_AG, &dp, 4.0 * dense_p);
+			double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
+
+			dp_t = rs + ag;
+			dp_exp = fmax(0, rs - (b + w)) + fmax(0, ag - f);
+		} else {
+			dp_t = coll_time(COLL_AR, &dp, 4.0 * dense_p);
+			dp_exp = fmax(0, dp_t - (b + w));
+		}
+		if (dp_exp > dp_exposed)
+			dp_exposed = dp_exp;
+		if (dp_t > out->dp_comm_s)
+			out->dp_comm_s = dp_t;
+		{
+			double opt_params = sm.optimizer_bytes / 12.0;
+			double opt = opt_params * OPTIMIZER_BYTES_PER_PARAM /
+				     (gpu->hbm_gbps * 1e9 * HBM_EFF);
+
+			if (opt > out->optimizer_s)
+				out->optimizer_s = opt;
+		}
+	}
+	/* Point-to-point transfers between consecutive virtual stages. */
+	for (k = 0; k + 1 < p * v; k++) {
+		int ra, rb;
+		struct pipette_link l;
+
+		if (v == 2 && c->schedule != PIPETTE_SCHED_INTERLEAVED) {
+			/* V-shape: chunk 0 runs 0..p-1, chunk 1 runs p-1..0 */
+			ra = k < p ? k : 2 * p - 1 - k;
+			rb = k + 1 < p ? k + 1 : 2 * p - 2 - k;
+		} else {
+			ra = k % p;
+			rb = (k + 1) % p;
+		}
+		if (ra == rb) {
+			t->comm_f[k] = t->comm_b[k] = 0;
+			continue;
+		}
+		l = worst_p2p(&pl, c, ra, rb, pp_bytes);
+		t->comm_f[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
+		l = worst_p2p(&pl, c, rb, ra, pp_bytes);
+		t->comm_b[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
+		if (ra == busiest || rb == busiest)
+			out->pp_comm_s += (t->comm_f[k] + t->comm_b[k]) * mb / 2;
+	}
+
+	memset(&in, 0, sizeof(in));
+	in.kind = c->schedule;
+	in.p = p;
+	in.v = v;
+	in.m = mb;
+	in.t_f = t->t_f;
+	in.t_b = t->t_b;
+	in.t_w = t->t_w;
+	in.comm_f = p * v > 1 ? t->comm_f : NULL;
+	in.comm_b = p * v > 1 ? t->comm_b : NULL;
+	if (pipette_sched_simulate(t->sched, &in, &res, err))
+		return -1;
+	out->makespan_s = res.makespan;
+	for (s = 0; s < p; s++)
+		t->inflight[s] = (double)res.peak_fb[s] / v;
+	out->compute_s = res.busy[busiest] - out->tp_comm_s - out->cp_comm_s - out->ep_comm_s;
+	out->bubble_s = res.makespan - res.busy[busiest];
+	if (detail && p > 1) {
+		struct pipette_sched_result bare;
+
+		in.comm_f = in.comm_b = NULL;
+		if (pipette_sched_simulate(t->sched, &in, &bare, err))
+			return -1;
+		out->pp_exposed_s = fmax(0, res.makespan - bare.makespan);
+		/* restore the real simulation for timelines and in-flight */
+		in.comm_f = t->comm_f;
+		in.comm_b = t->comm_b;
+		if (pipette_sched_simulate(t->sched, &in, &res, err))
+			return -1;
+	}
+	out->dp_exposed_s = dp_exposed;
+	/* Tied embeddings with pp > 1: all-reduce the embedding gradient
+	 * between the first and the last stage (Megatron). */
+	if (m->tied_embeddings && p > 1) {
+		struct pipette_link l = worst_p2p(&pl, c, 0, p - 1, 1.0);
+		double bytes = 4.0 * (double)m->vocab * h / c->tp;
+
+		out->embed_sync_s = pipette_allreduce_s(2, bytes, l.gbps, l.lat_us);
+	}
+	out->iteration_s = res.makespan + dp_exposed + out->embed_sync_s + out->optimizer_s;
+	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
+			      out->pp_exposed_s + dp_exposed + out->embed_sync_s;
+	out->model_flops = pipette_model_flops(m, c);
+	out->tokens_per_s = (double)c->global_batch * c->seq_len / out->iteration_s;
+	out->tflops_per_gpu = out->model_flops / (out->iteration_s * world) / 1e12;
+	out->mfu = out->tflops_per_gpu / gpu->peak_tflops;
+	return 0;
+}

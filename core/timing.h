@@ -1,0 +1,76 @@
+/* pipette: iteration-time model.
+ *
+ * Compute: FLOPs / (peak x efficiency(GEMM size)) per GEMM, plus
+ * memory-bound elementwise traffic at HBM speed.  Communication: alpha-beta
+ * collectives on the links each group actually uses (a ring is as slow as
+ * its slowest edge; hierarchical when a group spans nodes).  Pipeline: the
+ * schedule's event simulation over the real per-stage and per-link times
+ * (schedule.h).  Sources: reference/models.md §4, §6, §7.2 and
+ * pipette-original.md §2. */
+#ifndef PIPETTE_TIMING_H
+#define PIPETTE_TIMING_H
+
+#include "cluster.h"
+#include "config.h"
+#include "hardware.h"
+#include "model.h"
+#include "schedule.h"
+
+struct pipette_time {
+	double iteration_s;
+	double compute_s;	/* compute of the busiest stage, m micro-batches */
+	double bubble_s;	/* pipeline makespan minus that stage's busy time */
+	double tp_comm_s;	/* exposed TP collectives on that stage */
+	double cp_comm_s;	/* exposed context-parallel exchanges */
+	double ep_comm_s;	/* expert all-to-all */
+	double pp_comm_s;	/* point-to-point sends of that stage (mostly hidden) */
+	double pp_exposed_s;	/* what PP transfers add to the makespan */
+	double dp_comm_s;	/* gradient reduction (+ parameter gather) */
+	double dp_exposed_s;
+	double embed_sync_s;	/* tied embedding gradient all-reduce */
+	double optimizer_s;
+	double exposed_comm_s;	/* all communication not hidden by compute */
+	double makespan_s;	/* the simulated pipeline */
+	/* Throughput.  Model FLOPs exclude recomputation (72 BsLh^2 form of
+	 * Narayanan et al., generalised to GQA/SwiGLU/MoE). */
+	double model_flops;
+	double tokens_per_s;
+	double tflops_per_gpu;
+	double mfu;
+	/* Per-stage, per-micro-batch times of the slowest stage (s). */
+	double stage_f_s, stage_b_s, stage_w_s;
+};
+
+/* A reusable workspace (schedule simulator and per-stage arrays). */
+struct pipette_timer;
+
+struct pipette_timer *pipette_timer_create(void);
+void pipette_timer_destroy(struct pipette_timer *t);
+
+/* Estimate one configuration on `cluster` (nodes x GPUs, links), with rank r
+ * on GPU gpu_of_rank[r] (= node * G + slot); NULL places ranks in order
+ * (Megatron's default: rank r on GPU r).  detail != 0 also separates the
+ * exposed PP time (one more simulation). */
+int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu,
+			  const struct pipette_config *c,
+			  const struct pipette_cluster *cluster,
+			  const int *gpu_of_rank, int detail,
+			  struct pipette_time *out, struct pipette_err *err);
+
+/* Per-stage peak in-flight micro-batches of the last simulation (full-stage
+ * units, c->pp entries), for the memory estimate. */
+const double *pipette_timer_inflight(const struct pipette_timer *t);
+/* The last simulation (for timelines). */
+const struct pipette_sched *pipette_timer_sched(const struct pipette_timer *t);
+
+/* Model FLOPs of one iteration (forward + backward, no recomputation). */
+double pipette_model_flops(const struct pipette_model *m, const struct pipette_config *c);
+
+/* alpha-beta collectives: n ranks, S bytes, bandwidth GB/s, latency us. */
+double pipette_allreduce_s(int n, double bytes, double gbps, double lat_us);
+double pipette_allgather_s(int n, double bytes, double gbps, double lat_us);
+double pipette_alltoall_s(int n, double bytes, double gbps, double lat_us);
+double pipette_p2p_s(double bytes, double gbps, double lat_us);
+
+#endif
