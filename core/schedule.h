@@ -16,9 +16,17 @@
  * Boundary b (0 <= b < S-1) lies between virtual stages b and b+1.  The F of
  * stage s waits for the F of s-1 plus comm_f[s-1]; the B of s waits for the
  * B of s+1 plus comm_b[s]; W waits for its own B.  Ops on one rank run one
- * at a time in list order.  For 1F1B, interleaved, V-Min and V-Half the
- * weight gradient W is folded into B (B lasts t_b + t_w); ZB-H1 and V-ZB
- * split it off (Qi et al., ICLR'24).
+ * at a time in list order.  For 1F1B and interleaved the weight gradient W
+ * is folded into B (B lasts t_b + t_w); ZB-H1 and the V-shapes split it
+ * off (Qi et al., ICLR'24; the V-Min/V-Half building blocks of NeurIPS'24
+ * place W passes too).  The orders and their sources are listed at the top
+ * of core/schedule.c.
+ *
+ * Transfers and the critical path (1F1B, tests/unit/test_schedule.c): with
+ * equal links the run grows by p(t_F+t_B) + 2(p-1)c per p micro-batches,
+ * Pipette's round-trip observation (reference §2.5); but one slow link
+ * between two ranks sits in a loop of only 2 micro-batches in flight and
+ * costs its c about once per micro-batch (m·c, not Pipette's (m/p)·2c).
  *
  * The operation order depends only on (kind, p, v, m); the workspace keeps
  * it between calls, so re-simulating the same shape with other times costs
@@ -32,12 +40,14 @@
 
 /* Peak in-flight micro-batches held by pipeline rank `stage` (0-based) of
  * p ranks with v chunks per rank and m micro-batches, in units of one
- * full-stage micro-batch (i.e. all v chunks of that rank).  "Held" means
- * the full activation set (M_B in the ZB paper): from F until B.  For the
- * split-backward schedules (ZB-H1, V-ZB) the smaller weight-gradient
- * inputs (M_W) stay until W; the simulation reports both counts
- * (pipette_sched_result.peak_fb / peak_fw).  Equals the simulation's
- * peak_fb / v for 1F1B, interleaved and ZB-H1 (tests/unit/test_schedule.c). */
+ * full-stage micro-batch (i.e. all v chunks of that rank).
+ * Relation to the simulation (checked in tests/unit/test_schedule.c):
+ *  - 1F1B, interleaved, ZB-H1: exactly peak_fb[stage] / v, the full
+ *    activation set held from F until B (M_B in the ZB paper).  ZB-H1 also
+ *    keeps the smaller W inputs (M_W) of up to `stage` more micro-batches,
+ *    so its peak_fw reaches p on every rank when m >= p;
+ *  - V-Min, V-Half, V-ZB: the device peak counted from F until W as Qi et
+ *    al. count it, = max over ranks of peak_fw / 2, and >= every rank's. */
 double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 				 long m, int stage);
 
@@ -71,10 +81,13 @@ struct pipette_sched_result {
 				 * 1F1B (Narayanan et al. SC'21) */
 	const double *busy;	/* s of compute per rank */
 	/* Peak micro-batch-chunks held, F..B (full activations) and F..W
-	 * (until the weight gradient; equal to peak_fb when W is folded).
-	 * Divide by v for full-stage units. */
+	 * (until the weight gradient; equal to peak_fb when W is folded). */
 	const int *peak_fb;
 	const int *peak_fw;
+	/* The same in full-stage micro-batches (chunks / v), the unit of
+	 * pipette_schedule_inflight(). */
+	const double *peak_fb_stages;
+	const double *peak_fw_stages;
 	int v;
 	long n_ops;		/* events in the last simulation */
 };

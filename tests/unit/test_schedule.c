@@ -1,0 +1,588 @@
+/* Unit tests: pipeline schedules (operation lists and event simulation).
+ *
+ * Times are in abstract units (the simulator is unit-agnostic); t_F, t_B,
+ * t_W are per micro-batch and per chunk. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "schedule.h"
+
+#define MAXS 256	/* virtual stages in these tests */
+#define EPS 1e-9
+
+struct times {
+	double f[MAXS], b[MAXS], w[MAXS], cf[MAXS], cb[MAXS];
+};
+
+static void uniform(struct times *t, int n, double f, double b, double w)
+{
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < n; i++) {
+		t->f[i] = f;
+		t->b[i] = b;
+		t->w[i] = w;
+	}
+}
+
+static double run(struct pipette_sched *s, enum pipette_schedule_kind kind, int p,
+		  int v, long m, struct times *t, struct pipette_sched_result *res)
+{
+	struct pipette_sched_input in = { kind, p, v, m, t->f, t->b, t->w, t->cf, t->cb };
+	struct pipette_err err;
+
+	err.msg[0] = '\0';
+	ck_assert_msg(pipette_sched_simulate(s, &in, res, &err) == 0, "%s", err.msg);
+	return res->makespan;
+}
+
+static double max_busy(const struct pipette_sched_result *r, int p)
+{
+	double mx = 0;
+	int i;
+
+	for (i = 0; i < p; i++)
+		if (r->busy[i] > mx)
+			mx = r->busy[i];
+	return mx;
+}
+
+static int max_int(const int *a, int p)
+{
+	int mx = 0, i;
+
+	for (i = 0; i < p; i++)
+		if (a[i] > mx)
+			mx = a[i];
+	return mx;
+}
+
+/* 1F1B, t_F = t_B = 1, W folded, no comm: (m+p-1)(t_F+t_B) (Narayanan et
+ * al. SC'21 §2.2), i.e. bubble (p-1)/m relative to the ideal m(t_F+t_B).
+ * Holds for m < p and p not dividing m too: the last micro-batch starts
+ * m-1 slots after the first and takes p(t_F+t_B) through the pipeline. */
+START_TEST(test_1f1b_formula)
+{
+	static const int ps[] = { 1, 2, 4, 8 };
+	static const long ms[] = { 1, 3, 8, 13, 32 };
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+		for (j = 0; j < sizeof(ms) / sizeof(ms[0]); j++) {
+			int p = ps[i];
+			long m = ms[j];
+
+			uniform(&t, p, 1, 1, 0);
+			run(s, PIPETTE_SCHED_1F1B, p, 1, m, &t, &r);
+			ck_assert_double_eq_tol(r.makespan, (m + p - 1) * 2.0, EPS);
+			ck_assert_double_eq_tol(r.makespan / max_busy(&r, p) - 1,
+						(double)(p - 1) / m, EPS);
+			/* bubble as idle share: (p-1)/(m+p-1) */
+			ck_assert_double_eq_tol(r.bubble, (double)(p - 1) / (m + p - 1), EPS);
+		}
+	/* W folded into B: t_B = 1.5, t_W = 0.5 behaves as t_B = 2:
+	 * p = 4, m = 8: (8+3)(1+2) = 33. */
+	uniform(&t, 4, 1, 1.5, 0.5);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r), 33, EPS);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* Interleaved 1F1B with v chunks of t_F = t_B = 1/v each (a full stage
+ * still costs 1 + 1): bubble (p-1)/(v m) of the ideal 2m (Narayanan et al.
+ * SC'21 §2.2).  p = 4, m = 8: v = 2 gives 16 (1 + 3/16) = 19; v = 4 gives
+ * 16 (1 + 3/32) = 17.5. */
+START_TEST(test_interleaved_formula)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_sched_input in;
+	struct pipette_err err;
+	struct times t;
+
+	uniform(&t, 8, 0.5, 0.5, 0);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_INTERLEAVED, 4, 2, 8, &t, &r), 19, EPS);
+	uniform(&t, 16, 0.25, 0.25, 0);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_INTERLEAVED, 4, 4, 8, &t, &r), 17.5, EPS);
+	/* p = 8, m = 16, v = 2, t = 0.5: 32 (1 + 7/32) = 39. */
+	uniform(&t, 16, 0.5, 0.5, 0);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_INTERLEAVED, 8, 2, 16, &t, &r), 39, EPS);
+
+	/* Megatron rejects m not a multiple of p; so do we, naming both. */
+	in = (struct pipette_sched_input){ PIPETTE_SCHED_INTERLEAVED, 4, 2, 6,
+					   t.f, t.b, NULL, NULL, NULL };
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "m=6 is not a multiple of p=4"));
+	in.m = 8;
+	in.v = 1;
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "v=1"));
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* ZB-H1 (Qi et al., ICLR'24, Table 2): bubble (p-1)(T_F+T_B-T_W), so the
+ * makespan is m(T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W).  p = 4, m = 8:
+ *   T = 1, 1, 1:       24 + 3*1   = 27   (1F1B: 11*3 = 33)
+ *   T = 1, 1, 0.5:     20 + 3*1.5 = 24.5
+ *   T = 1, 1.2, 0.8:   24 + 3*1.4 = 28.2 (T_B + T_W = 2 T_F, ZB §2)
+ * and ZB-H1 beats 1F1B at equal times (the ZB paper's Table 5 ordering). */
+START_TEST(test_zb_h1)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	double zb, ob;
+
+	uniform(&t, 4, 1, 1, 1);
+	zb = run(s, PIPETTE_SCHED_ZB_H1, 4, 1, 8, &t, &r);
+	ck_assert_double_eq_tol(zb, 27, EPS);
+	ob = run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r);
+	ck_assert_double_eq_tol(ob, 33, EPS);
+	ck_assert(zb < ob);
+	uniform(&t, 4, 1, 1, 0.5);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_ZB_H1, 4, 1, 8, &t, &r), 24.5, EPS);
+	uniform(&t, 4, 1, 1.2, 0.8);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_ZB_H1, 4, 1, 8, &t, &r), 28.2, EPS);
+	/* p = 8, m = 24 at 1.2/1.2/0.8 (ZB §5 ratios):
+	 * 24*3.2 + 7*1.6 = 76.8 + 11.2 = 88 vs 1F1B 31*3.2 = 99.2. */
+	uniform(&t, 8, 1.2, 1.2, 0.8);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_ZB_H1, 8, 1, 24, &t, &r), 88, EPS);
+	ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_1F1B, 8, 1, 24, &t, &r), 99.2, EPS);
+	/* Memory: worker r holds p-r full activations (M_B) and r more
+	 * waiting only for W (ZB Table 2 text), so F..W peaks at p. */
+	uniform(&t, 4, 1, 1, 1);
+	run(s, PIPETTE_SCHED_ZB_H1, 4, 1, 8, &t, &r);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r.peak_fb[i], 4 - i);
+		ck_assert_int_eq(r.peak_fw[i], 4);
+	}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* V-shapes, full-stage units (chunks / 2) against 1F1B's peak p on rank 0.
+ * Qi et al. (NeurIPS'24) give 1/3 (V-Min), 1/2 (V-Half) and 1 (V-ZB)
+ * asymptotically; the HF-space formulas (p+4)//3 and (p+2)//2 carry the
+ * building block's constant (the turn of the V and the W after the last
+ * B), so the ratio lies in [1/3, 1/3 + 4/(3p)] and [1/2, 1/2 + 1/p]: that
+ * is the tolerance, 0.042 and 0.031 at p = 32. */
+START_TEST(test_v_memory)
+{
+	const int p = 32;
+	const long m = 128;
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	double base, vmin, vhalf, vzb;
+
+	uniform(&t, p, 2, 2, 0);
+	run(s, PIPETTE_SCHED_1F1B, p, 1, m, &t, &r);
+	base = max_int(r.peak_fw, p);
+	ck_assert_double_eq(base, p);
+	uniform(&t, 2 * p, 1, 1, 1);
+	run(s, PIPETTE_SCHED_V_MIN, p, 2, m, &t, &r);
+	vmin = max_int(r.peak_fw, p) / 2.0;
+	run(s, PIPETTE_SCHED_V_HALF, p, 2, m, &t, &r);
+	vhalf = max_int(r.peak_fw, p) / 2.0;
+	run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+	vzb = max_int(r.peak_fw, p) / 2.0;
+	ck_assert(vmin / base >= 1.0 / 3 - EPS && vmin / base <= 1.0 / 3 + 4.0 / (3 * p) + EPS);
+	ck_assert(vhalf / base >= 0.5 - EPS && vhalf / base <= 0.5 + 1.0 / p + EPS);
+	ck_assert_double_eq(vzb, base);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* V-ZB at T_F = T_B = T_W = 1: rank p-1 cannot start before the first F
+ * has crossed p-1 ranks and then has 6m units of work, so 6m + p - 1 is a
+ * lower bound; the schedule reaches it for these shapes (zero bubble in
+ * the steady state, ZB paper §3.2) and stays within (p-1) of it at
+ * p = 16.  Its bubble is far below 1F1B's at the same per-stage work. */
+START_TEST(test_v_zb_bubble)
+{
+	static const int cases[][2] = { { 4, 16 }, { 8, 16 }, { 8, 64 }, { 4, 64 } };
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	size_t i;
+	double ob;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int p = cases[i][0];
+		long m = cases[i][1];
+
+		uniform(&t, 2 * p, 1, 1, 1);
+		ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r),
+					6.0 * m + p - 1, EPS);
+	}
+	uniform(&t, 32, 1, 1, 1);
+	ck_assert(run(s, PIPETTE_SCHED_V_ZB, 16, 2, 64, &t, &r) <= 6.0 * 64 + 2 * 15 + EPS);
+	/* 1F1B with the same per-stage work (F = 2, B + W = 4) */
+	uniform(&t, 16, 2, 2, 2);
+	ob = run(s, PIPETTE_SCHED_1F1B, 16, 1, 64, &t, &r);
+	ck_assert_double_eq_tol(ob, (64 + 15) * 6.0, EPS);
+	uniform(&t, 32, 1, 1, 1);
+	run(s, PIPETTE_SCHED_V_ZB, 16, 2, 64, &t, &r);
+	ck_assert(r.bubble < (1 - 384.0 / ob) / 3);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* Deterministic pseudo-random times in [lo, hi) (LCG, Numerical Recipes). */
+static double rnd(unsigned *x, double lo, double hi)
+{
+	*x = *x * 1664525u + 1013904223u;
+	return lo + (hi - lo) * ((*x >> 8) / 16777216.0);
+}
+
+/* Every op exactly once; every op after its dependency plus the transfer;
+ * the ops of a rank run in list order without overlap; busy time is the
+ * sum of the op durations.  Uneven, random times and transfers. */
+static void check_valid(enum pipette_schedule_kind kind, int p, int v, long m, unsigned seed)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_sched_event ev, prev;
+	struct times t;
+	int S = p * v, i;
+	long n, k, per = (kind == PIPETTE_SCHED_1F1B || kind == PIPETTE_SCHED_INTERLEAVED ? 2 : 3) * v * m;
+	double *fin = calloc((size_t)3 * S * m, sizeof(double));
+	int *seen = calloc((size_t)3 * S * m, sizeof(int));
+	double *busy = calloc((size_t)p, sizeof(double));
+
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < S; i++) {
+		t.f[i] = rnd(&seed, 0.5, 1.5);
+		t.b[i] = rnd(&seed, 0.5, 2.5);
+		t.w[i] = rnd(&seed, 0.2, 1.0);
+		t.cf[i] = rnd(&seed, 0, 0.3);
+		t.cb[i] = rnd(&seed, 0, 0.3);
+	}
+	run(s, kind, p, v, m, &t, &r);
+	ck_assert_int_eq(r.n_ops, per * p);
+	for (n = 0; pipette_sched_event(s, n, &ev) == 0; n++) {
+		long key = ((long)(ev.type == 'F' ? 0 : ev.type == 'B' ? 1 : 2) * S + ev.stage) * m + ev.mb;
+
+		ck_assert(ev.mb >= 0 && ev.mb < m && ev.stage >= 0 && ev.stage < S);
+		ck_assert_int_eq(seen[key], 0);
+		seen[key] = 1;
+		fin[key] = ev.end;
+		busy[ev.rank] += ev.end - ev.start;
+		/* dependencies come earlier in the event order */
+		if (ev.type == 'F' && ev.stage > 0) {
+			long d = (0L * S + ev.stage - 1) * m + ev.mb;
+
+			ck_assert(seen[d]);
+			ck_assert(ev.start >= fin[d] + t.cf[ev.stage - 1] - EPS);
+		}
+		if (ev.type == 'B') {
+			long d = ev.stage == S - 1 ? (0L * S + ev.stage) * m + ev.mb
+						   : (1L * S + ev.stage + 1) * m + ev.mb;
+			double c = ev.stage == S - 1 ? 0 : t.cb[ev.stage];
+
+			ck_assert(seen[d]);
+			ck_assert(ev.start >= fin[d] + c - EPS);
+		}
+		if (ev.type == 'W') {
+			long d = (1L * S + ev.stage) * m + ev.mb;
+
+			ck_assert(seen[d]);
+			ck_assert(ev.start >= fin[d] - EPS);
+		}
+	}
+	ck_assert_int_eq(n, r.n_ops);
+	for (k = 0; k < 3L * S * m; k++)
+		if (k / ((long)S * m) < 2 || per == 3L * v * m)
+			ck_assert_msg(seen[k], "op %ld never ran", k);
+	for (i = 0; i < p; i++) {
+		ck_assert_double_eq_tol(busy[i], r.busy[i], 1e-6);
+		for (k = 0; k < per; k++) {
+			ck_assert_int_eq(pipette_sched_event(s, pipette_sched_rank_op(s, i, k), &ev), 0);
+			ck_assert_int_eq(ev.rank, i);
+			if (k > 0)
+				ck_assert(ev.start >= prev.end - EPS);
+			prev = ev;
+		}
+		ck_assert_int_eq(pipette_sched_rank_op(s, i, per), -1);
+	}
+	free(fin);
+	free(seen);
+	free(busy);
+	pipette_sched_destroy(s);
+}
+
+START_TEST(test_valid_all)
+{
+	static const int pm[][2] = { { 1, 1 }, { 1, 5 }, { 2, 2 }, { 3, 7 }, { 4, 4 },
+				     { 4, 9 }, { 5, 20 }, { 8, 3 }, { 8, 24 } };
+	size_t i;
+
+	for (i = 0; i < sizeof(pm) / sizeof(pm[0]); i++) {
+		int p = pm[i][0];
+		long m = pm[i][1];
+
+		check_valid(PIPETTE_SCHED_1F1B, p, 1, m, 1u + i);
+		check_valid(PIPETTE_SCHED_ZB_H1, p, 1, m, 2u + i);
+		check_valid(PIPETTE_SCHED_V_MIN, p, 2, m, 3u + i);
+		check_valid(PIPETTE_SCHED_V_HALF, p, 2, m, 4u + i);
+		check_valid(PIPETTE_SCHED_V_ZB, p, 2, m, 5u + i);
+		if (m % p == 0) {
+			check_valid(PIPETTE_SCHED_INTERLEAVED, p, 2, m, 6u + i);
+			check_valid(PIPETTE_SCHED_INTERLEAVED, p, 3, m, 7u + i);
+		}
+	}
+}
+END_TEST
+
+/* The simulation's peaks against pipette_schedule_inflight():
+ *  - 1F1B, interleaved, ZB-H1: per rank, peak_fb / v equals it exactly
+ *    (F..B, the full activation set);
+ *  - V-shapes: the analytic figure is the device peak counted F..W (as
+ *    Qi et al. count it): it equals max over ranks of peak_fw / 2 and
+ *    bounds every rank. */
+START_TEST(test_inflight_matches)
+{
+	static const int ps[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 32 };
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	size_t i;
+	int k, q;
+
+	for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		int p = ps[i];
+		long ms[] = { 1, 2, 3, p, 2L * p, 4L * p + 1 };
+
+		for (k = 0; k < 6; k++) {
+			long m = ms[k];
+
+			uniform(&t, 2 * p, 1, 1, 1);
+			run(s, PIPETTE_SCHED_1F1B, p, 1, m, &t, &r);
+			for (q = 0; q < p; q++)
+				ck_assert_double_eq(r.peak_fb[q],
+						    pipette_schedule_inflight(PIPETTE_SCHED_1F1B, p, 1, m, q));
+			run(s, PIPETTE_SCHED_ZB_H1, p, 1, m, &t, &r);
+			for (q = 0; q < p; q++)
+				ck_assert_double_eq(r.peak_fb[q],
+						    pipette_schedule_inflight(PIPETTE_SCHED_ZB_H1, p, 1, m, q));
+			if (m % p == 0 && p <= 16) {
+				uniform(&t, 3 * p, 1, 1, 0);
+				run(s, PIPETTE_SCHED_INTERLEAVED, p, 3, m, &t, &r);
+				for (q = 0; q < p; q++)
+					ck_assert_double_eq_tol(r.peak_fb_stages[q],
+								pipette_schedule_inflight(PIPETTE_SCHED_INTERLEAVED,
+											  p, 3, m, q), EPS);
+			}
+			uniform(&t, 2 * p, 1, 1, 1);
+			for (enum pipette_schedule_kind vk = PIPETTE_SCHED_V_MIN; vk <= PIPETTE_SCHED_V_ZB; vk++) {
+				run(s, vk, p, 2, m, &t, &r);
+				ck_assert_msg(max_int(r.peak_fw, p) / 2.0 ==
+					      pipette_schedule_inflight(vk, p, 2, m, 0),
+					      "%s p=%d m=%ld: sim %d chunks, analytic %g",
+					      pipette_schedule_name(vk), p, m, max_int(r.peak_fw, p),
+					      pipette_schedule_inflight(vk, p, 2, m, 0));
+				for (q = 0; q < p; q++) {
+					ck_assert(r.peak_fw_stages[q] <= pipette_schedule_inflight(vk, p, 2, m, q));
+					ck_assert_double_eq(r.peak_fw_stages[q], r.peak_fw[q] / 2.0);
+				}
+			}
+		}
+	}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* Uneven stages, 1F1B, p = 4, m = 8, t_F = t_B = 1 except stage k at x.
+ * Stage k cannot start before micro-batch 0 has crossed the k stages
+ * before it (k time units), works m·2x, and its last B must cross back
+ * (k units), so T >= 2k + 2mx.  With x = 2 the neighbours (twice as fast)
+ * keep it fed and the bound is met: k = 0..3 gives 32, 34, 36, 38.  The
+ * makespan grows with the slow stage's time. */
+START_TEST(test_uneven)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	int k;
+	double last = 0;
+	static const double xs[] = { 1, 1.5, 2, 3 };
+
+	for (k = 0; k < 4; k++) {
+		uniform(&t, 4, 1, 1, 0);
+		t.f[k] = t.b[k] = 2;
+		ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r), 2.0 * k + 32, EPS);
+		ck_assert_double_eq_tol(r.busy[k], 32, EPS);
+	}
+	for (k = 0; k < 4; k++) {
+		uniform(&t, 4, 1, 1, 0);
+		t.f[2] = t.b[2] = xs[k];
+		run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r);
+		ck_assert(r.makespan > last);
+		ck_assert(r.makespan >= 4 + 16 * xs[k] - EPS);
+		last = r.makespan;
+	}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+/* Communication on the critical path (Pipette, reference §2.5).
+ *
+ * (a) One slow link: 1F1B, p = 4, m = 8, t_F = t_B = 1, transfer c each
+ * way over boundary 1 (ranks 1|2) only.  By hand, the critical path is
+ *   F0@0 F0@1 |c| F0@2 F0@3 B0@3 B0@2 |c| B0@1
+ *   F3@1 |c| F3@2 B2@2 |c| B2@1   F5@1 |c| F5@2 B4@2 |c| B4@1
+ *   F7@1 |c| F7@2 F7@3 B7@3 B7@2 |c| B7@1 B7@0
+ * 22 ops of 1 (= (m+p-1)(t_F+t_B)) and 8 crossings: T = 22 + 8c.  Ranks
+ * 1 and 2 form a loop with 2 micro-batches in flight (rank 1 warms up one
+ * more F than rank 2), so the slow link costs c per micro-batch: m·c,
+ * twice Pipette's (m/p)·2c, which assumes the whole ring is the loop.
+ *
+ * (b) Equal links (c on every boundary): Pipette's observation.  Rank 0
+ * starts F(j+p) only after B(j) has come back, a round trip over all p
+ * stages: p(t_F+t_B) of compute plus 2(p-1)c of transfers, once per p
+ * micro-batches.  So adding p micro-batches adds p(t_F+t_B) + 2(p-1)c:
+ * for p = 4, c = 0.5: 8 + 3 = 11 per 4 micro-batches. */
+START_TEST(test_comm_critical_path)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	static const double cs[] = { 0.25, 0.5, 1, 3 };
+	double t8, t12, t16;
+	int k, i;
+
+	for (k = 0; k < 4; k++) {
+		uniform(&t, 4, 1, 1, 0);
+		t.cf[1] = t.cb[1] = cs[k];
+		ck_assert_double_eq_tol(run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r), 22 + 8 * cs[k], EPS);
+	}
+	uniform(&t, 4, 1, 1, 0);
+	for (i = 0; i < 3; i++)
+		t.cf[i] = t.cb[i] = 0.5;
+	t8 = run(s, PIPETTE_SCHED_1F1B, 4, 1, 8, &t, &r);
+	t12 = run(s, PIPETTE_SCHED_1F1B, 4, 1, 12, &t, &r);
+	t16 = run(s, PIPETTE_SCHED_1F1B, 4, 1, 16, &t, &r);
+	ck_assert_double_eq_tol(t12 - t8, 4 * 2 + 2 * 3 * 0.5, EPS);
+	ck_assert_double_eq_tol(t16 - t12, 4 * 2 + 2 * 3 * 0.5, EPS);
+	ck_assert(t8 > 22 + (8 / 4) * 2 * 3 * 0.5 - EPS);	/* at least Pipette's figure */
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(test_errors_and_reuse)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_sched_input in;
+	struct pipette_err err;
+	struct times t;
+
+	uniform(&t, 8, 1, 1, 1);
+	in = (struct pipette_sched_input){ PIPETTE_SCHED_V_MIN, 4, 1, 8, t.f, t.b, t.w, NULL, NULL };
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "v=1"));
+	in.v = 2;
+	in.m = 0;
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "m=0"));
+	in.m = 8;
+	t.b[5] = -1;
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "t_b[5]"));
+	t.b[5] = NAN;
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+	t.b[5] = 1;
+	/* Same inputs, same answer, whether the lists are rebuilt or reused. */
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), 0);
+	{
+		double a = r.makespan;
+
+		in.kind = PIPETTE_SCHED_V_HALF;
+		ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), 0);
+		in.kind = PIPETTE_SCHED_V_MIN;
+		ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), 0);
+		ck_assert(r.makespan == a);
+	}
+	pipette_sched_destroy(s);
+	pipette_sched_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_svg)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_err err;
+	struct times t;
+	char path[] = "/tmp/pipette-test-svgXXXXXX", buf[256], cmd[512];
+	FILE *f;
+	int fd, i;
+	long rects = 0, lines = 0;
+
+	ck_assert_int_eq(pipette_sched_write_svg(s, stdout, "x", &err), -1);
+	uniform(&t, 8, 1, 1, 0.5);
+	for (i = 0; i < 7; i++)
+		t.cf[i] = t.cb[i] = i == 3 ? 0 : 0.2;	/* the turn is local */
+	run(s, PIPETTE_SCHED_V_HALF, 4, 2, 8, &t, &r);
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w+");
+	ck_assert_int_eq(pipette_sched_write_svg(s, f, "V-Half <p=4> & m=8", &err), 0);
+	rewind(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	ck_assert_ptr_nonnull(strstr(buf, "<?xml"));
+	while (fgets(buf, sizeof(buf), f)) {
+		if (strstr(buf, "<rect") && strstr(buf, "<title>rank"))
+			rects++;
+		if (strstr(buf, "<line x1") && !strstr(buf, "stroke=\"#000000\""))
+			lines++;
+		ck_assert_ptr_null(strstr(buf, "<p=4>"));	/* escaped */
+	}
+	fclose(f);
+	ck_assert_int_eq(rects, r.n_ops);
+	/* transfers: 2 chunks x 8 micro-batches x (3 F + 3 B crossings) + legend */
+	ck_assert_int_eq(lines, 2 * 8 * 6 + 1);
+	if (access("/usr/bin/xmllint", X_OK) == 0) {
+		snprintf(cmd, sizeof(cmd), "/usr/bin/xmllint --noout %s", path);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	unlink(path);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("schedule");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_1f1b_formula);
+	tcase_add_test(tc, test_interleaved_formula);
+	tcase_add_test(tc, test_zb_h1);
+	tcase_add_test(tc, test_v_memory);
+	tcase_add_test(tc, test_v_zb_bubble);
+	tcase_add_test(tc, test_valid_all);
+	tcase_add_test(tc, test_inflight_matches);
+	tcase_add_test(tc, test_uneven);
+	tcase_add_test(tc, test_comm_critical_path);
+	tcase_add_test(tc, test_errors_and_reuse);
+	tcase_add_test(tc, test_svg);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
