@@ -1,0 +1,300 @@
+/* Unit tests: the iteration-time model. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "hardware.h"
+#include "memory.h"
+#include "model.h"
+#include "timing.h"
+
+/* alpha-beta forms (models.md §4.1), by hand:
+ *   ring all-reduce, n = 8, 1 GB, 100 GB/s, 10 us:
+ *     2*7*10e-6 + 2*(7/8)*1e9/100e9 = 1.4e-4 + 0.0175 = 0.01764 s
+ *   all-gather, n = 4, 400 MB, 50 GB/s, 5 us: 3*5e-6 + (3/4)*4e8/5e10 = 0.006015 s
+ *   point-to-point, 10 MB, 25 GB/s, 20 us: 20e-6 + 1e7/25e9 = 0.00042 s */
+START_TEST(test_collectives)
+{
+	ck_assert_double_eq_tol(pipette_allreduce_s(8, 1e9, 100, 10), 0.01764, 1e-12);
+	ck_assert_double_eq_tol(pipette_allgather_s(4, 4e8, 50, 5), 0.006015, 1e-12);
+	ck_assert_double_eq_tol(pipette_alltoall_s(4, 4e8, 50, 5), 0.006015, 1e-12);
+	ck_assert_double_eq_tol(pipette_p2p_s(1e7, 25, 20), 0.00042, 1e-12);
+	ck_assert_double_eq(pipette_allreduce_s(1, 1e9, 100, 10), 0);
+	ck_assert_double_eq(pipette_p2p_s(0, 100, 10), 0);
+}
+END_TEST
+
+/* Model FLOPs of a GPT are Narayanan et al.'s
+ * 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) exactly: per token and layer
+ * 2*4h^2 (QKV+O) + 2*8h^2 (MLP) + 4sh (attention) = 24h^2 + 4sh, x3 for
+ * forward and backward; logits 2hV x3. */
+START_TEST(test_model_flops)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double B = 64, s = 2048, L = 96, h = 12288, V = 51200;
+
+	ck_assert_int_eq(pipette_model_preset("gpt3-175b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.global_batch = 64;
+	c.seq_len = 2048;
+	ck_assert_double_eq_tol(pipette_model_flops(&m, &c) /
+				(72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))),
+				1.0, 1e-12);
+}
+END_TEST
+
+static struct pipette_cluster *nominal(int nodes, int G, const char *gpu)
+{
+	char *names[64];
+	char buf[64][16];
+	struct pipette_cluster *cl;
+	int i;
+
+	for (i = 0; i < nodes; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "node%d", i + 1);
+		names[i] = buf[i];
+	}
+	cl = pipette_cluster_create((const char *const *)names, nodes, G, NULL,
+				    pipette_gpu_lookup(gpu, NULL), NULL, 0, NULL);
+	ck_assert_ptr_nonnull(cl);
+	return cl;
+}
+
+static double iter(const char *model, struct pipette_config *c, struct pipette_cluster *cl,
+		   struct pipette_time *out)
+{
+	struct pipette_model m;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_err err;
+	struct pipette_time tm;
+
+	ck_assert_int_eq(pipette_model_preset(model, &m, NULL), 0);
+	ck_assert_msg(pipette_config_check(&m, c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("a100", NULL), c, cl,
+					    NULL, 1, &tm, &err) == 0, "%s", err.msg);
+	pipette_timer_destroy(t);
+	if (out)
+		*out = tm;
+	return tm.iteration_s;
+}
+
+/* Throughput identities: tokens/s = B s / t; TFLOP/s per GPU = model FLOPs
+ * / (t * GPUs); MFU = that / peak.  The breakdown adds up: the pipeline
+ * makespan is compute + exposed in-layer communication + bubble. */
+START_TEST(test_breakdown_identities)
+{
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(4, 8, "a100");
+	struct pipette_time t;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.pp = 4;
+	c.global_batch = 32;
+	c.sequence_parallel = 1;
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	iter("gpt3-175b", &c, cl, &t);
+	ck_assert_double_eq_tol(t.tokens_per_s, 32.0 * 2048 / t.iteration_s, 1e-6);
+	ck_assert_double_eq_tol(t.tflops_per_gpu, t.model_flops / (t.iteration_s * 32) / 1e12,
+				1e-9);
+	ck_assert_double_eq_tol(t.mfu, t.tflops_per_gpu / 312.0, 1e-12);
+	ck_assert_double_eq_tol(t.makespan_s, t.compute_s + t.tp_comm_s + t.cp_comm_s +
+				t.ep_comm_s + t.bubble_s, 1e-9);
+	ck_assert_double_eq_tol(t.iteration_s, t.makespan_s + t.dp_exposed_s + t.embed_sync_s +
+				t.optimizer_s, 1e-9);
+	ck_assert(t.tp_comm_s > 0 && t.bubble_s > 0 && t.mfu > 0.2 && t.mfu < 0.8);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* 1F1B with p stages: the bubble is (p-1) stage-micro-batch times.  With
+ * m micro-batches the makespan is close to (m + p - 1)/m of the busiest
+ * stage's work (uneven only by the logits on the last stage). */
+START_TEST(test_pipeline_bubble)
+{
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(4, 8, "a100");
+	struct pipette_time t;
+	double per_mb;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.pp = 4;
+	c.global_batch = 16;
+	c.sequence_parallel = 1;
+	iter("gpt3-175b", &c, cl, &t);
+	per_mb = t.stage_f_s + t.stage_b_s;
+	/* The busiest stage is the last (logits); the three others wait
+	 * (p - 1) = 3 of their own micro-batch times during fill/drain. */
+	ck_assert(t.bubble_s > 2.5 * per_mb && t.bubble_s < 3.5 * per_mb);
+	/* More micro-batches amortise it: 64 instead of 16. */
+	c.global_batch = 64;
+	{
+		struct pipette_time t2;
+
+		iter("gpt3-175b", &c, cl, &t2);
+		ck_assert(t2.bubble_s / t2.makespan_s < t.bubble_s / t.makespan_s / 2.5);
+	}
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* A TP group that spans two nodes pays the NIC: with 4 GPUs per node,
+ * tp 8 crosses nodes.  Llama-2-13B, b = 1, s = 2048: each all-reduce moves
+ * S = 2*s*h = 20,971,520 bytes.  Inside one node (A100: NVLink 300 GB/s,
+ * 10 us): 2*7*10us + 2*(7/8)*S/300e9 = 140 + 122.3 = 262.3 us.  Across two
+ * nodes the hierarchical form is reduce-scatter + all-gather inside each
+ * node, 2*(3*10us + (3/4)*S/300e9) = 164.9 us, plus an all-reduce of S/4
+ * between the nodes (25 GB/s, 20 us), 2*20us + 2*(1/2)*(S/4)/25e9 =
+ * 249.7 us: 414.6 us, a ratio of 1.581 (the flat ring over the NIC would
+ * take 1748 us). */
+START_TEST(test_tp_across_nodes)
+{
+	struct pipette_config c;
+	struct pipette_cluster *in8 = nominal(1, 8, "a100"), *in4 = nominal(2, 4, "a100");
+	struct pipette_time a, b;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.global_batch = 1;
+	iter("llama2-13b", &c, in8, &a);
+	iter("llama2-13b", &c, in4, &b);
+	ck_assert_msg(fabs(b.tp_comm_s / a.tp_comm_s - 1.581) < 0.005,
+		      "ratio %.3f", b.tp_comm_s / a.tp_comm_s);
+	ck_assert(b.iteration_s > a.iteration_s);
+	pipette_cluster_destroy(in8);
+	pipette_cluster_destroy(in4);
+}
+END_TEST
+
+/* Recomputation costs time; the distributed optimizer shrinks the
+ * optimizer step by DP; a faster GPU is faster. */
+START_TEST(test_directions)
+{
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(2, 8, "a100");
+	struct pipette_time none, full, dist;
+
+	pipette_config_init(&c);
+	c.tp = 4;
+	c.dp = 4;
+	c.global_batch = 32;
+	iter("llama2-7b", &c, cl, &none);
+	c.recompute = PIPETTE_RECOMPUTE_FULL;
+	iter("llama2-7b", &c, cl, &full);
+	ck_assert(full.iteration_s > 1.2 * none.iteration_s);
+	ck_assert_double_eq_tol(full.model_flops, none.model_flops, 1);	/* MFU ignores it */
+	c.recompute = PIPETTE_RECOMPUTE_NONE;
+	c.distributed_optimizer = 1;
+	iter("llama2-7b", &c, cl, &dist);
+	ck_assert_double_eq_tol(dist.optimizer_s, none.optimizer_s / 4, 1e-9);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* Regression guard on the calibration (make validate prints the full
+ * table): Korthikanti et al. Table 5, SP + selective recompute, A100,
+ * published 1.10 s (22B, t8 p1 b4) and 13.75 s (175B, t8 p8 v3, m 64);
+ * the prediction must stay within 15%. */
+START_TEST(test_calibration_guard)
+{
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(8, 8, "a100");
+	double t;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.micro_batch = 4;
+	c.global_batch = 4;
+	c.sequence_parallel = 1;
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	t = iter("gpt-22b", &c, cl, NULL);
+	ck_assert_msg(fabs(t / 1.10 - 1) < 0.15, "22B: %.3f s", t);
+	c.pp = 8;
+	c.vpp = 3;
+	c.schedule = PIPETTE_SCHED_INTERLEAVED;
+	c.micro_batch = 1;
+	c.global_batch = 64;
+	t = iter("gpt3-175b", &c, cl, NULL);
+	ck_assert_msg(fabs(t / 13.75 - 1) < 0.15, "175B: %.3f s", t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* The simulated in-flight counts feed the memory estimate: 1F1B stage s
+ * holds p - s micro-batches. */
+START_TEST(test_inflight_from_simulation)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(4, 8, "a100");
+	struct pipette_time tm;
+	const double *inf;
+	int s;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-13b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.pp = 4;
+	c.global_batch = 16;
+	ck_assert_int_eq(pipette_time_estimate(t, &m, pipette_gpu_lookup("a100", NULL), &c, cl,
+					       NULL, 0, &tm, NULL), 0);
+	inf = pipette_timer_inflight(t);
+	for (s = 0; s < 4; s++)
+		ck_assert_double_eq(inf[s], 4 - s);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+START_TEST(test_too_few_gpus)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(1, 8, "a100");
+	struct pipette_time tm;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.dp = 16;
+	c.global_batch = 16;
+	ck_assert_int_eq(pipette_time_estimate(t, &m, pipette_gpu_lookup("a100", NULL), &c, cl,
+					       NULL, 0, &tm, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "needs 16 GPUs, the cluster has 8"));
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("timing");
+	TCase *tc = tcase_create("timing");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_collectives);
+	tcase_add_test(tc, test_model_flops);
+	tcase_add_test(tc, test_breakdown_identities);
+	tcase_add_test(tc, test_pipeline_bubble);
+	tcase_add_test(tc, test_tp_across_nodes);
+	tcase_add_test(tc, test_directions);
+	tcase_add_test(tc, test_calibration_guard);
+	tcase_add_test(tc, test_inflight_from_simulation);
+	tcase_add_test(tc, test_too_few_gpus);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
