@@ -1,0 +1,768 @@
+/* pipette: the bandwidth cache: load, validate, build, merge, save.
+ *
+ * In memory every directed figure is one entry (GB/s, latency, index of
+ * its provenance in an interned table), so link overrides, merges and
+ * per-link timestamps need no special cases: the file's matrix/links split
+ * is only a compact spelling, recomputed on save (the most common
+ * provenance goes to the section header, the rest become links). */
+#define _GNU_SOURCE	/* timegm */
+#include "bwcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bwcache_int.h"
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                       */
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int streq_null(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+void bw_entry_clear(struct bw_entry *e)
+{
+	e->gbps = NAN;
+	e->lat = NAN;
+	e->prov = -1;
+}
+
+int pipette_bw_parse_time(const char *s, time_t *out)
+{
+	int y, mo, d, h, mi, sec, n = 0;
+	struct tm tm, back;
+	time_t t;
+
+	if (!s || strlen(s) != 20)
+		return -1;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec,
+		   &n) != 6 || n != 20)
+		return -1;
+	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+	    h > 23 || mi > 59 || sec > 59 || h < 0 || mi < 0 || sec < 0)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1 || !gmtime_r(&t, &back) || back.tm_mday != d ||
+	    back.tm_mon != mo - 1)
+		return -1;	/* e.g. February 30 */
+	*out = t;
+	return 0;
+}
+
+const char *pipette_bw_format_time(time_t t, char *buf, size_t size)
+{
+	struct tm tm;
+
+	if (t == (time_t)-1 || !gmtime_r(&t, &tm) ||
+	    !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, size, "unknown");
+	return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* provenance table (interned, hashed)                                 */
+
+static uint64_t prov_hash(const char *tool, const char *metric, double bytes,
+			  time_t when)
+{
+	uint64_t h = 1469598103934665603ULL;	/* FNV-1a 64-bit offset basis */
+	const unsigned char *p;
+	unsigned char raw[sizeof(double) + sizeof(time_t)];
+	size_t i;
+
+	for (p = (const unsigned char *)(tool ? tool : "\x01"); *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;	/* FNV prime */
+	h = (h ^ 0xff) * 1099511628211ULL;
+	for (p = (const unsigned char *)(metric ? metric : "\x01"); *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	memcpy(raw, &bytes, sizeof(double));
+	memcpy(raw + sizeof(double), &when, sizeof(time_t));
+	for (i = 0; i < sizeof(raw); i++)
+		h = (h ^ raw[i]) * 1099511628211ULL;
+	return h;
+}
+
+static int prov_rehash(struct pipette_bwcache *bw, int size)
+{
+	int *slots = malloc((size_t)size * sizeof(int));
+	int i;
+
+	if (!slots)
+		return -1;
+	for (i = 0; i < size; i++)
+		slots[i] = -1;
+	for (i = 0; i < bw->n_prov; i++) {
+		const struct bw_prov_rec *r = &bw->prov[i];
+		uint64_t h = prov_hash(r->tool, r->metric, r->bytes, r->when);
+		int s = (int)(h & (uint64_t)(size - 1));
+
+		while (slots[s] >= 0)
+			s = (s + 1) & (size - 1);
+		slots[s] = i;
+	}
+	free(bw->prov_slots);
+	bw->prov_slots = slots;
+	bw->n_slots = size;
+	return 0;
+}
+
+/* Index of the provenance record equal to p, added when new; -1 on OOM. */
+int bw_prov_intern(struct pipette_bwcache *bw, const struct pipette_bw_prov *p,
+		   struct pipette_err *err)
+{
+	static const struct pipette_bw_prov none = { NULL, NULL, 0, (time_t)-1 };
+	struct bw_prov_rec *r;
+	uint64_t h;
+	int s;
+
+	if (!p)
+		p = &none;
+	if (bw->n_slots == 0 && prov_rehash(bw, 64) < 0)
+		goto oom;
+	h = prov_hash(p->tool, p->metric, p->bytes, p->when);
+	for (s = (int)(h & (uint64_t)(bw->n_slots - 1)); bw->prov_slots[s] >= 0;
+	     s = (s + 1) & (bw->n_slots - 1)) {
+		r = &bw->prov[bw->prov_slots[s]];
+		if (streq_null(r->tool, p->tool) &&
+		    streq_null(r->metric, p->metric) && r->bytes == p->bytes &&
+		    r->when == p->when)
+			return bw->prov_slots[s];
+	}
+	if (bw->n_prov == bw->cap_prov) {
+		int cap = bw->cap_prov ? 2 * bw->cap_prov : 8;
+		void *np = realloc(bw->prov, (size_t)cap * sizeof(*bw->prov));
+
+		if (!np)
+			goto oom;
+		bw->prov = np;
+		bw->cap_prov = cap;
+	}
+	r = &bw->prov[bw->n_prov];
+	r->tool = xstrdup(p->tool);
+	r->metric = xstrdup(p->metric);
+	if ((p->tool && !r->tool) || (p->metric && !r->metric)) {
+		free(r->tool);
+		free(r->metric);
+		goto oom;
+	}
+	r->bytes = p->bytes;
+	r->when = p->when;
+	bw->prov_slots[s] = bw->n_prov++;
+	if (2 * bw->n_prov > bw->n_slots && prov_rehash(bw, 2 * bw->n_slots) < 0)
+		goto oom;
+	return bw->n_prov - 1;
+oom:
+	return pipette_fail(err, "out of memory recording a provenance");
+}
+
+static void prov_get(const struct pipette_bwcache *bw, int id,
+		     struct pipette_bw_prov *out)
+{
+	if (id < 0) {
+		out->tool = out->metric = NULL;
+		out->bytes = 0;
+		out->when = (time_t)-1;
+		return;
+	}
+	out->tool = bw->prov[id].tool;
+	out->metric = bw->prov[id].metric;
+	out->bytes = bw->prov[id].bytes;
+	out->when = bw->prov[id].when;
+}
+
+time_t bw_entry_when(const struct pipette_bwcache *bw, const struct bw_entry *e)
+{
+	return e->prov < 0 ? (time_t)-1 : bw->prov[e->prov].when;
+}
+
+/* ------------------------------------------------------------------ */
+/* lifetime, nodes                                                     */
+
+struct pipette_bwcache *pipette_bwcache_create(void)
+{
+	struct pipette_bwcache *bw = calloc(1, sizeof(*bw));
+
+	if (!bw)
+		return NULL;
+	bw->def.inter_gbps = bw->def.intra_gbps = NAN;
+	bw->def.inter_lat_us = bw->def.intra_lat_us = NAN;
+	bw->generated = (time_t)-1;
+	return bw;
+}
+
+void pipette_bwcache_destroy(struct pipette_bwcache *bw)
+{
+	int i;
+
+	if (!bw)
+		return;
+	for (i = 0; i < bw->n; i++) {
+		free(bw->node[i].name);
+		free(bw->node[i].intra);
+		free(bw->node[i].gpus_json);
+		free(bw->node[i].topo_json);
+	}
+	for (i = 0; i < bw->n_prov; i++) {
+		free(bw->prov[i].tool);
+		free(bw->prov[i].metric);
+	}
+	free(bw->node);
+	free(bw->inter);
+	free(bw->prov);
+	free(bw->prov_slots);
+	free(bw->name_slots);
+	free(bw->generator);
+	free(bw);
+}
+
+/* Make room for `want` nodes: the inter matrix is cap x cap, row-major. */
+int bw_reserve(struct pipette_bwcache *bw, int want, struct pipette_err *err)
+{
+	struct bw_entry *inter;
+	struct bw_node *node;
+	int cap, i, j;
+
+	if (want <= bw->cap)
+		return 0;
+	if (want > PIPETTE_BW_MAX_NODES)
+		return pipette_fail(err, "%d nodes exceed the limit of %d per cache",
+				    want, PIPETTE_BW_MAX_NODES);
+	cap = bw->cap + bw->cap / 2;
+	if (cap < want)
+		cap = want;
+	if (cap < 8)
+		cap = 8;
+	if (cap > PIPETTE_BW_MAX_NODES)
+		cap = PIPETTE_BW_MAX_NODES;
+	inter = malloc((size_t)cap * (size_t)cap * sizeof(*inter));
+	node = realloc(bw->node, (size_t)cap * sizeof(*node));
+	if (!inter || !node) {
+		free(inter);
+		if (node)
+			bw->node = node;
+		return pipette_fail(err, "out of memory for %d nodes", want);
+	}
+	bw->node = node;
+	for (i = 0; i < cap; i++)
+		for (j = 0; j < cap; j++) {
+			if (i < bw->n && j < bw->n)
+				inter[(size_t)i * cap + j] =
+					bw->inter[(size_t)i * bw->cap + j];
+			else
+				bw_entry_clear(&inter[(size_t)i * cap + j]);
+		}
+	free(bw->inter);
+	bw->inter = inter;
+	bw->cap = cap;
+	return 0;
+}
+
+/* A Slurm NodeName: non-empty, printable, no blanks, commas or brackets
+ * (which a hostlist would split or expand). */
+static const char *bad_name(const char *name)
+{
+	const unsigned char *p;
+
+	if (!*name)
+		return "is empty";
+	if (strlen(name) > PIPETTE_BW_MAX_NAME)
+		return "is longer than 255 characters";
+	for (p = (const unsigned char *)name; *p; p++)
+		if (*p <= ' ' || *p == 0x7f || *p == ',' || *p == '[' ||
+		    *p == ']' || *p == '"' || *p == '\\')
+			return "contains a blank, control character, comma, "
+			       "bracket, quote or backslash";
+	return NULL;
+}
+
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;	/* FNV-1a, as prov_hash */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+	return h;
+}
+
+/* Rebuild the name index with `size` slots (a power of two). */
+static int name_rehash(struct pipette_bwcache *bw, int size)
+{
+	int *slots = malloc((size_t)size * sizeof(int));
+	int i, s;
+
+	if (!slots)
+		return -1;
+	for (i = 0; i < size; i++)
+		slots[i] = -1;
+	for (i = 0; i < bw->n; i++) {
+		s = (int)(name_hash(bw->node[i].name) & (uint64_t)(size - 1));
+		while (slots[s] >= 0)
+			s = (s + 1) & (size - 1);
+		slots[s] = i;
+	}
+	free(bw->name_slots);
+	bw->name_slots = slots;
+	bw->n_name_slots = size;
+	return 0;
+}
+
+int pipette_bwcache_node_index(const struct pipette_bwcache *bw, const char *name)
+{
+	int s, k;
+
+	if (!bw->n_name_slots)
+		return -1;
+	for (s = (int)(name_hash(name) & (uint64_t)(bw->n_name_slots - 1));
+	     (k = bw->name_slots[s]) >= 0; s = (s + 1) & (bw->n_name_slots - 1))
+		if (!strcmp(bw->node[k].name, name))
+			return k;
+	return -1;
+}
+
+int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
+			     struct pipette_err *err)
+{
+	const char *why;
+	struct bw_node *nd;
+	int i = pipette_bwcache_node_index(bw, name);
+
+	if (i >= 0)
+		return i;
+	why = bad_name(name);
+	if (why)
+		return pipette_fail(err, "node name '%.64s' %s", name, why);
+	if (bw_reserve(bw, bw->n + 1, err) < 0)
+		return -1;
+	nd = &bw->node[bw->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->name = strdup(name);
+	if (!nd->name)
+		return pipette_fail(err, "out of memory");
+	bw->n++;
+	/* keep the index at most half full */
+	if (2 * bw->n > bw->n_name_slots) {
+		if (name_rehash(bw, bw->n_name_slots ? 2 * bw->n_name_slots : 64) < 0)
+			return pipette_fail(err, "out of memory");
+	} else {
+		int s = (int)(name_hash(name) & (uint64_t)(bw->n_name_slots - 1));
+
+		while (bw->name_slots[s] >= 0)
+			s = (s + 1) & (bw->n_name_slots - 1);
+		bw->name_slots[s] = bw->n - 1;
+	}
+	return bw->n - 1;
+}
+
+/* Grow a node's intra matrix to ng x ng. */
+int bw_intra_reserve(struct bw_node *nd, int ng, struct pipette_err *err)
+{
+	struct bw_entry *m;
+	int i, j;
+
+	if (ng <= nd->ngpus)
+		return 0;
+	if (ng > PIPETTE_BW_MAX_GPUS)
+		return pipette_fail(err, "node %s: GPU index %d exceeds the limit "
+				    "of %d GPUs per node", nd->name, ng - 1,
+				    PIPETTE_BW_MAX_GPUS);
+	m = malloc((size_t)ng * ng * sizeof(*m));
+	if (!m)
+		return pipette_fail(err, "out of memory");
+	for (i = 0; i < ng; i++)
+		for (j = 0; j < ng; j++) {
+			if (i < nd->ngpus && j < nd->ngpus)
+				m[i * ng + j] = nd->intra[i * nd->ngpus + j];
+			else
+				bw_entry_clear(&m[i * ng + j]);
+		}
+	free(nd->intra);
+	nd->intra = m;
+	nd->ngpus = ng;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* queries                                                             */
+
+int pipette_bwcache_node_count(const struct pipette_bwcache *bw)
+{
+	return bw->n;
+}
+
+const char *pipette_bwcache_node_name(const struct pipette_bwcache *bw, int node)
+{
+	return node >= 0 && node < bw->n ? bw->node[node].name : NULL;
+}
+
+int pipette_bwcache_node_gpus(const struct pipette_bwcache *bw, int node)
+{
+	return node >= 0 && node < bw->n ? bw->node[node].ngpus : 0;
+}
+
+static int figure_of(const struct pipette_bwcache *bw, const struct bw_entry *e,
+		     struct pipette_bw_figure *out)
+{
+	out->gbps = e->gbps;
+	out->lat_us = e->lat;
+	prov_get(bw, e->prov, &out->prov);
+	return isnan(e->gbps) ? 0 : 1;
+}
+
+int pipette_bwcache_inter(const struct pipette_bwcache *bw, int a, int b,
+			  struct pipette_bw_figure *out)
+{
+	if (a < 0 || b < 0 || a >= bw->n || b >= bw->n)
+		return -1;
+	return figure_of(bw, BW_INTER(bw, a, b), out);
+}
+
+int pipette_bwcache_intra(const struct pipette_bwcache *bw, int node, int gpu_a,
+			  int gpu_b, struct pipette_bw_figure *out)
+{
+	const struct bw_node *nd;
+
+	if (node < 0 || node >= bw->n)
+		return -1;
+	nd = &bw->node[node];
+	if (gpu_a < 0 || gpu_b < 0 || gpu_a >= nd->ngpus || gpu_b >= nd->ngpus)
+		return -1;
+	return figure_of(bw, &nd->intra[gpu_a * nd->ngpus + gpu_b], out);
+}
+
+void pipette_bwcache_get_defaults(const struct pipette_bwcache *bw,
+				  struct pipette_bw_defaults *out)
+{
+	*out = bw->def;
+}
+
+time_t pipette_bwcache_generated(const struct pipette_bwcache *bw)
+{
+	return bw->generated;
+}
+
+/* ------------------------------------------------------------------ */
+/* building                                                            */
+
+static int check_gbps(double g, const char *what, struct pipette_err *err)
+{
+	if (!isfinite(g) || g <= 0 || g > PIPETTE_BW_MAX_GBPS)
+		return pipette_fail(err, "%s: bandwidth %g GB/s is not in (0, %g]",
+				    what, g, PIPETTE_BW_MAX_GBPS);
+	return 0;
+}
+
+static int check_lat(double l, const char *what, struct pipette_err *err)
+{
+	if (isnan(l))
+		return 0;
+	if (!isfinite(l) || l < 0 || l > PIPETTE_BW_MAX_LAT_US)
+		return pipette_fail(err, "%s: latency %g us is not in [0, %g]",
+				    what, l, PIPETTE_BW_MAX_LAT_US);
+	return 0;
+}
+
+static int check_prov(const struct pipette_bw_prov *p, const char *what,
+		      struct pipette_err *err)
+{
+	if (p && (!(p->bytes >= 0) || p->bytes > PIPETTE_BW_MAX_BYTES))
+		return pipette_fail(err, "%s: message size %g bytes is not in "
+				    "[0, %g]", what, p->bytes, PIPETTE_BW_MAX_BYTES);
+	return 0;
+}
+
+int pipette_bwcache_set_defaults(struct pipette_bwcache *bw,
+				 const struct pipette_bw_defaults *d,
+				 struct pipette_err *err)
+{
+	if ((!isnan(d->inter_gbps) && check_gbps(d->inter_gbps, "defaults.inter_gbps", err) < 0) ||
+	    (!isnan(d->intra_gbps) && check_gbps(d->intra_gbps, "defaults.intra_gbps", err) < 0) ||
+	    check_lat(d->inter_lat_us, "defaults.lat_us", err) < 0 ||
+	    check_lat(d->intra_lat_us, "defaults.intra_lat_us", err) < 0)
+		return -1;
+	bw->def = *d;
+	return 0;
+}
+
+void pipette_bwcache_set_generated(struct pipette_bwcache *bw, time_t when)
+{
+	bw->generated = when;
+}
+
+int pipette_bwcache_set_generator(struct pipette_bwcache *bw, const char *text,
+				  struct pipette_err *err)
+{
+	char *s = xstrdup(text);
+
+	if (text && !s)
+		return pipette_fail(err, "out of memory");
+	free(bw->generator);
+	bw->generator = s;
+	return 0;
+}
+
+int pipette_bwcache_set_inter(struct pipette_bwcache *bw, const char *a,
+			      const char *b, double gbps, double lat_us,
+			      const struct pipette_bw_prov *prov,
+			      struct pipette_err *err)
+{
+	struct bw_entry *e;
+	char what[2 * PIPETTE_BW_MAX_NAME + 16];
+	int ia, ib, p;
+
+	snprintf(what, sizeof(what), "link %.255s -> %.255s", a, b);
+	if (!strcmp(a, b))
+		return pipette_fail(err, "%s: a node has no link to itself "
+				    "(intra-node figures go to set_intra)", what);
+	if (check_gbps(gbps, what, err) < 0 || check_lat(lat_us, what, err) < 0 ||
+	    check_prov(prov, what, err) < 0)
+		return -1;
+	if ((ia = pipette_bwcache_add_node(bw, a, err)) < 0 ||
+	    (ib = pipette_bwcache_add_node(bw, b, err)) < 0 ||
+	    (p = bw_prov_intern(bw, prov, err)) < 0)
+		return -1;
+	e = BW_INTER(bw, ia, ib);
+	e->gbps = gbps;
+	e->lat = (float)lat_us;
+	e->prov = p;
+	return 0;
+}
+
+int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
+			      int gpu_a, int gpu_b, double gbps, double lat_us,
+			      const struct pipette_bw_prov *prov,
+			      struct pipette_err *err)
+{
+	struct bw_node *nd;
+	struct bw_entry *e;
+	char what[PIPETTE_BW_MAX_NAME + 64];
+	int in, p, ng;
+
+	snprintf(what, sizeof(what), "node %.255s GPU %d -> %d", node, gpu_a, gpu_b);
+	if (gpu_a < 0 || gpu_b < 0 || gpu_a == gpu_b)
+		return pipette_fail(err, "%s: expected two distinct GPU indices >= 0",
+				    what);
+	if (check_gbps(gbps, what, err) < 0 || check_lat(lat_us, what, err) < 0 ||
+	    check_prov(prov, what, err) < 0)
+		return -1;
+	if ((in = pipette_bwcache_add_node(bw, node, err)) < 0)
+		return -1;
+	nd = &bw->node[in];
+	ng = (gpu_a > gpu_b ? gpu_a : gpu_b) + 1;
+	if (bw_intra_reserve(nd, ng, err) < 0 || (p = bw_prov_intern(bw, prov, err)) < 0)
+		return -1;
+	e = &nd->intra[gpu_a * nd->ngpus + gpu_b];
+	e->gbps = gbps;
+	e->lat = (float)lat_us;
+	e->prov = p;
+	return 0;
+}
+
+/* src replaces dst when src is measured and not older. */
+static int merge_entry(struct bw_entry *d, const struct pipette_bwcache *dbw,
+		       const struct bw_entry *s, const struct pipette_bwcache *sbw,
+		       const int *prov_map)
+{
+	time_t td, ts;
+
+	if (isnan(s->gbps))
+		return 0;
+	if (!isnan(d->gbps)) {
+		td = bw_entry_when(dbw, d);
+		ts = bw_entry_when(sbw, s);
+		if (td != (time_t)-1 && (ts == (time_t)-1 || ts < td))
+			return 0;
+	}
+	d->gbps = s->gbps;
+	d->lat = s->lat;
+	d->prov = s->prov < 0 ? -1 : prov_map[s->prov];
+	return 1;
+}
+
+int pipette_bwcache_merge(struct pipette_bwcache *dst,
+			  const struct pipette_bwcache *src,
+			  struct pipette_err *err)
+{
+	int *map = NULL, *prov_map = NULL;
+	int rv = -1, i, j;
+
+	map = malloc(((size_t)src->n + 1) * sizeof(int));
+	prov_map = malloc(((size_t)src->n_prov + 1) * sizeof(int));
+	if (!map || !prov_map) {
+		pipette_fail(err, "out of memory merging caches");
+		goto fail;
+	}
+	for (i = 0; i < src->n_prov; i++) {
+		struct pipette_bw_prov p;
+
+		prov_get(src, i, &p);
+		if ((prov_map[i] = bw_prov_intern(dst, &p, err)) < 0)
+			goto fail;
+	}
+	for (i = 0; i < src->n; i++)
+		if ((map[i] = pipette_bwcache_add_node(dst, src->node[i].name, err)) < 0)
+			goto fail;
+	for (i = 0; i < src->n; i++)
+		for (j = 0; j < src->n; j++)
+			merge_entry(BW_INTER(dst, map[i], map[j]), dst,
+				    BW_INTER(src, i, j), src, prov_map);
+	for (i = 0; i < src->n; i++) {
+		const struct bw_node *sn = &src->node[i];
+		struct bw_node *dn = &dst->node[map[i]];
+		int a, b;
+
+		if (bw_intra_reserve(dn, sn->ngpus, err) < 0)
+			goto fail;
+		for (a = 0; a < sn->ngpus; a++)
+			for (b = 0; b < sn->ngpus; b++)
+				merge_entry(&dn->intra[a * dn->ngpus + b], dst,
+					    &sn->intra[a * sn->ngpus + b], src,
+					    prov_map);
+		if (sn->gpus_json) {
+			char *s = strdup(sn->gpus_json);
+
+			if (!s)
+				goto oom;
+			free(dn->gpus_json);
+			dn->gpus_json = s;
+		}
+		if (sn->topo_json) {
+			char *s = strdup(sn->topo_json);
+
+			if (!s)
+				goto oom;
+			free(dn->topo_json);
+			dn->topo_json = s;
+		}
+	}
+	if (!isnan(src->def.inter_gbps))
+		dst->def.inter_gbps = src->def.inter_gbps;
+	if (!isnan(src->def.intra_gbps))
+		dst->def.intra_gbps = src->def.intra_gbps;
+	if (!isnan(src->def.inter_lat_us))
+		dst->def.inter_lat_us = src->def.inter_lat_us;
+	if (!isnan(src->def.intra_lat_us))
+		dst->def.intra_lat_us = src->def.intra_lat_us;
+	if (src->generated != (time_t)-1 &&
+	    (dst->generated == (time_t)-1 || src->generated > dst->generated))
+		dst->generated = src->generated;
+	rv = 0;
+	goto fail;
+oom:
+	pipette_fail(err, "out of memory merging caches");
+fail:
+	free(map);
+	free(prov_map);
+	return rv;
+}
+
+/* ------------------------------------------------------------------ */
+/* staleness                                                           */
+
+struct stale_acc {
+	const struct pipette_bwcache *bw;
+	time_t cutoff;
+	int count, unknown, total;
+	time_t oldest;
+	char where[2 * PIPETTE_BW_MAX_NAME + 32];
+};
+
+/* Count e; 1 when it is the oldest stale figure so far. */
+static int stale_visit(struct stale_acc *acc, const struct bw_entry *e)
+{
+	time_t t;
+
+	if (isnan(e->gbps))
+		return 0;
+	acc->total++;
+	t = bw_entry_when(acc->bw, e);
+	if (t == (time_t)-1) {
+		acc->unknown++;
+		return 0;
+	}
+	if (t >= acc->cutoff)
+		return 0;
+	acc->count++;
+	if (acc->oldest != (time_t)-1 && t >= acc->oldest)
+		return 0;
+	acc->oldest = t;
+	return 1;
+}
+
+int pipette_bwcache_stale(const struct pipette_bwcache *bw,
+			  const char *const *nodes, int n_nodes, time_t now,
+			  double max_age_s, char *msg, size_t msg_size)
+{
+	struct stale_acc acc;
+	int *idx, n = 0, i, j, a, b;
+	char when[32];
+
+	if (msg && msg_size)
+		msg[0] = '\0';
+	memset(&acc, 0, sizeof(acc));
+	acc.bw = bw;
+	acc.oldest = (time_t)-1;
+	acc.cutoff = now - (time_t)max_age_s;
+	idx = malloc(((size_t)(nodes ? n_nodes : bw->n) + 1) * sizeof(int));
+	if (!idx)
+		return 0;
+	if (nodes) {
+		for (i = 0; i < n_nodes; i++) {
+			int k = pipette_bwcache_node_index(bw, nodes[i]);
+
+			if (k >= 0)
+				idx[n++] = k;
+		}
+	} else {
+		for (i = 0; i < bw->n; i++)
+			idx[n++] = i;
+	}
+	for (i = 0; i < n; i++) {
+		const struct bw_node *nd = &bw->node[idx[i]];
+
+		for (j = 0; j < n; j++)
+			if (i != j && stale_visit(&acc, BW_INTER(bw, idx[i], idx[j])))
+				snprintf(acc.where, sizeof(acc.where), "%s -> %s",
+					 nd->name, bw->node[idx[j]].name);
+		for (a = 0; a < nd->ngpus; a++)
+			for (b = 0; b < nd->ngpus; b++)
+				if (stale_visit(&acc, &nd->intra[a * nd->ngpus + b]))
+					snprintf(acc.where, sizeof(acc.where),
+						 "%s GPU %d -> %d", nd->name, a, b);
+	}
+	free(idx);
+	if (msg && acc.count)
+		snprintf(msg, msg_size, "%d of %d measured figures are older than "
+			 "%g days (oldest: %s, measured %s)%s", acc.count, acc.total,
+			 max_age_s / 86400.0, acc.where,
+			 pipette_bw_format_time(acc.oldest, when, sizeof(when)),
+			 acc.unknown ? "; others have no timestamp" : "");
+	else if (msg && acc.unknown)
+		snprintf(msg, msg_size, "%d of %d measured figures have no "
+			 "timestamp; their age is unknown", acc.unknown, acc.total);
+	return acc.count + acc.unknown;
+}

@@ -1,0 +1,240 @@
+/* pipette: the bandwidth cache (schema "pipette-bw/1").
+ *
+ * One JSON file keyed by Slurm node names (reference/ecosystem.md §5.6):
+ *
+ *   {
+ *     "schema": "pipette-bw/1", "units": "GB/s",
+ *     "generated": "2025-01-01T00:00:00Z",          optional
+ *     "generator": "pipette bandwidth generate ...", optional, free text
+ *     "defaults": { "inter_gbps": 45, "intra_gbps": 380,
+ *                   "lat_us": 5, "intra_lat_us": 2 },  all optional
+ *     "inter": {                                     optional
+ *       "tool": "nccl-tests sendrecv_perf", "metric": "busbw",
+ *       "bytes": 31457280, "when": "2025-01-01T00:00:00Z", "lat_us": 5,
+ *       "order": ["gpu001", "gpu002"],
+ *       "matrix": [[null, 23.1], [23.0, null]],      i -> j, null = unmeasured
+ *       "links": [ { "a": "gpu001", "b": "gpu002", "gbps": 12.0,
+ *                    "lat_us": 6.1, "when": "...", "tool": "...",
+ *                    "metric": "...", "bytes": 1048576 } ]
+ *     },
+ *     "nodes": {                                     optional
+ *       "gpu001": { "gpus": [...], "topo": [...],    kept verbatim
+ *                   "intra": { same keys as "inter" but no "order";
+ *                              the matrix is indexed by Slurm's GPU index;
+ *                              links name GPUs by index: "a": 0, "b": 3 } }
+ *     }
+ *   }
+ *
+ * A figure is one direction of one link: GB/s (1e9 bytes/s), a latency in
+ * microseconds, and its provenance (tool, metric, message bytes, time).
+ * "links" override the matrix (and inherit the section's provenance for
+ * the keys they leave out); the section's "when" defaults to "generated".
+ * Unmeasured figures fall back to "defaults", then to the GPU's nominal
+ * figures (cluster.h).  Times are UTC, "YYYY-MM-DDTHH:MM:SSZ".
+ *
+ * Library only: json-c, no Slurm.  Hostlists are expanded by the CLI. */
+#ifndef PIPETTE_BWCACHE_H
+#define PIPETTE_BWCACHE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "error.h"
+
+#define PIPETTE_BW_SCHEMA "pipette-bw/1"
+/* Input limits: a file beyond them is rejected, never half-read.  4096
+ * nodes is a dense 16.7M-entry matrix (~270 MB in memory); larger sites
+ * keep one cache per partition.  64 GPUs per node exceeds any HGX/DGX
+ * board (8) and NVL72 trays (4) with margin. */
+#define PIPETTE_BW_MAX_NODES 4096
+#define PIPETTE_BW_MAX_GPUS 64
+#define PIPETTE_BW_MAX_FILE_BYTES (256L << 20)
+#define PIPETTE_BW_MAX_NAME 255
+/* Plausibility bounds.  The fastest link in the GPU table is NVLink 5
+ * (B200: 900 GB/s per direction, NVIDIA Blackwell datasheet); 10 TB/s is
+ * an order of magnitude above it, so a larger figure is a unit error
+ * (MB/s or Gb/s written as GB/s).  One second of latency is a dead link. */
+#define PIPETTE_BW_MAX_GBPS 10000.0
+#define PIPETTE_BW_MAX_LAT_US 1e6
+#define PIPETTE_BW_MAX_BYTES 1099511627776.0	/* 1 TiB message */
+
+struct pipette_bwcache;
+
+/* Where a figure came from.  Strings may be NULL (unknown); bytes 0 =
+ * unknown; when (time_t)-1 = unknown. */
+struct pipette_bw_prov {
+	const char *tool;
+	const char *metric;
+	double bytes;
+	time_t when;
+};
+
+/* One direction of one link.  gbps and lat_us are NaN when unmeasured. */
+struct pipette_bw_figure {
+	double gbps;
+	double lat_us;
+	struct pipette_bw_prov prov;	/* strings owned by the cache */
+};
+
+/* Cache-wide fallbacks; NaN = not given. */
+struct pipette_bw_defaults {
+	double inter_gbps;
+	double intra_gbps;
+	double inter_lat_us;	/* JSON "lat_us" */
+	double intra_lat_us;
+};
+
+/* ---- lifetime and I/O ---- */
+
+/* An empty cache (no nodes, no defaults), or NULL when out of memory. */
+struct pipette_bwcache *pipette_bwcache_create(void);
+void pipette_bwcache_destroy(struct pipette_bwcache *bw);
+
+/* Load and validate a file.  Every error names the file, the JSON path
+ * ("$.inter.matrix[2][3]") or line, and what was expected. */
+int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
+			 struct pipette_err *err);
+/* The same from memory; `source` names the input in messages. */
+int pipette_bwcache_parse(const char *text, size_t len, const char *source,
+			  struct pipette_bwcache **out, struct pipette_err *err);
+
+/* The canonical JSON text (deterministic: same cache, same bytes); the
+ * caller frees it.  NULL on error. */
+char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
+				struct pipette_err *err);
+/* Atomic write: a temporary file in the same directory, fsync, rename,
+ * fsync of the directory.  On failure the old file is untouched and no
+ * temporary file is left.  The new file is mode 0644 (the plugin reads it
+ * as the job's user). */
+int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
+			 struct pipette_err *err);
+
+/* ---- queries ---- */
+
+int pipette_bwcache_node_count(const struct pipette_bwcache *bw);
+const char *pipette_bwcache_node_name(const struct pipette_bwcache *bw, int node);
+/* Index of a node name, or -1. */
+int pipette_bwcache_node_index(const struct pipette_bwcache *bw, const char *name);
+/* Size of the node's intra matrix (0 = none measured). */
+int pipette_bwcache_node_gpus(const struct pipette_bwcache *bw, int node);
+/* Fill *out and return 1 when measured, 0 when not (NaN figures), -1 on
+ * an index out of range. */
+int pipette_bwcache_inter(const struct pipette_bwcache *bw, int a, int b,
+			  struct pipette_bw_figure *out);
+int pipette_bwcache_intra(const struct pipette_bwcache *bw, int node, int gpu_a,
+			  int gpu_b, struct pipette_bw_figure *out);
+void pipette_bwcache_get_defaults(const struct pipette_bwcache *bw,
+				  struct pipette_bw_defaults *out);
+/* (time_t)-1 when the file gave no "generated". */
+time_t pipette_bwcache_generated(const struct pipette_bwcache *bw);
+
+/* Count the measured figures among `nodes` (NULL = all) older than
+ * max_age_s at `now`, or of unknown age.  When there are any, `msg` gets a
+ * one-line warning naming the oldest figure.  Returns the count. */
+int pipette_bwcache_stale(const struct pipette_bwcache *bw,
+			  const char *const *nodes, int n_nodes, time_t now,
+			  double max_age_s, char *msg, size_t msg_size);
+
+/* ---- building (the probe and the importers) ---- */
+
+int pipette_bwcache_set_defaults(struct pipette_bwcache *bw,
+				 const struct pipette_bw_defaults *d,
+				 struct pipette_err *err);
+void pipette_bwcache_set_generated(struct pipette_bwcache *bw, time_t when);
+/* Free text recorded as "generator" (e.g. the command line). */
+int pipette_bwcache_set_generator(struct pipette_bwcache *bw, const char *text,
+				  struct pipette_err *err);
+/* Add a node (no figures) or find it; returns its index or -1. */
+int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
+			     struct pipette_err *err);
+/* Record one direction a -> b between nodes (added when new).  lat_us may
+ * be NaN (not measured); gbps must be measured.  Replaces what was there. */
+int pipette_bwcache_set_inter(struct pipette_bwcache *bw, const char *a,
+			      const char *b, double gbps, double lat_us,
+			      const struct pipette_bw_prov *prov,
+			      struct pipette_err *err);
+/* Record GPU gpu_a -> gpu_b (Slurm GPU indices) inside `node`; the node's
+ * intra matrix grows to cover both indices. */
+int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
+			      int gpu_a, int gpu_b, double gbps, double lat_us,
+			      const struct pipette_bw_prov *prov,
+			      struct pipette_err *err);
+/* Fold `src` into `dst`, link by link: a measured figure of src replaces
+ * dst's when dst's is unmeasured or not newer (unknown time is oldest; on
+ * equal times src wins).  Figures src did not measure keep dst's values
+ * and timestamps.  Nodes new to dst are appended in src's order; src's
+ * defaults replace dst's where given. */
+int pipette_bwcache_merge(struct pipette_bwcache *dst,
+			  const struct pipette_bwcache *src,
+			  struct pipette_err *err);
+
+/* ---- times ---- */
+
+/* "YYYY-MM-DDTHH:MM:SSZ" <-> time_t (UTC).  parse returns -1 on a
+ * malformed or out-of-range string. */
+int pipette_bw_parse_time(const char *s, time_t *out);
+/* buf needs 21 bytes; (time_t)-1 prints "unknown". */
+const char *pipette_bw_format_time(time_t t, char *buf, size_t size);
+
+/* ---- converters (bwimport.c) ---- */
+
+/* Pipette's original {"gpus": [hosts], "bandwidth": [["GB/s", ...]]}
+ * (pipette-original.md §6.1): node x node sendrecv busbw as strings or
+ * numbers, symmetric; the diagonal, an 8-GPU intra-node sendrecv busbw, is
+ * recorded for every GPU pair 0..gpus_per_node-1 of that node.  Figures are
+ * added into bw with tool "pipette-legacy nccl-tests sendrecv_perf",
+ * metric busbw, 30 MiB, time `when`. */
+int pipette_bwcache_import_legacy(struct pipette_bwcache *bw, const char *path,
+				  int gpus_per_node, time_t when,
+				  struct pipette_err *err);
+
+/* nccl-tests text output (sendrecv_perf, all_reduce_perf, ...) of one run.
+ * The node pair comes from pair_a/pair_b when given, else from the
+ * "#  Rank N Group G Pid P on HOST device D" lines: two hosts = one
+ * inter-node pair (both directions get the figure: a two-node sendrecv
+ * ring sends both ways at once); one host = intra-node, every hop of the
+ * ring of devices r -> r+1 gets it.  The figure is the out-of-place busbw
+ * (column found by name in the header) of the row with `bytes` (0 = the
+ * largest size).  For sendrecv_perf the time of the smallest message of at
+ * most 64 KiB becomes lat_us. */
+struct pipette_nccl_import {
+	const char *pair_a, *pair_b;	/* NULL: from the Rank lines */
+	double bytes;			/* 0: largest size in the table */
+	const char *tool;		/* NULL: "nccl-tests " + program */
+	time_t when;
+};
+int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
+				const struct pipette_nccl_import *opt,
+				struct pipette_err *err);
+
+/* ---- synthetic caches for the examples and tests (bwgen.c) ---- */
+
+/* Deterministic: the same parameters give the same cache, byte for byte
+ * once serialized, on every platform (splitmix64, no libc rand). */
+struct pipette_bw_gen {
+	unsigned long long seed;
+	int nodes;
+	int gpus_per_node;
+	const char *prefix;		/* node names prefix1..prefixN */
+	double inter_gbps, intra_gbps;	/* healthy figures */
+	double inter_lat_us, intra_lat_us;
+	double noise;			/* each figure x U[1-noise, 1+noise] */
+	double slow_frac;		/* node pairs slowed to x U[slow_min, slow_max] */
+	double slow_min, slow_max;
+	int switch_size;		/* nodes per leaf switch, 0 = one switch */
+	double cross_factor;		/* pairs on different switches */
+	int slow_switch;		/* -1 = none; else all its nodes' links */
+	double slow_switch_factor;
+	int degraded_node;		/* -1 = none; one GPU's NVLinks degraded */
+	double degraded_factor;
+	time_t when;
+	const char *tool;		/* provenance recorded in the file */
+};
+/* The defaults above made explicit (noise 0.03, slow range 0.3..0.6, ...)
+ * with every "none" set; callers then change what they need. */
+void pipette_bw_gen_init(struct pipette_bw_gen *g);
+int pipette_bwcache_generate(const struct pipette_bw_gen *g,
+			     struct pipette_bwcache **out,
+			     struct pipette_err *err);
+
+#endif

@@ -1,0 +1,446 @@
+/* pipette: converters into the bandwidth cache: the original Pipette JSON
+ * and nccl-tests text output (formats: bwcache.h, ecosystem.md §5.1,
+ * pipette-original.md §6.1). */
+#include "bwcache.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Pipette measures with one 30 MiB sendrecv_perf message
+ * (pipette-original.md §6.1, NT/run_nccl_test.sh: -b 31457280). */
+#define LEGACY_BYTES 31457280.0
+#define LEGACY_TOOL "pipette-legacy nccl-tests sendrecv_perf"
+/* Latency is read from sendrecv rows of at most this size, where the
+ * transfer time is small next to the fixed cost. */
+#define NCCL_LAT_MAX_BYTES 65536.0
+#define NCCL_MAX_LINE 4096
+
+static int read_text(const char *path, char **out, size_t *len,
+		     struct pipette_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	size_t got;
+
+	*out = NULL;
+	if (!f)
+		return pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return pipette_fail(err, "%s: not a regular file", path);
+	}
+	if (st.st_size > PIPETTE_BW_MAX_FILE_BYTES) {
+		fclose(f);
+		return pipette_fail(err, "%s: %lld bytes exceed the limit of %ld",
+				    path, (long long)st.st_size,
+				    PIPETTE_BW_MAX_FILE_BYTES);
+	}
+	*out = malloc((size_t)st.st_size + 1);
+	if (!*out) {
+		fclose(f);
+		return pipette_fail(err, "%s: out of memory", path);
+	}
+	got = fread(*out, 1, (size_t)st.st_size, f);
+	fclose(f);
+	if (got != (size_t)st.st_size) {
+		free(*out);
+		*out = NULL;
+		return pipette_fail(err, "%s: read error", path);
+	}
+	(*out)[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+/* A legacy cell: "123.4" or 123.4; NaN for null, "" or "nan". */
+static int legacy_cell(json_object *v, const char *path, size_t i, size_t j,
+		       double *out, struct pipette_err *err)
+{
+	const char *s;
+	char *end;
+
+	if (!v || json_object_is_type(v, json_type_null)) {
+		*out = NAN;
+		return 0;
+	}
+	if (json_object_is_type(v, json_type_double) ||
+	    json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_double(v);
+	} else if (json_object_is_type(v, json_type_string)) {
+		s = json_object_get_string(v);
+		if (!*s || !strcasecmp(s, "nan")) {
+			*out = NAN;
+			return 0;
+		}
+		errno = 0;
+		*out = strtod(s, &end);
+		if (errno || *end)
+			return pipette_fail(err, "%s: $.bandwidth[%zu][%zu]: expected "
+					    "GB/s as a number or numeric string, got "
+					    "\"%.32s\"", path, i, j, s);
+	} else {
+		return pipette_fail(err, "%s: $.bandwidth[%zu][%zu]: expected GB/s "
+				    "as a number or numeric string", path, i, j);
+	}
+	if (!isfinite(*out) || *out <= 0 || *out > PIPETTE_BW_MAX_GBPS)
+		return pipette_fail(err, "%s: $.bandwidth[%zu][%zu]: expected a "
+				    "bandwidth in (0, %g] GB/s, got %g", path, i, j,
+				    PIPETTE_BW_MAX_GBPS, *out);
+	return 0;
+}
+
+int pipette_bwcache_import_legacy(struct pipette_bwcache *bw, const char *path,
+				  int gpus_per_node, time_t when,
+				  struct pipette_err *err)
+{
+	struct pipette_bw_prov prov = { LEGACY_TOOL, "busbw", LEGACY_BYTES, when };
+	json_object *root = NULL, *gpus, *band;
+	enum json_tokener_error jerr = json_tokener_success;
+	char *text = NULL;
+	size_t len, n, i, j;
+	int rv = -1, a, b;
+
+	if (gpus_per_node < 0 || gpus_per_node > PIPETTE_BW_MAX_GPUS)
+		return pipette_fail(err, "%s: %d GPUs per node, expected 0..%d",
+				    path, gpus_per_node, PIPETTE_BW_MAX_GPUS);
+	if (read_text(path, &text, &len, err) < 0)
+		return -1;
+	root = json_tokener_parse_verbose(text, &jerr);
+	if (!root) {
+		pipette_fail(err, "%s: malformed JSON: %s", path,
+			     json_tokener_error_desc(jerr));
+		goto fail;
+	}
+	if (!json_object_is_type(root, json_type_object) ||
+	    !json_object_object_get_ex(root, "gpus", &gpus) ||
+	    !json_object_object_get_ex(root, "bandwidth", &band) ||
+	    !json_object_is_type(gpus, json_type_array) ||
+	    !json_object_is_type(band, json_type_array)) {
+		pipette_fail(err, "%s: $: expected the original Pipette format "
+			     "{\"gpus\": [host, ...], \"bandwidth\": [[GB/s, ...], ...]}",
+			     path);
+		goto fail;
+	}
+	n = json_object_array_length(gpus);
+	if (n > PIPETTE_BW_MAX_NODES) {
+		pipette_fail(err, "%s: $.gpus: %zu hosts exceed the limit of %d",
+			     path, n, PIPETTE_BW_MAX_NODES);
+		goto fail;
+	}
+	if (json_object_array_length(band) != n) {
+		pipette_fail(err, "%s: $.bandwidth: expected %zu rows (one per host "
+			     "in $.gpus), got %zu", path, n,
+			     json_object_array_length(band));
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		json_object *h = json_object_array_get_idx(gpus, i);
+
+		if (!json_object_is_type(h, json_type_string)) {
+			pipette_fail(err, "%s: $.gpus[%zu]: expected a host name", path, i);
+			goto fail;
+		}
+		for (j = 0; j < i; j++)
+			if (!strcmp(json_object_get_string(h), json_object_get_string(
+					    json_object_array_get_idx(gpus, j)))) {
+				pipette_fail(err, "%s: $.gpus[%zu]: duplicated host "
+					     "'%.64s' (also at $.gpus[%zu])", path, i,
+					     json_object_get_string(h), j);
+				goto fail;
+			}
+		if (pipette_bwcache_add_node(bw, json_object_get_string(h), err) < 0) {
+			pipette_fail_prefix(err, "%s: $.gpus[%zu]: ", path, i);
+			goto fail;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		json_object *row = json_object_array_get_idx(band, i);
+		const char *hi = json_object_get_string(json_object_array_get_idx(gpus, i));
+
+		if (!json_object_is_type(row, json_type_array) ||
+		    json_object_array_length(row) != n) {
+			pipette_fail(err, "%s: $.bandwidth[%zu]: expected a row of %zu "
+				     "values (the matrix must be square)", path, i, n);
+			goto fail;
+		}
+		for (j = 0; j < n; j++) {
+			const char *hj = json_object_get_string(
+				json_object_array_get_idx(gpus, j));
+			double g = NAN;
+
+			if (legacy_cell(json_object_array_get_idx(row, j), path, i, j,
+					&g, err) < 0)
+				goto fail;
+			if (isnan(g))
+				continue;
+			if (i != j) {
+				if (pipette_bwcache_set_inter(bw, hi, hj, g, NAN, &prov,
+							      err) < 0)
+					goto fail;
+				continue;
+			}
+			/* Diagonal: one 8-GPU intra-node busbw for the node. */
+			for (a = 0; a < gpus_per_node; a++)
+				for (b = 0; b < gpus_per_node; b++)
+					if (a != b && pipette_bwcache_set_intra(
+						    bw, hi, a, b, g, NAN, &prov, err) < 0)
+						goto fail;
+		}
+	}
+	rv = 0;
+fail:
+	json_object_put(root);
+	free(text);
+	return rv;
+}
+
+/* ------------------------------------------------------------------ */
+/* nccl-tests                                                          */
+
+struct nccl_rank {
+	int rank;
+	char host[PIPETTE_BW_MAX_NAME + 1];
+	int dev;
+};
+
+static int split_ws(char *line, char **tok, int max)
+{
+	int n = 0;
+	char *save = NULL, *t;
+
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < max;
+	     t = strtok_r(NULL, " \t\r\n", &save))
+		tok[n++] = t;
+	return n;
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
+				const struct pipette_nccl_import *opt,
+				struct pipette_err *err)
+{
+	struct nccl_rank *ranks = NULL;
+	int n_ranks = 0, cap_ranks = 0, busbw_col = -1, time_col = -1, lineno = 0;
+	int best_line = 0, rv = -1, i;
+	char *text = NULL, *line, *save = NULL, program[64] = "", tool[128];
+	double best_bytes = -1, best_bw = NAN, lat = NAN, lat_bytes = INFINITY;
+	const char *hosts[2] = { NULL, NULL };
+	int n_hosts = 0;
+	size_t len;
+	struct pipette_bw_prov prov;
+
+	if (read_text(path, &text, &len, err) < 0)
+		return -1;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char buf[NCCL_MAX_LINE], *tok[32];
+		int nt;
+
+		lineno++;
+		if (strlen(line) >= sizeof(buf))
+			continue;	/* not an nccl-tests line */
+		memcpy(buf, line, strlen(line) + 1);
+		if (line[0] == '#') {
+			char *p = buf + 1;
+			const char *key = "Collective test starting:";
+
+			while (*p == ' ')
+				p++;
+			if (!strncmp(p, key, strlen(key))) {
+				if (sscanf(p + strlen(key), " %63s", program) != 1)
+					program[0] = '\0';
+				continue;
+			}
+			nt = split_ws(p, tok, 32);
+			/* "#  Rank  0 Group  0 Pid 1234 on HOST device  0 [...] NAME" */
+			if (nt >= 10 && !strcmp(tok[0], "Rank") && !strcmp(tok[6], "on") &&
+			    !strcmp(tok[8], "device")) {
+				struct nccl_rank *r;
+
+				if (n_ranks == cap_ranks) {
+					int cap = cap_ranks ? 2 * cap_ranks : 16;
+					void *np = realloc(ranks, (size_t)cap * sizeof(*ranks));
+
+					if (!np) {
+						pipette_fail(err, "%s: out of memory", path);
+						goto fail;
+					}
+					ranks = np;
+					cap_ranks = cap;
+				}
+				r = &ranks[n_ranks++];
+				r->rank = atoi(tok[1]);
+				pipette_strlcpy(r->host, tok[7], sizeof(r->host));
+				r->dev = atoi(tok[9]);
+				continue;
+			}
+			/* The column header: "#  size count type redop root time
+			 * algbw busbw #wrong time algbw busbw #wrong" (the first
+			 * busbw is out-of-place, ecosystem.md §5.1). */
+			if (busbw_col < 0 && nt >= 3 && !strcmp(tok[0], "size")) {
+				for (i = 0; i < nt; i++) {
+					if (!strcmp(tok[i], "busbw") && busbw_col < 0)
+						busbw_col = i;
+					if (!strcmp(tok[i], "time") && time_col < 0)
+						time_col = i;
+				}
+			}
+			continue;
+		}
+		nt = split_ws(buf, tok, 32);
+		if (nt < 1 || !all_digits(tok[0]) || busbw_col < 0)
+			continue;
+		if (nt <= busbw_col) {
+			pipette_fail(err, "%s: line %d: expected at least %d columns "
+				     "(busbw is column %d of the header), got %d",
+				     path, lineno, busbw_col + 1, busbw_col + 1, nt);
+			goto fail;
+		}
+		{
+			double size = strtod(tok[0], NULL), g, t;
+			char *end;
+
+			errno = 0;
+			g = strtod(tok[busbw_col], &end);
+			if (errno || *end || !isfinite(g) || g < 0) {
+				pipette_fail(err, "%s: line %d: busbw column: expected "
+					     "GB/s, got '%.32s'", path, lineno,
+					     tok[busbw_col]);
+				goto fail;
+			}
+			if (nt > busbw_col + 1 && all_digits(tok[busbw_col + 1]) &&
+			    atol(tok[busbw_col + 1]) != 0) {
+				pipette_fail(err, "%s: line %d: nccl-tests reports %s "
+					     "wrong results (#wrong): the run is not a "
+					     "valid measurement", path, lineno,
+					     tok[busbw_col + 1]);
+				goto fail;
+			}
+			if ((opt->bytes > 0 && size == opt->bytes) ||
+			    (opt->bytes <= 0 && size > best_bytes)) {
+				best_bytes = size;
+				best_bw = g;
+				best_line = lineno;
+			}
+			if (time_col >= 0 && time_col < nt && size <= NCCL_LAT_MAX_BYTES &&
+			    size < lat_bytes) {
+				t = strtod(tok[time_col], &end);
+				if (!*end && isfinite(t) && t >= 0 &&
+				    t <= PIPETTE_BW_MAX_LAT_US) {
+					lat = t;
+					lat_bytes = size;
+				}
+			}
+		}
+	}
+	if (busbw_col < 0) {
+		pipette_fail(err, "%s: no nccl-tests header line (\"#  size count "
+			     "type ... busbw ...\") found", path);
+		goto fail;
+	}
+	if (isnan(best_bw)) {
+		if (opt->bytes > 0)
+			pipette_fail(err, "%s: no result row for %.0f bytes", path,
+				     opt->bytes);
+		else
+			pipette_fail(err, "%s: no result rows under the header", path);
+		goto fail;
+	}
+	if (!(best_bw > 0) || best_bw > PIPETTE_BW_MAX_GBPS) {
+		pipette_fail(err, "%s: line %d: busbw %g GB/s is not in (0, %g]",
+			     path, best_line, best_bw, PIPETTE_BW_MAX_GBPS);
+		goto fail;
+	}
+	if (opt->tool)
+		pipette_strlcpy(tool, opt->tool, sizeof(tool));
+	else
+		snprintf(tool, sizeof(tool), "nccl-tests%s%s", program[0] ? " " : "",
+			 program);
+	if (!strstr(tool, "sendrecv"))
+		lat = NAN;	/* a collective's time is not one hop's latency */
+	prov.tool = tool;
+	prov.metric = "busbw";
+	prov.bytes = best_bytes;
+	prov.when = opt->when;
+	if (opt->pair_a || opt->pair_b) {
+		if (!opt->pair_a || !opt->pair_b || !strcmp(opt->pair_a, opt->pair_b)) {
+			pipette_fail(err, "%s: --pair needs two different node names",
+				     path);
+			goto fail;
+		}
+		if (pipette_bwcache_set_inter(bw, opt->pair_a, opt->pair_b, best_bw,
+					      lat, &prov, err) < 0 ||
+		    pipette_bwcache_set_inter(bw, opt->pair_b, opt->pair_a, best_bw,
+					      lat, &prov, err) < 0)
+			goto fail_prefix;
+		rv = 0;
+		goto fail;
+	}
+	for (i = 0; i < n_ranks; i++) {
+		int k;
+
+		for (k = 0; k < n_hosts; k++)
+			if (!strcmp(hosts[k], ranks[i].host))
+				break;
+		if (k < n_hosts)
+			continue;
+		if (n_hosts == 2) {
+			pipette_fail(err, "%s: the ranks run on more than two hosts (%s, "
+				     "%s, %s, ...); pipette needs one node pair per "
+				     "file", path, hosts[0], hosts[1], ranks[i].host);
+			goto fail;
+		}
+		hosts[n_hosts++] = ranks[i].host;
+	}
+	if (n_hosts == 0) {
+		pipette_fail(err, "%s: no \"#  Rank N ... on HOST device D\" lines: "
+			     "give the node pair with --pair A,B", path);
+		goto fail;
+	}
+	if (n_hosts == 2) {
+		if (pipette_bwcache_set_inter(bw, hosts[0], hosts[1], best_bw, lat,
+					      &prov, err) < 0 ||
+		    pipette_bwcache_set_inter(bw, hosts[1], hosts[0], best_bw, lat,
+					      &prov, err) < 0)
+			goto fail_prefix;
+		rv = 0;
+		goto fail;
+	}
+	if (n_ranks < 2) {
+		pipette_fail(err, "%s: a single rank measures no link", path);
+		goto fail;
+	}
+	/* One host: the ring of devices in rank order. */
+	for (i = 0; i < n_ranks; i++) {
+		int a = ranks[i].dev, b = ranks[(i + 1) % n_ranks].dev;
+
+		if (a == b)
+			continue;
+		if (pipette_bwcache_set_intra(bw, hosts[0], a, b, best_bw, lat, &prov,
+					      err) < 0)
+			goto fail_prefix;
+	}
+	rv = 0;
+	goto fail;
+fail_prefix:
+	pipette_fail_prefix(err, "%s: ", path);
+fail:
+	free(ranks);
+	free(text);
+	return rv;
+}

@@ -1,0 +1,803 @@
+/* pipette bandwidth: validate, show, import, merge and generate bandwidth
+ * caches (format: core/bwcache.h; man pipette-bandwidth(5)). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "bwcache.h"
+#include "cli.h"
+#include "hardware.h"
+
+/* Figures older than this are used with a warning; `--stale-days`
+ * changes it.  A site policy, not a measurement: links degrade and get
+ * repaired on the scale of weeks, so a monthly probe is the default. */
+#define BW_STALE_DAYS 30.0
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: pipette bandwidth validate FILE... [--stale-days D] [--now TIME]\n"
+"       pipette bandwidth show FILE [--nodes LIST] [--worst K] [--svg OUT]\n"
+"                              [--stale-days D] [--now TIME]\n"
+"       pipette bandwidth import --from pipette-legacy|nccl-tests IN... -o OUT\n"
+"                              [--pair A,B] [--bytes N] [--tool NAME]\n"
+"                              [--when TIME] [--gpus-per-node G]\n"
+"       pipette bandwidth merge A B... -o OUT\n"
+"       pipette bandwidth generate --seed N --nodes N [--gpus-per-node G]\n"
+"                              [--gpu TYPE] [--efficiency E] [--noise F]\n"
+"                              [--slow-links FRAC] [--slow-range MIN,MAX]\n"
+"                              [--switch-size S] [--cross-factor F]\n"
+"                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
+"                              [--prefix P] [--when TIME] -o OUT\n"
+"\n"
+"validate  check files against the pipette-bw/1 schema (exit 2 on the first\n"
+"          error in each, naming the file, the JSON path and the reason)\n"
+"show      per-node min/median/max of outgoing, incoming and intra-node\n"
+"          bandwidth and the worst links; --svg draws the node x node heatmap\n"
+"import    convert Pipette's {\"gpus\",\"bandwidth\"} JSON or nccl-tests text\n"
+"          output; an nccl-tests file holds one node pair, named by its\n"
+"          '#  Rank N ... on HOST device D' lines or by --pair A,B (one file);\n"
+"          --bytes picks the row (default: the largest message); --when sets\n"
+"          the measurement time (default: each input file's mtime)\n"
+"merge     fold B, C... into A, link by link: newer figures win, figures a\n"
+"          later file did not measure keep their values and timestamps\n"
+"generate  a synthetic, seeded, deterministic cache (etc/examples)\n"
+"TIME is UTC, YYYY-MM-DDTHH:MM:SSZ.  Writes are atomic.\n");
+}
+
+static int is_opt(const char *a, const char *name)
+{
+	return !strcmp(a, name);
+}
+
+static const char *need(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+static int parse_when(const char *opt, const char *v, time_t *out)
+{
+	if (!v)
+		return cli_error("%s needs a value", opt);
+	if (pipette_bw_parse_time(v, out) < 0)
+		return cli_error("%s: '%.40s' is not a UTC time like "
+				 "2025-01-02T03:04:05Z", opt, v);
+	return 0;
+}
+
+static const char *opt_num(double v, const char *unit, char *buf, size_t size)
+{
+	if (isnan(v))
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%g %s", v, unit);
+	return buf;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* min / median / max of v[0..n) (sorted in place); "-" when n == 0. */
+static const char *stats(double *v, int n, char *buf, size_t size)
+{
+	double med;
+
+	if (n == 0) {
+		snprintf(buf, size, "%23s", "-");
+		return buf;
+	}
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	snprintf(buf, size, "%7.1f %7.1f %7.1f", v[0], med, v[n - 1]);
+	return buf;
+}
+
+static void warn_stale(const struct pipette_bwcache *bw, const char *file,
+		       const char *const *nodes, int n, time_t now, double days)
+{
+	char msg[PIPETTE_ERR_MAX];
+
+	if (pipette_bwcache_stale(bw, nodes, n, now, days * 86400.0, msg,
+				  sizeof(msg)) > 0)
+		fprintf(stderr, "pipette: warning: %s: %s\n", file, msg);
+}
+
+/* Common --stale-days / --now handling. */
+struct stale_opt {
+	double days;
+	time_t now;
+};
+
+static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc)
+{
+	if (is_opt(argv[*i], "--stale-days")) {
+		*rc = cli_double("--stale-days", need(argc, argv, i), 0, 1e5, &s->days);
+		return 1;
+	}
+	if (is_opt(argv[*i], "--now")) {
+		*rc = parse_when("--now", need(argc, argv, i), &s->now);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+
+static int do_validate(int argc, char **argv)
+{
+	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
+	int i, rc = PIPETTE_EXIT_OK, files = 0;
+
+	for (i = 1; i < argc; i++) {
+		int r = 0;
+
+		if (stale_arg(argc, argv, &i, &so, &r)) {
+			if (r)
+				return r;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return cli_error("bandwidth validate: unknown option '%.64s'",
+					 argv[i]);
+		}
+	}
+	for (i = 1; i < argc; i++) {
+		struct pipette_bwcache *bw;
+		struct pipette_err err;
+		int n, a, b, meas = 0, intra = 0;
+
+		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now")) {
+			i++;
+			continue;
+		}
+		files++;
+		if (pipette_bwcache_load(argv[i], &bw, &err) < 0) {
+			cli_error("%s", err.msg);
+			rc = PIPETTE_EXIT_USAGE;
+			continue;
+		}
+		n = pipette_bwcache_node_count(bw);
+		for (a = 0; a < n; a++) {
+			struct pipette_bw_figure f;
+
+			for (b = 0; b < n; b++)
+				if (a != b && pipette_bwcache_inter(bw, a, b, &f) == 1)
+					meas++;
+			if (pipette_bwcache_node_gpus(bw, a))
+				intra++;
+		}
+		printf("%s: ok: %s, %d nodes, %d of %d inter-node figures measured, "
+		       "%d nodes with intra-node matrices\n", argv[i],
+		       PIPETTE_BW_SCHEMA, n, meas, n * (n - 1), intra);
+		warn_stale(bw, argv[i], NULL, 0, so.now, so.days);
+		pipette_bwcache_destroy(bw);
+	}
+	if (!files)
+		return cli_error("bandwidth validate: no file given");
+	return rc;
+}
+
+/* ---------------------------------------------------------------- */
+
+struct link_row {
+	int a, b;
+	double gbps;
+};
+
+static int cmp_link(const void *pa, const void *pb)
+{
+	const struct link_row *x = pa, *y = pb;
+
+	if (x->gbps != y->gbps)
+		return x->gbps < y->gbps ? -1 : 1;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	return (x->b > y->b) - (x->b < y->b);
+}
+
+static void svg_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '>')
+			fputs("&gt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* Node x node heatmap: row = sender, column = receiver; red = slowest,
+ * green = fastest measured figure, grey = unmeasured. */
+static int write_svg(const char *path, const struct pipette_bwcache *bw,
+		     const int *idx, int n, double lo, double hi, const char *title)
+{
+	int cell = n <= 16 ? 28 : n <= 64 ? 10 : n <= 256 ? 4 : 2;
+	int labels = n <= 64, margin = labels ? 110 : 20, top = 50;
+	int w = margin + n * cell + 20, h = top + margin + n * cell + 40;
+	FILE *f = fopen(path, "w");
+	int i, j;
+
+	if (!f)
+		return cli_error("%s: cannot write: %m", path);
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		"height=\"%d\" font-family=\"sans-serif\" font-size=\"10\">\n", w, h);
+	fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">");
+	svg_text(f, title);
+	fprintf(f, "</text>\n<text x=\"10\" y=\"38\">row sends to column; GB/s "
+		"from %.2f (red) to %.2f (green); grey = unmeasured</text>\n", lo, hi);
+	for (i = 0; i < n; i++) {
+		if (labels) {
+			fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
+				margin - 4, top + margin + i * cell + cell / 2 + 3);
+			svg_text(f, pipette_bwcache_node_name(bw, idx[i]));
+			fprintf(f, "</text>\n<text transform=\"translate(%d,%d) "
+				"rotate(-90)\">", margin + i * cell + cell / 2 + 3,
+				top + margin - 4);
+			svg_text(f, pipette_bwcache_node_name(bw, idx[i]));
+			fprintf(f, "</text>\n");
+		}
+		for (j = 0; j < n; j++) {
+			struct pipette_bw_figure fig;
+			const char *fill = "#dddddd";
+			char col[48];
+
+			if (i != j && pipette_bwcache_inter(bw, idx[i], idx[j], &fig) == 1) {
+				double t = hi > lo ? (fig.gbps - lo) / (hi - lo) : 1.0;
+
+				snprintf(col, sizeof(col), "hsl(%d,70%%,45%%)",
+					 (int)lround(120.0 * t));
+				fill = col;
+			} else if (i == j) {
+				fill = "#ffffff";
+			}
+			fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+				"fill=\"%s\"", margin + j * cell, top + margin + i * cell,
+				cell, cell, fill);
+			if (i != j && fill[0] == 'h')
+				fprintf(f, "><title>%s -&gt; %s: %.2f GB/s</title></rect>\n",
+					pipette_bwcache_node_name(bw, idx[i]),
+					pipette_bwcache_node_name(bw, idx[j]), fig.gbps);
+			else
+				fprintf(f, "/>\n");
+		}
+	}
+	fprintf(f, "</svg>\n");
+	if (fclose(f) != 0)
+		return cli_error("%s: write error", path);
+	return 0;
+}
+
+static int do_show(int argc, char **argv)
+{
+	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
+	const char *file = NULL, *nodes_spec = NULL, *svg = NULL;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_bw_defaults def;
+	struct pipette_err err;
+	struct link_row *links = NULL;
+	double *v = NULL, *all = NULL, med_all = NAN, lo = NAN, hi = NAN;
+	char **names = NULL, when[32], s1[40], s2[40], s3[40];
+	int *idx = NULL, n = 0, n_names = 0, n_links = 0, n_all = 0;
+	long worst = 10;
+	int i, j, a, b, rc = PIPETTE_EXIT_USAGE;
+
+	for (i = 1; i < argc; i++) {
+		int r = 0;
+
+		if (stale_arg(argc, argv, &i, &so, &r)) {
+			if (r)
+				return r;
+		} else if (is_opt(argv[i], "--nodes")) {
+			if (!(nodes_spec = need(argc, argv, &i)))
+				return cli_error("--nodes needs a node list");
+		} else if (is_opt(argv[i], "--svg")) {
+			if (!(svg = need(argc, argv, &i)))
+				return cli_error("--svg needs a file name");
+		} else if (is_opt(argv[i], "--worst")) {
+			if ((r = cli_int("--worst", need(argc, argv, &i), 0, 1000000, &worst)))
+				return r;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return cli_error("bandwidth show: unknown option '%.64s'", argv[i]);
+		} else if (file) {
+			return cli_error("bandwidth show: one file at a time ('%.64s' "
+					 "and '%.64s')", file, argv[i]);
+		} else {
+			file = argv[i];
+		}
+	}
+	if (!file)
+		return cli_error("bandwidth show: no file given");
+	if (pipette_bwcache_load(file, &bw, &err) < 0)
+		return cli_error("%s", err.msg);
+	if (nodes_spec) {
+		if (cli_expand_nodes(nodes_spec, &names, &n_names, &err) < 0) {
+			cli_error("--nodes: %s", err.msg);
+			goto out;
+		}
+		idx = malloc((size_t)n_names * sizeof(int));
+		if (!idx)
+			goto oom;
+		for (i = 0; i < n_names; i++) {
+			idx[i] = pipette_bwcache_node_index(bw, names[i]);
+			if (idx[i] < 0) {
+				cli_error("%s: node '%s' (from --nodes) is not in the "
+					  "cache", file, names[i]);
+				goto out;
+			}
+		}
+		n = n_names;
+	} else {
+		n = pipette_bwcache_node_count(bw);
+		idx = malloc(((size_t)n + 1) * sizeof(int));
+		if (!idx)
+			goto oom;
+		for (i = 0; i < n; i++)
+			idx[i] = i;
+	}
+	v = malloc(((size_t)n * PIPETTE_BW_MAX_GPUS + PIPETTE_BW_MAX_GPUS *
+		    PIPETTE_BW_MAX_GPUS + 1) * sizeof(double));
+	links = malloc(((size_t)n * (size_t)n + 1) * sizeof(*links));
+	all = malloc(((size_t)n * (size_t)n + 1) * sizeof(double));
+	if (!v || !links || !all)
+		goto oom;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			struct pipette_bw_figure f;
+
+			if (i != j && pipette_bwcache_inter(bw, idx[i], idx[j], &f) == 1) {
+				links[n_links].a = idx[i];
+				links[n_links].b = idx[j];
+				links[n_links].gbps = f.gbps;
+				n_links++;
+				all[n_all++] = f.gbps;
+			}
+		}
+	if (n_all) {
+		stats(all, n_all, s1, sizeof(s1));
+		lo = all[0];
+		hi = all[n_all - 1];
+		med_all = n_all % 2 ? all[n_all / 2] :
+			(all[n_all / 2 - 1] + all[n_all / 2]) / 2;
+	}
+	pipette_bwcache_get_defaults(bw, &def);
+	printf("%s: %s, generated %s, %d of %d nodes shown, %d of %d inter-node "
+	       "figures measured\n", file, PIPETTE_BW_SCHEMA,
+	       pipette_bw_format_time(pipette_bwcache_generated(bw), when,
+				      sizeof(when)),
+	       n, pipette_bwcache_node_count(bw), n_links, n * (n - 1));
+	printf("defaults: inter %s, intra %s, latency inter %s / intra %s",
+	       opt_num(def.inter_gbps, "GB/s", s1, sizeof(s1)),
+	       opt_num(def.intra_gbps, "GB/s", s2, sizeof(s2)),
+	       opt_num(def.inter_lat_us, "us", s3, sizeof(s3)),
+	       opt_num(def.intra_lat_us, "us", when, sizeof(when)));
+	printf("\n(unmeasured figures fall back to these, then to the GPU's "
+	       "nominal figures)\n\n");
+	printf("%-20s %23s  %23s  %23s\n", "node", "out GB/s min/med/max",
+	       "in GB/s min/med/max", "intra GB/s min/med/max");
+	for (i = 0; i < n; i++) {
+		int k = 0, ng = pipette_bwcache_node_gpus(bw, idx[i]);
+		struct pipette_bw_figure f;
+
+		for (j = 0; j < n; j++)
+			if (j != i && pipette_bwcache_inter(bw, idx[i], idx[j], &f) == 1)
+				v[k++] = f.gbps;
+		stats(v, k, s1, sizeof(s1));
+		k = 0;
+		for (j = 0; j < n; j++)
+			if (j != i && pipette_bwcache_inter(bw, idx[j], idx[i], &f) == 1)
+				v[k++] = f.gbps;
+		stats(v, k, s2, sizeof(s2));
+		k = 0;
+		for (a = 0; a < ng; a++)
+			for (b = 0; b < ng; b++)
+				if (a != b && pipette_bwcache_intra(bw, idx[i], a, b, &f) == 1)
+					v[k++] = f.gbps;
+		stats(v, k, s3, sizeof(s3));
+		printf("%-20s %s  %s  %s\n", pipette_bwcache_node_name(bw, idx[i]),
+		       s1, s2, s3);
+	}
+	if (n_links && worst > 0) {
+		qsort(links, (size_t)n_links, sizeof(*links), cmp_link);
+		printf("\nworst inter-node links (median %.2f GB/s):\n", med_all);
+		for (i = 0; i < n_links && i < worst; i++) {
+			struct pipette_bw_figure f;
+
+			pipette_bwcache_inter(bw, links[i].a, links[i].b, &f);
+			printf("  %-20s -> %-20s %8.2f GB/s %4.0f%%  %s %s %.0f B %s\n",
+			       pipette_bwcache_node_name(bw, links[i].a),
+			       pipette_bwcache_node_name(bw, links[i].b), f.gbps,
+			       100.0 * f.gbps / med_all, f.prov.tool ? f.prov.tool : "?",
+			       f.prov.metric ? f.prov.metric : "?", f.prov.bytes,
+			       pipette_bw_format_time(f.prov.when, when, sizeof(when)));
+		}
+	}
+	warn_stale(bw, file, (const char *const *)names, n_names, so.now, so.days);
+	if (svg) {
+		char title[256];
+
+		snprintf(title, sizeof(title), "%s: inter-node bandwidth, %d nodes",
+			 file, n);
+		if (write_svg(svg, bw, idx, n, lo, hi, title))
+			goto out;
+	}
+	rc = PIPETTE_EXIT_OK;
+	goto out;
+oom:
+	cli_error("out of memory");
+out:
+	free(v);
+	free(all);
+	free(links);
+	free(idx);
+	cli_free_nodes(names, n_names);
+	pipette_bwcache_destroy(bw);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- */
+
+static int save(const struct pipette_bwcache *bw, const char *out)
+{
+	struct pipette_err err;
+
+	if (pipette_bwcache_save(bw, out, &err) < 0)
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+static int do_import(int argc, char **argv)
+{
+	const char *from = NULL, *out = NULL, *pair = NULL, *tool = NULL;
+	const char **in = NULL;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_err err;
+	char pa[PIPETTE_BW_MAX_NAME + 1], pb[PIPETTE_BW_MAX_NAME + 1];
+	double bytes = 0;
+	long gpn = 8;	/* Pipette's hard-coded 8 GPUs per node (§6.1) */
+	time_t when = (time_t)-1, newest = (time_t)-1;
+	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
+
+	in = calloc((size_t)argc, sizeof(char *));
+	if (!in)
+		return cli_error("out of memory");
+	for (i = 1; i < argc; i++) {
+		int r = 0;
+
+		if (is_opt(argv[i], "--from")) {
+			from = need(argc, argv, &i);
+		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			out = need(argc, argv, &i);
+		} else if (is_opt(argv[i], "--pair")) {
+			pair = need(argc, argv, &i);
+		} else if (is_opt(argv[i], "--tool")) {
+			tool = need(argc, argv, &i);
+		} else if (is_opt(argv[i], "--bytes")) {
+			r = cli_double("--bytes", need(argc, argv, &i), 1,
+				       PIPETTE_BW_MAX_BYTES, &bytes);
+		} else if (is_opt(argv[i], "--gpus-per-node")) {
+			r = cli_int("--gpus-per-node", need(argc, argv, &i), 0,
+				    PIPETTE_BW_MAX_GPUS, &gpn);
+		} else if (is_opt(argv[i], "--when")) {
+			r = parse_when("--when", need(argc, argv, &i), &when);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			r = cli_error("bandwidth import: unknown option '%.64s'", argv[i]);
+		} else {
+			in[n_in++] = argv[i];
+		}
+		if (r)
+			goto out;
+	}
+	if (!from || (strcmp(from, "pipette-legacy") && strcmp(from, "nccl-tests"))) {
+		cli_error("bandwidth import: --from must be pipette-legacy or nccl-tests");
+		goto out;
+	}
+	if (!out) {
+		cli_error("bandwidth import: no output file (-o OUT)");
+		goto out;
+	}
+	if (!n_in) {
+		cli_error("bandwidth import: no input file");
+		goto out;
+	}
+	pa[0] = pb[0] = '\0';
+	if (pair) {
+		const char *comma = strchr(pair, ',');
+
+		if (strcmp(from, "nccl-tests")) {
+			cli_error("bandwidth import: --pair applies to nccl-tests only");
+			goto out;
+		}
+		if (n_in != 1) {
+			cli_error("bandwidth import: --pair names the nodes of one "
+				  "file; with several, each file's '#  Rank' lines "
+				  "name its pair");
+			goto out;
+		}
+		if (!comma || comma == pair || !comma[1] || strchr(comma + 1, ',') ||
+		    (size_t)(comma - pair) > PIPETTE_BW_MAX_NAME ||
+		    strlen(comma + 1) > PIPETTE_BW_MAX_NAME) {
+			cli_error("--pair: expected two node names A,B, got '%.64s'", pair);
+			goto out;
+		}
+		memcpy(pa, pair, (size_t)(comma - pair));
+		pa[comma - pair] = '\0';
+		strcpy(pb, comma + 1);
+	}
+	bw = pipette_bwcache_create();
+	if (!bw) {
+		cli_error("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n_in; i++) {
+		time_t t = when;
+		struct stat st;
+		int r;
+
+		if (t == (time_t)-1 && stat(in[i], &st) == 0)
+			t = st.st_mtime;
+		if (!strcmp(from, "pipette-legacy")) {
+			r = pipette_bwcache_import_legacy(bw, in[i], (int)gpn, t, &err);
+		} else {
+			struct pipette_nccl_import o;
+
+			o.pair_a = pair ? pa : NULL;
+			o.pair_b = pair ? pb : NULL;
+			o.bytes = bytes;
+			o.tool = tool;
+			o.when = t;
+			r = pipette_bwcache_import_nccl(bw, in[i], &o, &err);
+		}
+		if (r < 0) {
+			cli_error("%s", err.msg);
+			goto out;
+		}
+		if (t != (time_t)-1 && (newest == (time_t)-1 || t > newest))
+			newest = t;
+	}
+	pipette_bwcache_set_generated(bw, newest);
+	if (save(bw, out))
+		goto out;
+	printf("%s: %d nodes from %d file%s\n", out, pipette_bwcache_node_count(bw),
+	       n_in, n_in == 1 ? "" : "s");
+	rc = PIPETTE_EXIT_OK;
+out:
+	free(in);
+	pipette_bwcache_destroy(bw);
+	return rc;
+}
+
+static int do_merge(int argc, char **argv)
+{
+	struct pipette_bwcache *dst = NULL, *src;
+	struct pipette_err err;
+	const char *out = NULL;
+	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
+
+	for (i = 1; i < argc; i++)
+		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			if (!(out = need(argc, argv, &i)))
+				return cli_error("-o needs a file name");
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return cli_error("bandwidth merge: unknown option '%.64s'", argv[i]);
+		} else {
+			n_in++;
+		}
+	if (!out)
+		return cli_error("bandwidth merge: no output file (-o OUT)");
+	if (n_in < 1)
+		return cli_error("bandwidth merge: no input files");
+	for (i = 1; i < argc; i++) {
+		int r;
+
+		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			i++;
+			continue;
+		}
+		if (pipette_bwcache_load(argv[i], &src, &err) < 0) {
+			cli_error("%s", err.msg);
+			goto out;
+		}
+		if (!dst) {
+			dst = src;
+			continue;
+		}
+		r = pipette_bwcache_merge(dst, src, &err);
+		pipette_bwcache_destroy(src);
+		if (r < 0) {
+			cli_error("%s: %s", argv[i], err.msg);
+			goto out;
+		}
+	}
+	if (save(dst, out))
+		goto out;
+	printf("%s: %d nodes merged from %d file%s\n", out,
+	       pipette_bwcache_node_count(dst), n_in, n_in == 1 ? "" : "s");
+	rc = PIPETTE_EXIT_OK;
+out:
+	pipette_bwcache_destroy(dst);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- */
+
+static int split2(const char *opt, const char *v, char sep, double *x, double *y,
+		  int y_optional)
+{
+	char a[64];
+	const char *p;
+	struct pipette_err err;
+
+	if (!v)
+		return cli_error("%s needs a value", opt);
+	p = strchr(v, sep);
+	if (!p && !y_optional)
+		return cli_error("%s: expected X%cY, got '%.40s'", opt, sep, v);
+	if ((p ? (size_t)(p - v) : strlen(v)) >= sizeof(a))
+		return cli_error("%s: value too long", opt);
+	memcpy(a, v, p ? (size_t)(p - v) : strlen(v) + 1);
+	if (p)
+		a[p - v] = '\0';
+	if (pipette_parse_double(a, -1e9, 1e9, x, opt, &err) < 0 ||
+	    (p && pipette_parse_double(p + 1, -1e9, 1e9, y, opt, &err) < 0))
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+static int do_generate(int argc, char **argv)
+{
+	struct pipette_bw_gen g;
+	const struct pipette_gpu_spec *spec;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_err err;
+	const char *out = NULL, *gpu = "H100";
+	double eff = 1.0, x = 0, y = 0, inter = NAN, intra = NAN;
+	char *cmdline = NULL;
+	size_t len = 64;
+	long l;
+	int i, r = 0, have_seed = 0, have_nodes = 0, rc = PIPETTE_EXIT_USAGE;
+
+	pipette_bw_gen_init(&g);
+	for (i = 1; i < argc && !r; i++) {
+		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			out = need(argc, argv, &i);
+		} else if (is_opt(argv[i], "--seed")) {
+			r = cli_int("--seed", need(argc, argv, &i), 0, 2147483647L, &l);
+			g.seed = (unsigned long long)l;
+			have_seed = 1;
+		} else if (is_opt(argv[i], "--nodes")) {
+			r = cli_int("--nodes", need(argc, argv, &i), 1,
+				    PIPETTE_BW_MAX_NODES, &l);
+			g.nodes = (int)l;
+			have_nodes = 1;
+		} else if (is_opt(argv[i], "--gpus-per-node")) {
+			r = cli_int("--gpus-per-node", need(argc, argv, &i), 1,
+				    PIPETTE_BW_MAX_GPUS, &l);
+			g.gpus_per_node = (int)l;
+		} else if (is_opt(argv[i], "--gpu")) {
+			if (!(gpu = need(argc, argv, &i)))
+				r = cli_error("--gpu needs a GPU type");
+		} else if (is_opt(argv[i], "--prefix")) {
+			if (!(g.prefix = need(argc, argv, &i)))
+				r = cli_error("--prefix needs a value");
+		} else if (is_opt(argv[i], "--efficiency")) {
+			r = cli_double("--efficiency", need(argc, argv, &i), 0.01, 1, &eff);
+		} else if (is_opt(argv[i], "--inter-gbps")) {
+			r = cli_double("--inter-gbps", need(argc, argv, &i), 0.01,
+				       PIPETTE_BW_MAX_GBPS, &inter);
+		} else if (is_opt(argv[i], "--intra-gbps")) {
+			r = cli_double("--intra-gbps", need(argc, argv, &i), 0.01,
+				       PIPETTE_BW_MAX_GBPS, &intra);
+		} else if (is_opt(argv[i], "--noise")) {
+			r = cli_double("--noise", need(argc, argv, &i), 0, 0.5, &g.noise);
+		} else if (is_opt(argv[i], "--slow-links")) {
+			r = cli_double("--slow-links", need(argc, argv, &i), 0, 1,
+				       &g.slow_frac);
+		} else if (is_opt(argv[i], "--slow-range")) {
+			r = split2("--slow-range", need(argc, argv, &i), ',', &g.slow_min,
+				   &g.slow_max, 0);
+		} else if (is_opt(argv[i], "--switch-size")) {
+			r = cli_int("--switch-size", need(argc, argv, &i), 0,
+				    PIPETTE_BW_MAX_NODES, &l);
+			g.switch_size = (int)l;
+		} else if (is_opt(argv[i], "--cross-factor")) {
+			r = cli_double("--cross-factor", need(argc, argv, &i), 0.01, 1,
+				       &g.cross_factor);
+		} else if (is_opt(argv[i], "--slow-switch")) {
+			r = split2("--slow-switch", need(argc, argv, &i), ':', &x, &y, 0);
+			if (!r && (x < 0 || x != floor(x) || x > PIPETTE_BW_MAX_NODES))
+				r = cli_error("--slow-switch: switch number %g is not "
+					      "0, 1, ...", x);
+			g.slow_switch = (int)x;
+			g.slow_switch_factor = y;
+		} else if (is_opt(argv[i], "--degraded-nvlink")) {
+			y = g.degraded_factor;
+			r = split2("--degraded-nvlink", need(argc, argv, &i), ':', &x, &y, 1);
+			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_BW_MAX_NODES))
+				r = cli_error("--degraded-nvlink: node number %g is not "
+					      "1, 2, ...", x);
+			g.degraded_node = (int)x - 1;
+			g.degraded_factor = y;
+		} else if (is_opt(argv[i], "--when")) {
+			r = parse_when("--when", need(argc, argv, &i), &g.when);
+		} else {
+			r = cli_error("bandwidth generate: unknown argument '%.64s'",
+				      argv[i]);
+		}
+	}
+	if (r)
+		return r;
+	if (!have_seed || !have_nodes)
+		return cli_error("bandwidth generate: --seed and --nodes are required");
+	if (!out)
+		return cli_error("bandwidth generate: no output file (-o OUT)");
+	spec = pipette_gpu_lookup(gpu, &err);
+	if (!spec)
+		return cli_error("--gpu: %s", err.msg);
+	g.inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
+	g.intra_gbps = isnan(intra) ? spec->nvlink_gbps * eff : intra;
+	g.inter_lat_us = spec->nic_lat_us;
+	g.intra_lat_us = spec->nvlink_lat_us;
+	/* Record the command (without -o) so the file says how to remake it. */
+	for (i = 1; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	cmdline = malloc(len);
+	if (!cmdline)
+		return cli_error("out of memory");
+	strcpy(cmdline, "pipette bandwidth generate");
+	for (i = 1; i < argc; i++) {
+		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			i++;
+			continue;
+		}
+		strcat(cmdline, " ");
+		strcat(cmdline, argv[i]);
+	}
+	if (pipette_bwcache_generate(&g, &bw, &err) < 0 ||
+	    pipette_bwcache_set_generator(bw, cmdline, &err) < 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if (save(bw, out))
+		goto out;
+	rc = PIPETTE_EXIT_OK;
+out:
+	free(cmdline);
+	pipette_bwcache_destroy(bw);
+	return rc;
+}
+
+int cmd_bandwidth(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PIPETTE_EXIT_USAGE;
+	}
+	if (is_opt(argv[1], "--help") || is_opt(argv[1], "-h") ||
+	    is_opt(argv[1], "help")) {
+		usage(stdout);
+		return PIPETTE_EXIT_OK;
+	}
+	if (is_opt(argv[1], "validate"))
+		return do_validate(argc - 1, argv + 1);
+	if (is_opt(argv[1], "show"))
+		return do_show(argc - 1, argv + 1);
+	if (is_opt(argv[1], "import"))
+		return do_import(argc - 1, argv + 1);
+	if (is_opt(argv[1], "merge"))
+		return do_merge(argc - 1, argv + 1);
+	if (is_opt(argv[1], "generate"))
+		return do_generate(argc - 1, argv + 1);
+	cli_error("bandwidth: unknown subcommand '%.64s'", argv[1]);
+	usage(stderr);
+	return PIPETTE_EXIT_USAGE;
+}

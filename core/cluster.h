@@ -1,0 +1,62 @@
+/* pipette: the cluster a plan runs on.
+ *
+ * Ordered Slurm node names, the GPUs Slurm gave on each node, the GPU type
+ * and every GPU-to-GPU link, resolved once at create time into dense
+ * arrays so that a link query is O(1).  Figures come from the bandwidth
+ * cache (bwcache.h) in this order:
+ *   inter-node: link override > matrix > cache defaults > gpu->nic_gbps
+ *   intra-node: link override > the node's intra matrix (indexed by the
+ *               Slurm GPU index) > cache defaults > gpu->nvlink_gbps
+ * (overrides are folded into the matrix when the cache is loaded), and the
+ * same for latency: the figure's lat_us > defaults > nic/nvlink_lat_us.
+ * Inter-node figures are per node pair (Pipette and Optimus-CC both work at
+ * node granularity, ecosystem.md §5.6); every GPU pair of two nodes gets
+ * the node pair's figure. */
+#ifndef PIPETTE_CLUSTER_H
+#define PIPETTE_CLUSTER_H
+
+#include "bwcache.h"
+#include "error.h"
+#include "hardware.h"
+
+struct pipette_link {
+	double gbps;	/* one direction, GB/s */
+	double lat_us;
+};
+
+struct pipette_cluster;
+
+/* nodes in Slurm order; gpu_ids: Slurm's GPU indices on each node (NULL =
+ * 0..G-1), used to index the per-node intra matrix; bw may be NULL
+ * (nominal figures of gpu).  A node missing from a non-NULL cache is an
+ * error unless allow_missing (then defaults apply, with a warning text
+ * retrievable from the cluster); so is a GPU index outside a node's
+ * measured intra matrix.  1 <= gpus_per_node <= PIPETTE_BW_MAX_GPUS. */
+struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
+					       int n_nodes, int gpus_per_node,
+					       const int *gpu_ids,
+					       const struct pipette_gpu_spec *gpu,
+					       const struct pipette_bwcache *bw,
+					       int allow_missing,
+					       struct pipette_err *err);
+void pipette_cluster_destroy(struct pipette_cluster *c);
+
+int pipette_cluster_node_count(const struct pipette_cluster *c);
+int pipette_cluster_gpus_per_node(const struct pipette_cluster *c);
+const char *pipette_cluster_node_name(const struct pipette_cluster *c, int node);
+/* Slurm's GPU index of a slot (the same on every node). */
+int pipette_cluster_gpu_id(const struct pipette_cluster *c, int slot);
+const struct pipette_gpu_spec *pipette_cluster_gpu(const struct pipette_cluster *c);
+
+/* GPU index g = node*G + slot.  Direction a -> b, a != b (a == b gives
+ * gbps = INFINITY, lat_us = 0).  O(1). */
+struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
+					 int gpu_a, int gpu_b);
+/* Node-level inter-node figure a -> b (a != b). */
+struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
+					      int node_a, int node_b);
+
+/* Newline-separated warnings from create, "" if none. */
+const char *pipette_cluster_warnings(const struct pipette_cluster *c);
+
+#endif

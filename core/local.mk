@@ -1,0 +1,35 @@
+# libpipette: the model, hardware, memory, timing, schedules, cluster, search,
+# mapping and plan modules. C11 + json-c; no Slurm, no CUDA.
+noinst_LTLIBRARIES += core/libpipette.la
+core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+core_libpipette_la_LIBADD = $(JSONC_LIBS) -lm
+core_libpipette_la_SOURCES = \
+	core/error.c core/error.h \
+	core/model.c core/model.h \
+	core/hardware.c core/hardware.h \
+	core/config.c core/config.h \
+	core/memory.c core/memory.h \
+	core/schedule.c core/schedule.h \
+	core/timing.c core/timing.h
+
+# The `pipette` command: one file per subcommand under core/cli/.
+bin_PROGRAMS += pipette
+pipette_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(SLURM_CPPFLAGS)
+pipette_LDADD = core/libpipette.la $(JSONC_LIBS) $(SLURM_LDFLAGS) $(SLURM_LIBS) -lm
+pipette_SOURCES = \
+	core/cli/main.c core/cli/cli.h core/cli/args.c \
+	core/cli/cmd_list.c core/cli/cmd_estimate.c
+
+# Pipeline schedule timeline as SVG (schedule.h).
+core_libpipette_la_SOURCES += core/timeline_svg.c
+
+# The cluster and the bandwidth cache (cluster.h, bwcache.h).
+core_libpipette_la_SOURCES += core/bwcache.c core/bwcache.h core/bwcache_int.h \
+	core/bwcache_io.c core/bwimport.c core/bwgen.c \
+	core/cluster.c core/cluster.h
+pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c
+
+# Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
+core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \
+	core/mapping.h core/plan.c core/plan.h
+pipette_SOURCES += core/cli/cmd_plan.c
