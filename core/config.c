@@ -212,3 +212,87 @@ int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
 	return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
 			    "zb-h1, v-min, v-half or v-zb", s);
 }
+
+int pipette_compression_enabled(const struct pipette_compression *c)
+{
+	return c->pp_rank > 0 || c->dp_rank > 0 || c->fused_embedding;
+}
+
+/* Ranks above this are no compression at all for any real tensor. */
+#define MAX_COMPRESSION_RANK 4096
+
+static int parse_rank(const char *item, const char *val, int *out, struct pipette_err *err)
+{
+	long v;
+
+	if (pipette_parse_long(val, 1, MAX_COMPRESSION_RANK, &v, item, err))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+int pipette_compression_parse(const char *s, struct pipette_compression *c,
+			      struct pipette_err *err)
+{
+	char buf[256], *save = NULL, *item;
+
+	memset(c, 0, sizeof(*c));
+	if (!s || strlen(s) >= sizeof(buf))
+		return pipette_fail(err, "--compress: expected pp:R[:epilogue],dp:R[:stages=K],emb");
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *f1 = strchr(item, ':'), *f2 = NULL;
+
+		if (f1) {
+			*f1++ = '\0';
+			f2 = strchr(f1, ':');
+			if (f2)
+				*f2++ = '\0';
+		}
+		if (!strcmp(item, "pp") && f1) {
+			if (parse_rank("--compress pp rank", f1, &c->pp_rank, err))
+				return -1;
+			if (f2 && strcmp(f2, "epilogue"))
+				return pipette_fail(err, "--compress pp: '%.32s': expected "
+						    "'epilogue'", f2);
+			c->pp_epilogue_only = f2 != NULL;
+		} else if (!strcmp(item, "dp") && f1) {
+			long k;
+
+			if (parse_rank("--compress dp rank", f1, &c->dp_rank, err))
+				return -1;
+			if (f2) {
+				if (strncmp(f2, "stages=", 7))
+					return pipette_fail(err, "--compress dp: '%.32s': expected "
+							    "stages=K", f2);
+				if (pipette_parse_long(f2 + 7, 1, 1 << 16, &k,
+						       "--compress dp stages", err))
+					return -1;
+				c->dp_stages = (int)k;
+			}
+		} else if (!strcmp(item, "emb") && !f1) {
+			c->fused_embedding = 1;
+		} else {
+			return pipette_fail(err, "--compress: '%.32s' is not pp:R[:epilogue], "
+					    "dp:R[:stages=K] or emb", item);
+		}
+	}
+	return 0;
+}
+
+void pipette_compression_format(const struct pipette_compression *c, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (c->pp_rank)
+		n += (size_t)snprintf(buf + n, len - n, "pp:%d%s", c->pp_rank,
+				      c->pp_epilogue_only ? ":epilogue" : "");
+	if (c->dp_rank && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%sdp:%d", n ? "," : "", c->dp_rank);
+		if (c->dp_stages && n < len)
+			n += (size_t)snprintf(buf + n, len - n, ":stages=%d", c->dp_stages);
+	}
+	if (c->fused_embedding && n < len)
+		snprintf(buf + n, len - n, "%semb", n ? "," : "");
+}

@@ -7,6 +7,8 @@
 #ifndef PIPETTE_CONFIG_H
 #define PIPETTE_CONFIG_H
 
+#include <stddef.h>
+
 #include "error.h"
 #include "model.h"
 
@@ -26,6 +28,17 @@ enum pipette_schedule_kind {
 	PIPETTE_SCHED_COUNT
 };
 
+/* Communication-compression what-ifs after Optimus-CC (Song et al.,
+ * ASPLOS'23; ecosystem.md §1).  All zero = off.  They change training
+ * numerics, so a plan uses them only when the user allows it. */
+struct pipette_compression {
+	int pp_rank;		/* CB: low-rank PP backward gradients, rank r */
+	int pp_epilogue_only;	/* CB only on the cooldown sends (critical path) */
+	int dp_rank;		/* PowerSGD data-parallel gradients, rank r */
+	int dp_stages;		/* compress DP only on stages < k (0 = all) */
+	int fused_embedding;	/* FE: one embedding all-reduce over 2*DP ranks */
+};
+
 struct pipette_config {
 	int tp, pp, dp, cp;
 	int ep;			/* expert parallel (MoE only; 1 otherwise) */
@@ -42,7 +55,17 @@ struct pipette_config {
 	 * The remaining layers are spread evenly over the middle stages. */
 	int first_stage_layers;
 	int last_stage_layers;
+	struct pipette_compression compress;
 };
+
+/* Parse "pp:16[:epilogue],dp:128[:stages=3],emb" (any subset, comma
+ * separated) into c; the message names the bad item. */
+int pipette_compression_parse(const char *s, struct pipette_compression *c,
+			      struct pipette_err *err);
+/* The same form back ("" when off). */
+void pipette_compression_format(const struct pipette_compression *c, char *buf,
+				size_t len);
+int pipette_compression_enabled(const struct pipette_compression *c);
 
 /* Defaults: everything 1, no recompute, 1F1B, BF16. */
 void pipette_config_init(struct pipette_config *c);
