@@ -231,8 +231,8 @@ static int parse_rank(const char *item, const char *val, int *out, struct pipett
 	return 0;
 }
 
-int pipette_compression_parse(const char *s, struct pipette_compression *c,
-			      struct pipette_err *err)
+static int compression_parse(const char *s, struct pipette_compression *c,
+			     struct pipette_err *err)
 {
 	char buf[256], *save = NULL, *item;
 
@@ -277,6 +277,19 @@ int pipette_compression_parse(const char *s, struct pipette_compression *c,
 					    "dp:R[:stages=K] or emb", item);
 		}
 	}
+	return 0;
+}
+
+/* All or nothing: a bad item leaves *out switched off. */
+int pipette_compression_parse(const char *s, struct pipette_compression *out,
+			      struct pipette_err *err)
+{
+	struct pipette_compression c;
+
+	memset(out, 0, sizeof(*out));
+	if (compression_parse(s, &c, err))
+		return -1;
+	*out = c;
 	return 0;
 }
 

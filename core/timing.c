@@ -75,6 +75,7 @@ struct pipette_timer {
 	struct pipette_sched *sched;
 	int cap_stages;
 	double *t_f, *t_b, *t_w, *comm_f, *comm_b, *inflight;
+	double *dp_rs, *dp_win;	/* per stage: overlappable DP time, its window */
 	int cap_ranks;
 	int *ranks;
 };
@@ -104,6 +105,8 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	free(t->comm_f);
 	free(t->comm_b);
 	free(t->inflight);
+	free(t->dp_rs);
+	free(t->dp_win);
 	free(t->ranks);
 	free(t);
 }
@@ -112,7 +115,7 @@ static int reserve(struct pipette_timer *t, int stages, int ranks)
 {
 	if (stages > t->cap_stages) {
 		double **arrs[] = { &t->t_f, &t->t_b, &t->t_w, &t->comm_f, &t->comm_b,
-				    &t->inflight };
+				    &t->inflight, &t->dp_rs, &t->dp_win };
 		size_t i;
 
 		for (i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++) {
@@ -415,6 +418,88 @@ double pipette_model_flops(const struct pipette_model *m, const struct pipette_c
 	return 3.0 * tokens * total;	/* forward + backward (2x) */
 }
 
+
+/* End of rank r's last operation in the last simulation (its list has
+ * at most `max_ops` entries). */
+static double rank_finish(const struct pipette_sched *s, int r, long max_ops)
+{
+	struct pipette_sched_event ev;
+	long i, idx;
+
+	for (i = max_ops - 1; i >= 0; i--) {
+		idx = pipette_sched_rank_op(s, r, i);
+		if (idx >= 0 && pipette_sched_event(s, idx, &ev) == 0)
+			return ev.end;
+	}
+	return 0;
+}
+
+/* ---- compression what-ifs (Optimus-CC, ecosystem.md §1) -------------------- */
+
+/* One n x m tensor at rank r: P (n x r) and Q (m x r) replace it.  The
+ * compress/decompress work is 6*n*m*r FLOPs in skinny GEMMs (P = MQ,
+ * Q = M^T P, M' = PQ^T; ecosystem.md §1.4), which the GEMM efficiency
+ * curve prices as the small GEMMs they are. */
+static double lowrank_elems(double n, double m, int r)
+{
+	double c = (double)r * (n + m);
+
+	return c < n * m ? c : n * m;
+}
+
+static double lowrank_s(const struct pipette_gpu_spec *g, double n, double m, int r)
+{
+	return 3 * gemm_s(g, 2.0 * n * m * r);
+}
+
+/* PowerSGD over the 2-D gradients of stage s (QKV, output projection, MLP
+ * matrices, local experts, embeddings); 1-D tensors stay uncompressed.
+ * Returns the gradient elements the DP reduction moves and adds the
+ * compression time and the number of compressed matrices. */
+static double powersgd_stage(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			     const struct pipette_config *c, int s, double dense_elems,
+			     double *comp_s, int *matrices)
+{
+	int first = pipette_config_stage_first_layer(m, c, s);
+	int n = pipette_config_stage_layers(m, c, s), l, r = c->compress.dp_rank;
+	double h = m->hidden, t = c->tp, mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3 : 2;
+	double qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double full = 0, sent = 0;
+	double shapes[8][3];	/* n, m, count */
+	int k, ns;
+
+	*comp_s = 0;
+	*matrices = 0;
+	for (l = first; l < first + n; l++) {
+		ns = 0;
+		shapes[ns][0] = h; shapes[ns][1] = (qw + 2 * kvw) / t; shapes[ns++][2] = 1;
+		shapes[ns][0] = qw / t; shapes[ns][1] = h; shapes[ns++][2] = 1;
+		if (pipette_model_is_moe_layer(m, l)) {
+			double fe = (double)m->expert_ffn / c->etp, local = m->experts / c->ep;
+
+			shapes[ns][0] = h; shapes[ns][1] = (mats - 1) * fe; shapes[ns++][2] = local;
+			shapes[ns][0] = fe; shapes[ns][1] = h; shapes[ns++][2] = local;
+		} else {
+			shapes[ns][0] = h; shapes[ns][1] = (mats - 1) * m->ffn / t; shapes[ns++][2] = 1;
+			shapes[ns][0] = m->ffn / t; shapes[ns][1] = h; shapes[ns++][2] = 1;
+		}
+		if (l == first && (s == 0 || s == c->pp - 1)) {
+			shapes[ns][0] = (double)m->vocab / t; shapes[ns][1] = h; shapes[ns++][2] = 1;
+		}
+		for (k = 0; k < ns; k++) {
+			double a = shapes[k][0], b = shapes[k][1], cnt = shapes[k][2];
+
+			full += cnt * a * b;
+			sent += cnt * lowrank_elems(a, b, r);
+			*comp_s += cnt * lowrank_s(g, a, b, r);
+			*matrices += (int)cnt;
+		}
+	}
+	if (full > dense_elems)	/* expert matrices counted in full: cap */
+		full = dense_elems;
+	return dense_elems - full + sent;
+}
+
 /* ---- the estimate ---------------------------------------------------------- */
 
 int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
@@ -429,10 +514,16 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	long mb = pipette_config_microbatches(c);
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	double pp_bytes = 2.0 * T * h / (c->sequence_parallel ? c->tp : 1);
+	/* CB: the backward activation gradient, an n x h matrix (n tokens of
+	 * this TP rank's scatter-gather share), sent as fp32 P and Q. */
+	double cb_n = T / (c->sequence_parallel ? c->tp : 1);
+	int cb_r = c->compress.pp_rank;
+	double pp_bytes_b = cb_r ? fmin(pp_bytes, 4.0 * lowrank_elems(cb_n, h, cb_r)) : pp_bytes;
+	double cb_cost = cb_r && pp_bytes_b < pp_bytes ? lowrank_s(gpu, cb_n, h, cb_r) : 0;
 	struct pipette_sched_input in;
 	struct pipette_sched_result res;
 	int s, k, busiest = 0;
-	double best_busy = -1, dp_exposed = 0;
+	double best_busy = -1, dp_exposed = 0, dp_tail = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (world > pipette_cluster_node_count(cluster) * pl.G)
@@ -447,6 +538,8 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		int first = pipette_config_stage_first_layer(m, c, s);
 		int n = pipette_config_stage_layers(m, c, s), l, have_dense = 0, have_moe = 0;
 		double f = 0, b = 0, w = 0, tpc = 0, cpc = 0, epc = 0, dense_p;
+		double grad_elems, comp_s;
+		int comp_mats;
 		struct pipette_stage_memory sm;
 		double dp_t, dp_exp;
 
@@ -480,6 +573,13 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		}
 		if (s == 0)	/* embedding lookup: memory-bound, small */
 			f += 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+		/* CB compresses every backward send of this stage but the first
+		 * stage's; epilogue-only, just the cooldown ones, about
+		 * min(p - s, m) of the m micro-batches (Optimus-CC's flush
+		 * sends, ecosystem.md §1.3). */
+		if (cb_cost > 0 && s > 0)
+			b += cb_cost * (c->compress.pp_epilogue_only
+					? fmin((double)(p - s), (double)mb) / mb : 1.0);
 		/* Only the zero-bubble family (ZB-H1 and the V-shapes of Qi et
 		 * al.) splits the backward; elsewhere W runs inside B. */
 		if (c->schedule == PIPETTE_SCHED_1F1B ||
@@ -510,16 +610,46 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		 * next forward (--overlap-param-gather). */
 		pipette_memory_stage(m, c, s, 1.0, &sm);
 		dense_p = sm.params_bytes / 2.0;
-		worst_group(t, &pl, c, s, G_DPCP, COLL_AR, 4.0 * dense_p, &dp);
+		grad_elems = dense_p;
+		comp_s = 0;
+		comp_mats = 0;
+		/* FE: the embedding gradient leaves the DP bucket and is reduced
+		 * once over the first and last stages of all replicas. */
+		if (c->compress.fused_embedding && m->tied_embeddings && p > 1 &&
+		    (s == 0 || s == p - 1))
+			grad_elems -= (double)m->vocab * h / c->tp;
+		if (c->compress.dp_rank &&
+		    (!c->compress.dp_stages || s < c->compress.dp_stages))
+			grad_elems = powersgd_stage(m, gpu, c, s, grad_elems, &comp_s, &comp_mats);
+		worst_group(t, &pl, c, s, G_DPCP, COLL_AR, 4.0 * grad_elems, &dp);
+		/* The gradient reduction starts with the last micro-batch's
+		 * backward (--overlap-grad-reduce) and runs past this stage's
+		 * last op; the parameter all-gather of the distributed
+		 * optimizer hides behind the next iteration's first forward
+		 * (--overlap-param-gather).  Whether the tail is exposed depends
+		 * on when this stage finishes, known after the simulation. */
 		if (c->distributed_optimizer) {
-			double rs = coll_time(COLL_AG, &dp, 4.0 * dense_p);
 			double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
 
-			dp_t = rs + ag;
-			dp_exp = fmax(0, rs - (b + w)) + fmax(0, ag - f);
+			t->dp_rs[s] = coll_time(COLL_AG, &dp, 4.0 * grad_elems);
+			dp_t = t->dp_rs[s] + ag;
+			dp_exp = fmax(0, ag - f);
 		} else {
-			dp_t = coll_time(COLL_AR, &dp, 4.0 * dense_p);
-			dp_exp = fmax(0, dp_t - (b + w));
+			t->dp_rs[s] = coll_time(COLL_AR, &dp, 4.0 * grad_elems);
+			dp_t = t->dp_rs[s];
+			dp_exp = 0;
+		}
+		t->dp_win[s] = b + w;
+		if (comp_mats && dp.n > 1) {
+			/* PowerSGD reduces P, orthogonalises, then reduces Q: two
+			 * latency-bound collectives per matrix instead of one
+			 * bucket, and the compression itself, all after the last
+			 * backward. */
+			double extra = comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) *
+					       dp.lat * 1e-6;
+
+			dp_t += extra;
+			t->dp_rs[s] += extra;
 		}
 		if (dp_exp > dp_exposed)
 			dp_exposed = dp_exp;
@@ -553,8 +683,8 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		}
 		l = worst_p2p(&pl, c, ra, rb, pp_bytes);
 		t->comm_f[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
-		l = worst_p2p(&pl, c, rb, ra, pp_bytes);
-		t->comm_b[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
+		l = worst_p2p(&pl, c, rb, ra, pp_bytes_b);
+		t->comm_b[k] = pipette_p2p_s(pp_bytes_b, l.gbps, l.lat_us);
 		if (ra == busiest || rb == busiest)
 			out->pp_comm_s += (t->comm_f[k] + t->comm_b[k]) * mb / 2;
 	}
@@ -572,8 +702,17 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	if (pipette_sched_simulate(t->sched, &in, &res, err))
 		return -1;
 	out->makespan_s = res.makespan;
-	for (s = 0; s < p; s++)
+	for (s = 0; s < p; s++) {
+		int split = c->schedule != PIPETTE_SCHED_1F1B &&
+			    c->schedule != PIPETTE_SCHED_INTERLEAVED;
+		double end = rank_finish(t->sched, s, mb * v * (split ? 3 : 2)) -
+			     t->dp_win[s] + t->dp_rs[s];
+
 		t->inflight[s] = (double)res.peak_fb[s] / v;
+		if (end - res.makespan > dp_tail)
+			dp_tail = end - res.makespan;
+	}
+	dp_exposed += dp_tail;
 	out->compute_s = res.busy[busiest] - out->tp_comm_s - out->cp_comm_s - out->ep_comm_s;
 	out->bubble_s = res.makespan - res.busy[busiest];
 	if (detail && p > 1) {
@@ -595,8 +734,11 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	if (m->tied_embeddings && p > 1) {
 		struct pipette_link l = worst_p2p(&pl, c, 0, p - 1, 1.0);
 		double bytes = 4.0 * (double)m->vocab * h / c->tp;
+		int ranks = c->compress.fused_embedding ? 2 * c->dp * c->cp : 2;
 
-		out->embed_sync_s = pipette_allreduce_s(2, bytes, l.gbps, l.lat_us);
+		/* FE (Optimus-CC): one all-reduce over the first and last
+		 * stages of every replica instead of DP then a 2-rank one. */
+		out->embed_sync_s = pipette_allreduce_s(ranks, bytes, l.gbps, l.lat_us);
 	}
 	out->iteration_s = res.makespan + dp_exposed + out->embed_sync_s + out->optimizer_s;
 	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +

@@ -38,6 +38,10 @@ static const char usage_text[] =
 "  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
 "  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
 "  --timeline FILE.svg      draw the simulated pipeline timeline\n"
+"  --compress SPEC          what-if communication compression (Optimus-CC):\n"
+"                           pp:R[:epilogue] low-rank PP backward gradients,\n"
+"                           dp:R[:stages=K] PowerSGD DP gradients (first K\n"
+"                           stages), emb fused embedding sync; comma-separated\n"
 "  --models-dir DIR         where NAME.json model configs may also be found\n"
 "  --format table|json      output format (table)\n"
 "\n"
@@ -140,6 +144,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--gpus-per-node")) {
 			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
 				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--compress")) {
+			if (pipette_compression_parse(v, &o->cfg.compress, &err))
+				return cli_error("%s", err.msg);
 		} else if (!strcmp(name, "--timeline")) {
 			o->timeline = v;
 		} else if (!strcmp(name, "--models-dir")) {
@@ -219,6 +226,81 @@ static struct json_object *config_json(const struct pipette_config *c)
 	return o;
 }
 
+/* Predicted gain of each compression class alone and of all together:
+ * iteration time without compression minus with it. */
+struct compress_gains {
+	int on;
+	double base_s, pp_s, dp_s, emb_s, all_s;
+};
+
+static int compression_gains(struct pipette_timer *timer, const struct pipette_model *m,
+			     const struct pipette_gpu_spec *g, const struct pipette_config *c,
+			     const struct pipette_cluster *cl, double with_all,
+			     struct compress_gains *out, struct pipette_err *err)
+{
+	struct pipette_config k = *c;
+	struct pipette_time t;
+
+	memset(out, 0, sizeof(*out));
+	if (!pipette_compression_enabled(&c->compress))
+		return 0;
+	out->on = 1;
+	memset(&k.compress, 0, sizeof(k.compress));
+	if (pipette_time_estimate(timer, m, g, &k, cl, NULL, 0, &t, err))
+		return -1;
+	out->base_s = t.iteration_s;
+	out->all_s = t.iteration_s - with_all;
+	if (c->compress.pp_rank) {
+		k.compress.pp_rank = c->compress.pp_rank;
+		k.compress.pp_epilogue_only = c->compress.pp_epilogue_only;
+		if (pipette_time_estimate(timer, m, g, &k, cl, NULL, 0, &t, err))
+			return -1;
+		out->pp_s = out->base_s - t.iteration_s;
+		memset(&k.compress, 0, sizeof(k.compress));
+	}
+	if (c->compress.dp_rank) {
+		k.compress.dp_rank = c->compress.dp_rank;
+		k.compress.dp_stages = c->compress.dp_stages;
+		if (pipette_time_estimate(timer, m, g, &k, cl, NULL, 0, &t, err))
+			return -1;
+		out->dp_s = out->base_s - t.iteration_s;
+		memset(&k.compress, 0, sizeof(k.compress));
+	}
+	if (c->compress.fused_embedding) {
+		k.compress.fused_embedding = 1;
+		if (pipette_time_estimate(timer, m, g, &k, cl, NULL, 0, &t, err))
+			return -1;
+		out->emb_s = out->base_s - t.iteration_s;
+	}
+	return 0;
+}
+
+static struct json_object *gains_json(const struct compress_gains *g, const struct pipette_config *c)
+{
+	struct json_object *o = json_object_new_object();
+	char spec[96];
+
+	pipette_compression_format(&c->compress, spec, sizeof(spec));
+	json_object_object_add(o, "spec", json_object_new_string(spec));
+	json_object_object_add(o, "uncompressed_iteration_s", json_object_new_double(g->base_s));
+	json_object_object_add(o, "gain_pp_s", json_object_new_double(g->pp_s));
+	json_object_object_add(o, "gain_dp_s", json_object_new_double(g->dp_s));
+	json_object_object_add(o, "gain_emb_s", json_object_new_double(g->emb_s));
+	json_object_object_add(o, "gain_total_s", json_object_new_double(g->all_s));
+	return o;
+}
+
+static void print_gains(const struct compress_gains *g)
+{
+	if (!g->on)
+		return;
+	printf("\ncompression what-if (changes training numerics): %.3f s -> %.3f s "
+	       "(%.1f%% faster)\n", g->base_s, g->base_s - g->all_s,
+	       100.0 * g->all_s / g->base_s);
+	printf("  alone: PP backward %+.3f s   DP gradients %+.3f s   embedding %+.3f s\n",
+	       -g->pp_s, -g->dp_s, -g->emb_s);
+}
+
 static struct json_object *time_json(const struct pipette_time *t)
 {
 	struct json_object *o = json_object_new_object();
@@ -252,7 +334,8 @@ static struct json_object *throughput_json(const struct pipette_time *t)
 
 static void print_json(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 		       const struct pipette_config *c, const struct pipette_memory *mem,
-		       const struct pipette_stage_memory *stages, const struct pipette_time *t)
+		       const struct pipette_stage_memory *stages, const struct pipette_time *t,
+		       const struct compress_gains *gains)
 {
 	struct json_object *root = json_object_new_object(), *jm, *arr;
 	int s;
@@ -280,6 +363,8 @@ static void print_json(const struct pipette_model *m, const struct pipette_gpu_s
 	json_object_object_add(root, "memory", jm);
 	json_object_object_add(root, "time", time_json(t));
 	json_object_object_add(root, "throughput", throughput_json(t));
+	if (gains->on)
+		json_object_object_add(root, "compression", gains_json(gains, c));
 	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 						  JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
@@ -372,6 +457,7 @@ int cmd_estimate(int argc, char **argv)
 	struct pipette_memory mem;
 	struct pipette_stage_memory *stages = NULL;
 	struct pipette_time tm;
+	struct compress_gains gains;
 	struct pipette_cluster *cl = NULL;
 	struct pipette_timer *timer = NULL;
 	const struct pipette_gpu_spec *gpu;
@@ -407,6 +493,10 @@ int cmd_estimate(int argc, char **argv)
 	/* Memory uses the in-flight micro-batches of the simulated schedule. */
 	pipette_memory_estimate(&m, gpu, &o.cfg, o.mem_fraction,
 				pipette_timer_inflight(timer), stages, &mem);
+	if (compression_gains(timer, &m, gpu, &o.cfg, cl, tm.iteration_s, &gains, &err)) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
 	if (o.timeline) {
 		FILE *f = fopen(o.timeline, "w");
 
@@ -422,10 +512,11 @@ int cmd_estimate(int argc, char **argv)
 		}
 	}
 	if (o.fmt == PIPETTE_FMT_JSON) {
-		print_json(&m, gpu, &o.cfg, &mem, stages, &tm);
+		print_json(&m, gpu, &o.cfg, &mem, stages, &tm, &gains);
 	} else {
 		print_table(&m, gpu, &o.cfg, &mem, stages);
 		print_time(&tm);
+		print_gains(&gains);
 	}
 	rc = mem.fits ? PIPETTE_EXIT_OK : PIPETTE_EXIT_NOFIT;
 out:

@@ -275,6 +275,72 @@ START_TEST(test_too_few_gpus)
 }
 END_TEST
 
+/* Optimus-CC what-ifs.  GPT-3 175B, t8 p8 d8 on 64 A100 nodes, full
+ * recompute: the DP reduction of the first stage (2.9 GB of fp32 gradients
+ * per GPU over 8 ranks on 22.5 GB/s NICs) outlasts its last backward and
+ * is exposed.  PowerSGD at rank 128 shrinks it; compressing only stages
+ * 0..2 gains as much, because the later stages finish earlier in 1F1B and
+ * hide their reduction in the cooldown (ecosystem.md §1.3).  Low-rank PP
+ * gradients and the fused embedding sync each gain a little. */
+START_TEST(test_compression)
+{
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(64, 8, "a100");
+	struct pipette_time base, dp, dp3, pp, emb;
+	struct pipette_err err;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.pp = 8;
+	c.dp = 8;
+	c.global_batch = 256;
+	c.recompute = PIPETTE_RECOMPUTE_FULL;
+	iter("gpt3-175b", &c, cl, &base);
+	ck_assert(base.dp_exposed_s > 0.1);
+	ck_assert_int_eq(pipette_compression_parse("dp:128", &c.compress, &err), 0);
+	iter("gpt3-175b", &c, cl, &dp);
+	ck_assert(dp.dp_comm_s < base.dp_comm_s / 5);
+	ck_assert(dp.iteration_s < base.iteration_s - 0.9 * base.dp_exposed_s);
+	ck_assert_int_eq(pipette_compression_parse("dp:128:stages=3", &c.compress, &err), 0);
+	iter("gpt3-175b", &c, cl, &dp3);
+	ck_assert_double_eq_tol(dp3.iteration_s, dp.iteration_s, 0.01 * dp.iteration_s);
+	ck_assert_int_eq(pipette_compression_parse("pp:16:epilogue", &c.compress, &err), 0);
+	iter("gpt3-175b", &c, cl, &pp);
+	ck_assert(pp.iteration_s < base.iteration_s);
+	ck_assert(pp.pp_comm_s < base.pp_comm_s);
+	ck_assert_int_eq(pipette_compression_parse("emb", &c.compress, &err), 0);
+	iter("gpt3-175b", &c, cl, &emb);
+	ck_assert(emb.embed_sync_s > 0 && emb.iteration_s <= base.iteration_s);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+START_TEST(test_compression_parse)
+{
+	struct pipette_compression k;
+	struct pipette_err err;
+	char buf[96];
+
+	ck_assert_int_eq(pipette_compression_parse("pp:16:epilogue,dp:128:stages=3,emb", &k,
+						   &err), 0);
+	ck_assert_int_eq(k.pp_rank, 16);
+	ck_assert_int_eq(k.pp_epilogue_only, 1);
+	ck_assert_int_eq(k.dp_rank, 128);
+	ck_assert_int_eq(k.dp_stages, 3);
+	ck_assert_int_eq(k.fused_embedding, 1);
+	pipette_compression_format(&k, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "pp:16:epilogue,dp:128:stages=3,emb");
+	ck_assert_int_eq(pipette_compression_parse("pp:0", &k, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--compress pp rank"));
+	ck_assert_int_eq(pipette_compression_parse("dp:64:stage=2", &k, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "expected stages=K"));
+	ck_assert_int_eq(pipette_compression_parse("tp:4", &k, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "'tp'"));
+	ck_assert_int_eq(pipette_compression_parse("pp:16:all", &k, &err), -1);
+	ck_assert_int_eq(pipette_compression_enabled(&k), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
@@ -292,6 +358,8 @@ int main(void)
 	tcase_add_test(tc, test_calibration_guard);
 	tcase_add_test(tc, test_inflight_from_simulation);
 	tcase_add_test(tc, test_too_few_gpus);
+	tcase_add_test(tc, test_compression);
+	tcase_add_test(tc, test_compression_parse);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
