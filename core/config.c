@@ -47,56 +47,81 @@ int pipette_config_chunks(const struct pipette_config *c)
 	return 1;
 }
 
+int pipette_config_virtual_stage(const struct pipette_config *c, int s, int k)
+{
+	if (is_v_shape(c->schedule))
+		return k == 0 ? s : 2 * c->pp - 1 - s;
+	return k * c->pp + s;
+}
+
+int pipette_config_last_rank(const struct pipette_config *c)
+{
+	return is_v_shape(c->schedule) ? 0 : c->pp - 1;
+}
+
+int pipette_config_vstage_layers(const struct pipette_model *m,
+				 const struct pipette_config *c, int vs)
+{
+	int n = c->pp * pipette_config_chunks(c);
+	int middle_stages, middle_layers;
+
+	if (n == 1)
+		return m->layers;
+	if (!c->first_stage_layers && !c->last_stage_layers)
+		return m->layers / n;
+	if (vs == 0 && c->first_stage_layers)
+		return c->first_stage_layers > 0 ? c->first_stage_layers : 0;
+	if (vs == n - 1 && c->last_stage_layers)
+		return c->last_stage_layers > 0 ? c->last_stage_layers : 0;
+	middle_stages = n - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+	middle_layers = m->layers - (c->first_stage_layers > 0 ? c->first_stage_layers : 0) -
+			(c->last_stage_layers > 0 ? c->last_stage_layers : 0);
+	return middle_stages > 0 ? middle_layers / middle_stages : 0;
+}
+
 int pipette_config_stage_layers(const struct pipette_model *m,
 				const struct pipette_config *c, int stage)
 {
-	int middle_stages, middle_layers;
+	int k, n = 0;
 
-	if (c->pp == 1)
-		return m->layers;
-	if (!c->first_stage_layers && !c->last_stage_layers)
-		return m->layers / c->pp;
-	if (stage == 0 && c->first_stage_layers)
-		return c->first_stage_layers;
-	if (stage == c->pp - 1 && c->last_stage_layers)
-		return c->last_stage_layers;
-	middle_stages = c->pp - (c->first_stage_layers ? 1 : 0) -
-			(c->last_stage_layers ? 1 : 0);
-	middle_layers = m->layers - c->first_stage_layers - c->last_stage_layers;
-	return middle_stages > 0 ? middle_layers / middle_stages : 0;
+	for (k = 0; k < pipette_config_chunks(c); k++)
+		n += pipette_config_vstage_layers(m, c, pipette_config_virtual_stage(c, stage, k));
+	return n;
 }
 
 int pipette_config_stage_first_layer(const struct pipette_model *m,
 				     const struct pipette_config *c, int stage)
 {
-	int s, first = 0;
+	int vs, first = 0, target = pipette_config_virtual_stage(c, stage, 0);
 
-	for (s = 0; s < stage; s++)
-		first += pipette_config_stage_layers(m, c, s);
+	for (vs = 0; vs < target; vs++)
+		first += pipette_config_vstage_layers(m, c, vs);
 	return first;
 }
 
 static int check_uneven(const struct pipette_model *m,
 			const struct pipette_config *c, struct pipette_err *err)
 {
-	int fixed = c->first_stage_layers + c->last_stage_layers;
-	int middle_stages = c->pp - (c->first_stage_layers ? 1 : 0) -
+	int n = c->pp * pipette_config_chunks(c);
+	int fixed = (c->first_stage_layers > 0 ? c->first_stage_layers : 0) +
+		    (c->last_stage_layers > 0 ? c->last_stage_layers : 0);
+	int middle_stages = n - (c->first_stage_layers ? 1 : 0) -
 			    (c->last_stage_layers ? 1 : 0);
 	int middle_layers = m->layers - fixed;
 
-	if (c->first_stage_layers < 0 || c->last_stage_layers < 0)
-		return pipette_fail(err, "first/last stage layers must not be negative");
-	if (c->pp < 2)
+	if (c->first_stage_layers < -1 || c->last_stage_layers < -1)
+		return pipette_fail(err, "first/last stage layers must be >= 0, or -1 "
+				    "for a stage with no transformer layer");
+	if (n < 2)
 		return pipette_fail(err, "an uneven pipeline split needs pp >= 2");
-	if (c->first_stage_layers && c->last_stage_layers && c->pp == 2) {
+	if (middle_stages == 0) {
 		if (fixed != m->layers)
 			return pipette_fail(err, "first + last stage layers (%d) must "
-					    "equal the model's %d layers when pp = 2",
+					    "equal the model's %d layers with 2 stages",
 					    fixed, m->layers);
 		return 0;
 	}
-	if (middle_layers <= 0 || middle_stages <= 0 ||
-	    middle_layers % middle_stages)
+	if (middle_layers <= 0 || middle_layers % middle_stages)
 		return pipette_fail(err, "uneven split: the %d layers left for the "
 				    "%d middle stages do not divide evenly",
 				    middle_layers, middle_stages);
@@ -126,15 +151,13 @@ int pipette_config_check(const struct pipette_model *m,
 	if (c->first_stage_layers || c->last_stage_layers) {
 		if (check_uneven(m, c, err))
 			return -1;
-		if (chunks > 1)
-			return pipette_fail(err, "uneven first/last stages are not "
-					    "supported with %d chunks per rank", chunks);
 	} else if (m->layers % (c->pp * chunks)) {
 		return pipette_fail(err, "the model's %d layers do not divide into "
 				    "pp %d x %d chunks per rank", m->layers, c->pp, chunks);
 	}
 	for (s = 0; s < c->pp; s++)
-		if (pipette_config_stage_layers(m, c, s) < 1)
+		if (pipette_config_stage_layers(m, c, s) < 1 &&
+		    c->first_stage_layers >= 0 && c->last_stage_layers >= 0)
 			return pipette_fail(err, "pipeline stage %d has no layers", s);
 	if (c->seq_len < 1 || c->seq_len > (1L << 24))
 		return pipette_fail(err, "--seq-len %ld is out of range [1, %ld]",

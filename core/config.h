@@ -51,8 +51,12 @@ struct pipette_config {
 	int sequence_parallel;
 	int distributed_optimizer;
 	enum pipette_schedule_kind schedule;
-	/* Uneven pipeline split: layers on the first and last stage (0 = even).
-	 * The remaining layers are spread evenly over the middle stages. */
+	/* Uneven pipeline split: layers of the first and the last virtual
+	 * stage (0 = even; with one chunk per rank these are the first and
+	 * last pipeline stages); -1 = no transformer layer, only the
+	 * embedding or the loss (Megatron's pipeline layouts allow it; the
+	 * zero-bubble paper's ZB-V runs that way).  The remaining layers are
+	 * spread evenly over the other virtual stages. */
 	int first_stage_layers;
 	int last_stage_layers;
 	struct pipette_compression compress;
@@ -74,10 +78,20 @@ int pipette_config_world(const struct pipette_config *c);
 long pipette_config_microbatches(const struct pipette_config *c);
 /* Chunks per pipeline rank the schedule uses (vpp; V-shapes use 2). */
 int pipette_config_chunks(const struct pipette_config *c);
-/* Layers held by pipeline stage s (0-based), honouring uneven splits. */
+/* Virtual stage (model chunk in pipeline order, 0..pp*chunks-1) that runs
+ * as chunk k on pipeline rank s: k*pp + s for interleaving; for the V-shapes
+ * chunk 0 runs down the ranks and chunk 1 back up (2*pp - 1 - s). */
+int pipette_config_virtual_stage(const struct pipette_config *c, int s, int k);
+/* Pipeline rank that runs the last virtual stage (output layer and loss):
+ * pp - 1, or 0 for the V-shapes. */
+int pipette_config_last_rank(const struct pipette_config *c);
+/* Layers of virtual stage vs, honouring uneven splits. */
+int pipette_config_vstage_layers(const struct pipette_model *m,
+				 const struct pipette_config *c, int vs);
+/* Layers held by pipeline rank s (all its chunks). */
 int pipette_config_stage_layers(const struct pipette_model *m,
 				const struct pipette_config *c, int stage);
-/* First global layer index of stage s. */
+/* First global layer index of stage s (of its first chunk). */
 int pipette_config_stage_first_layer(const struct pipette_model *m,
 				     const struct pipette_config *c, int stage);
 /* Divisibility and range checks; the message names the offending field. */

@@ -91,10 +91,11 @@ static void stage_params(const struct pipette_model *m, const struct pipette_con
 	}
 	if (stage == 0)
 		*dense += emb;
-	if (stage == c->pp - 1) {
-		/* Untied: the output layer.  Tied with pp > 1: Megatron keeps a
-		 * copy of the word embeddings on the last stage. */
-		if (!m->tied_embeddings || c->pp > 1)
+	if (stage == pipette_config_last_rank(c)) {
+		/* Untied: the output layer.  Tied, on another rank than the
+		 * embedding: Megatron keeps a copy of the word embeddings on the
+		 * last stage. */
+		if (!m->tied_embeddings || pipette_config_last_rank(c) != 0)
 			*dense += emb;
 		*dense += m->norm == PIPETTE_NORM_LAYERNORM ? 2.0 * m->hidden : m->hidden;
 		if (m->mtp_layers) {
@@ -158,7 +159,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 	}
 	if (stage == 0)	/* token ids (int64) and, for GPT, the dropout mask */
 		act += inflight * s * b * (8.0 + (gpt_style(m) ? m->hidden : 0)) / t;
-	if (stage == c->pp - 1)	/* output-layer input and fp32 logits, one
+	if (stage == pipette_config_last_rank(c))	/* output-layer input and fp32 logits, one
 				 * micro-batch (Megatron :367-376) */
 		act += 4.0 * s * b * ((double)m->hidden + (double)m->vocab) / t;
 	out->activations_bytes = act;

@@ -19,16 +19,28 @@
  *    W takes the first free slot after its B, chunk 1's first.  We run the
  *    block order as is and let the event simulation squeeze idle slots; the
  *    repo's extra warm-up reordering pass is not reproduced.
- *  - V-ZB: list scheduling at unit op times (F = B = W, no comm) with the
- *    memory cap of 1F1B (2p chunks = p full-stage micro-batches, NeurIPS'24
- *    Table 1): at each slot a rank runs the oldest ready B, else (below
- *    the cap) the ready F of chunk 1 then chunk 0, else a pending W.  This
- *    follows the greedy of sail-sg zbv.py (B first, F under a memory limit,
- *    W to fill), without its profiled-cost bubble search.
+ *  - V-ZB: built from the durations, as sail-sg zbv.py builds ZB-V from
+ *    profiled costs (PipelineGraph(f_cost, b_cost, w_cost, c_cost)): an event
+ *    simulation in integer time (chunk means of F, B, W and the mean
+ *    transfer, VZB_RES units to F+B+W) in which every rank, when free,
+ *    picks among the ops whose inputs are known, under the memory cap of
+ *    1F1B (2p chunks = p full-stage micro-batches, NeurIPS'24 Table 1).
+ *    The rules follow sail-sg zbv.py try_v_schedule (read, not copied):
+ *    warm-up forwards, chunk 1 first once its input is there; then one B
+ *    and one F in turn, B of chunk 1 then chunk 0 per micro-batch, F of
+ *    chunk 1 when its input is there, else chunk 0; a pending W runs when
+ *    memory is full or when it fits in the wait for the next F or B (zbv.py
+ *    "fill the bubble").  A few variants (plain B-first list scheduling,
+ *    W-gap thresholds) are tried on small shapes and the shortest kept,
+ *    as zbv.py tries its fill variants; see build_v_zb.  The order depends
+ *    on (p, m) and the rounded time ratios, not on the exact times.
  *
  * The simulation processes the ops in one global order that respects both
  * every rank's list order and every dependency (found once per shape), so
- * each op's start is max(rank free, dependency end + transfer) in O(1). */
+ * each op's start is max(rank free, dependency end + transfer) in O(1).
+ * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
+ * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512), so a
+ * caller going back and forth between a few shapes does not rebuild. */
 #include "schedule.h"
 
 #include <limits.h>
@@ -85,6 +97,17 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 
 enum { OP_F = 0, OP_B = 1, OP_W = 2 };
 
+/* V-ZB greedy: counters per rank (free time, next F/B per chunk, chunks
+ * held F..W, W queue head and tail, heap state, ops listed, F..B and F..W
+ * held). */
+enum { V_FT, V_NF0, V_NF1, V_NB0, V_NB1, V_HELD, V_WH, V_WT, V_STATE, V_LEN,
+       V_FB, V_FW, V_T0, V_NEXT, V_PREV, V_WANT, V_RELAX, V_NST };
+
+/* V-ZB greedy time resolution: T_F + T_B + T_W (chunk means) = VZB_RES
+ * units.  48 keeps the ratios of the ZB paper's profiles (T_W < T_F <
+ * T_B, within a few per cent) and of 1:1.1:0.7 to about 2%. */
+#define VZB_RES 48
+
 /* One op in the global order: 12 bytes, the simulation's whole input. */
 struct gop {
 	int32_t dep;
@@ -99,39 +122,58 @@ struct rop {
 	int32_t mb;
 };
 
-struct pipette_sched {
-	/* Shape of the cached order (valid == 0: none). */
-	int valid;
-	int simulated;		/* the arrays hold a simulation of this shape */
+/* One shape's operation order: what a simulation of that shape reads. */
+struct sched_order {
+	int valid;		/* 0: holds nothing */
 	enum pipette_schedule_kind kind;
 	int p, v;
 	long m;
+	long vq[4];		/* V-ZB greedy: F, B, W, comm in integer units */
 	int split_w;		/* W is a separate op */
 	int S;			/* virtual stages */
 	long per_rank;		/* ops per rank */
 	long n;			/* ops in all */
-
-	/* Rank lists: op i of rank r at rops[RIDX(s, r, i)], index-major so
-	 * that ranks working at similar list positions share cache lines. */
-	struct rop *rops;
-	int32_t *rank_pos;	/* global index of each rank-list op */
+	unsigned long used;	/* last use, for the cache's LRU choice */
 
 	/* Global order: op i depends on op gops[i].dep (-1: none); its
 	 * duration and incoming transfer are dur_tab/cin_tab[gops[i].key]. */
 	struct gop *gops;
 	int32_t *g_mb;
+	int32_t *rank_pos;	/* global index of each rank-list op */
+	size_t cap_ops;
+	int *peak_fb, *peak_fw;
+	double *peak_fb_st, *peak_fw_st;
+	size_t cap_rank;
+};
+
+/* Orders kept besides the current one: the search alternates a few
+ * shapes (and timing.c simulates V-ZB with and without transfers), so a
+ * shape seen lately is swapped back in instead of rebuilt. */
+#define SCHED_CACHE 3
+
+struct pipette_sched {
+	struct sched_order o;	/* the current shape */
+	struct sched_order cache[SCHED_CACHE];
+	unsigned long clock;
+	int simulated;		/* the arrays hold a simulation of this shape */
+
+	/* Build scratch.  Rank lists: op i of rank r at rops[RIDX(s, r, i)],
+	 * index-major so that ranks working at similar list positions share
+	 * cache lines. */
+	struct rop *rops;
 	double *g_end;
 
 	int32_t *pos_tab;	/* (type, stage, mb) -> global index, or -1 */
-	int32_t *slot_tab;	/* V-ZB greedy: (F/B, stage, mb) -> slot */
+	int32_t *slot_tab;	/* Kahn: rank waiting on a key, or -1 */
 	int32_t *wq;		/* V-ZB greedy: per-rank W queue */
+	long *endt;		/* V-ZB greedy: end of F/B of (stage, mb) */
+	int32_t *bucket;	/* V-ZB greedy: calendar queue heads */
+	long n_bucket, cap_bucket;
 	int32_t *ptr;		/* per rank cursor */
 	long *len;		/* per rank: ops listed so far */
-	long *vst;		/* V-ZB greedy: 8 counters per rank */
+	long *vst;		/* V-ZB greedy: V_NST counters per rank */
 
 	double *busy, *freet, *dur_tab, *cin_tab;
-	int *peak_fb, *peak_fw;
-	double *peak_fb_st, *peak_fw_st;
 
 	size_t cap_ops, cap_tab, cap_rank, cap_stage;
 };
@@ -141,12 +183,25 @@ struct pipette_sched *pipette_sched_create(void)
 	return calloc(1, sizeof(struct pipette_sched));
 }
 
+static void free_order(struct sched_order *o)
+{
+	free(o->rank_pos);
+	free(o->gops);
+	free(o->g_mb);
+	free(o->peak_fb);
+	free(o->peak_fw);
+	free(o->peak_fb_st);
+	free(o->peak_fw_st);
+}
+
 static void free_arrays(struct pipette_sched *s)
 {
+	int i;
+
+	free_order(&s->o);
+	for (i = 0; i < SCHED_CACHE; i++)
+		free_order(&s->cache[i]);
 	free(s->rops);
-	free(s->rank_pos);
-	free(s->gops);
-	free(s->g_mb);
 	free(s->g_end);
 	free(s->pos_tab);
 	free(s->slot_tab);
@@ -154,14 +209,12 @@ static void free_arrays(struct pipette_sched *s)
 	free(s->ptr);
 	free(s->len);
 	free(s->vst);
+	free(s->endt);
+	free(s->bucket);
 	free(s->busy);
 	free(s->freet);
 	free(s->dur_tab);
 	free(s->cin_tab);
-	free(s->peak_fb);
-	free(s->peak_fw);
-	free(s->peak_fb_st);
-	free(s->peak_fw_st);
 }
 
 void pipette_sched_destroy(struct pipette_sched *s)
@@ -186,11 +239,25 @@ static int grow(void *pp, size_t n, size_t el)
 static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 		   size_t ranks, size_t stages)
 {
+	struct sched_order *o = &s->o;
+
+	if (ops > o->cap_ops) {
+		if (grow(&o->rank_pos, ops, sizeof(int32_t)) ||
+		    grow(&o->gops, ops, sizeof(*o->gops)) ||
+		    grow(&o->g_mb, ops, sizeof(int32_t)))
+			return -1;
+		o->cap_ops = ops;
+	}
+	if (ranks > o->cap_rank) {
+		if (grow(&o->peak_fb, ranks, sizeof(int)) ||
+		    grow(&o->peak_fw, ranks, sizeof(int)) ||
+		    grow(&o->peak_fb_st, ranks, sizeof(double)) ||
+		    grow(&o->peak_fw_st, ranks, sizeof(double)))
+			return -1;
+		o->cap_rank = ranks;
+	}
 	if (ops > s->cap_ops) {
 		if (grow(&s->rops, ops, sizeof(*s->rops)) ||
-		    grow(&s->rank_pos, ops, sizeof(int32_t)) ||
-		    grow(&s->gops, ops, sizeof(*s->gops)) ||
-		    grow(&s->g_mb, ops, sizeof(int32_t)) ||
 		    grow(&s->g_end, ops, sizeof(double)))
 			return -1;
 		s->cap_ops = ops;
@@ -198,20 +265,17 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 	if (tab > s->cap_tab) {
 		if (grow(&s->pos_tab, tab, sizeof(int32_t)) ||
 		    grow(&s->slot_tab, tab, sizeof(int32_t)) ||
-		    grow(&s->wq, tab, sizeof(int32_t)))
+		    grow(&s->wq, tab, sizeof(int32_t)) ||
+		    grow(&s->endt, tab, sizeof(long)))
 			return -1;
 		s->cap_tab = tab;
 	}
 	if (ranks > s->cap_rank) {
 		if (grow(&s->ptr, ranks, sizeof(int32_t)) ||
 		    grow(&s->len, ranks, sizeof(long)) ||
-		    grow(&s->vst, ranks * 8, sizeof(long)) ||
+		    grow(&s->vst, ranks * V_NST, sizeof(long)) ||
 		    grow(&s->busy, ranks, sizeof(double)) ||
-		    grow(&s->freet, ranks, sizeof(double)) ||
-		    grow(&s->peak_fb, ranks, sizeof(int)) ||
-		    grow(&s->peak_fw, ranks, sizeof(int)) ||
-		    grow(&s->peak_fb_st, ranks, sizeof(double)) ||
-		    grow(&s->peak_fw_st, ranks, sizeof(double)))
+		    grow(&s->freet, ranks, sizeof(double)))
 			return -1;
 		s->cap_rank = ranks;
 	}
@@ -224,7 +288,7 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 	return 0;
 }
 
-#define RIDX(s, r, i) ((size_t)(i) * (size_t)(s)->p + (size_t)(r))
+#define RIDX(s, r, i) ((size_t)(i) * (size_t)(s)->o.p + (size_t)(r))
 
 static int is_v_shape(enum pipette_schedule_kind k)
 {
@@ -234,10 +298,10 @@ static int is_v_shape(enum pipette_schedule_kind k)
 
 static int vstage(const struct pipette_sched *s, int r, int c)
 {
-	if (s->kind == PIPETTE_SCHED_INTERLEAVED)
-		return c * s->p + r;
-	if (is_v_shape(s->kind))
-		return c == 0 ? r : 2 * s->p - 1 - r;
+	if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
+		return c * s->o.p + r;
+	if (is_v_shape(s->o.kind))
+		return c == 0 ? r : 2 * s->o.p - 1 - r;
 	return r;
 }
 
@@ -254,8 +318,8 @@ static void emit(struct pipette_sched *s, int r, long *len, int type,
 
 static void build_1f1b(struct pipette_sched *s, int r, long *len)
 {
-	long m = s->m, nw = s->p - r - 1 < m ? s->p - r - 1 : m;
-	long lag = s->split_w ? r : 0;	/* ZB-H1: worker r delays r W's */
+	long m = s->o.m, nw = s->o.p - r - 1 < m ? s->o.p - r - 1 : m;
+	long lag = s->o.split_w ? r : 0;	/* ZB-H1: worker r delays r W's */
 	long j, nb = 0, nwd = 0;
 
 	for (j = 0; j < nw; j++)
@@ -265,11 +329,11 @@ static void build_1f1b(struct pipette_sched *s, int r, long *len)
 			emit(s, r, len, OP_F, 0, nw + j);
 		emit(s, r, len, OP_B, 0, j);
 		nb++;
-		if (s->split_w)
+		if (s->o.split_w)
 			while (nb - nwd > lag)
 				emit(s, r, len, OP_W, 0, nwd++);
 	}
-	if (s->split_w)
+	if (s->o.split_w)
 		while (nwd < m)
 			emit(s, r, len, OP_W, 0, nwd++);
 }
@@ -277,23 +341,23 @@ static void build_1f1b(struct pipette_sched *s, int r, long *len)
 static void interleaved_op(const struct pipette_sched *s, long k, int fwd,
 			   int *chunk, long *mb)
 {
-	long pv = (long)s->p * s->v, in_group = k % pv;
-	int c = (int)(in_group / s->p);
+	long pv = (long)s->o.p * s->o.v, in_group = k % pv;
+	int c = (int)(in_group / s->o.p);
 
-	*chunk = fwd ? c : s->v - 1 - c;
-	*mb = (k / pv) * s->p + in_group % s->p;
+	*chunk = fwd ? c : s->o.v - 1 - c;
+	*mb = (k / pv) * s->o.p + in_group % s->o.p;
 }
 
 static void build_interleaved(struct pipette_sched *s, int r, long *len)
 {
-	long total = s->m * s->v, nw, k;
+	long total = s->o.m * s->o.v, nw, k;
 	int c;
 	long mb;
 
-	if (s->m == s->p)
+	if (s->o.m == s->o.p)
 		nw = total;
 	else {
-		nw = (long)(s->p - r - 1) * 2 + (long)(s->v - 1) * s->p;
+		nw = (long)(s->o.p - r - 1) * 2 + (long)(s->o.v - 1) * s->o.p;
 		if (nw > total)
 			nw = total;
 	}
@@ -343,22 +407,22 @@ static int build_v_block(struct pipette_sched *s, int r, long *len,
 	long o[4], t, end = 0, wpend[2] = { 0, 0 }, wnext[2] = { 0, 0 };
 	int res_j[6], j;
 
-	v_offsets(s->kind, s->p, r, o);
+	v_offsets(s->o.kind, s->o.p, r, o);
 	for (j = 0; j < 6; j++)
 		res_j[j] = -1;
 	for (j = 0; j < 4; j++) {
 		if (res_j[o[j] % 6] != -1)
 			return pipette_fail(err, "schedule %s: p=%d: building-block slots collide on rank %d",
-					    pipette_schedule_name(s->kind), s->p, r);
+					    pipette_schedule_name(s->o.kind), s->o.p, r);
 		res_j[o[j] % 6] = j;
-		if (o[j] + 6 * (s->m - 1) > end)
-			end = o[j] + 6 * (s->m - 1);
+		if (o[j] + 6 * (s->o.m - 1) > end)
+			end = o[j] + 6 * (s->o.m - 1);
 	}
 	for (t = 0; t <= end; t++) {
 		int jj = res_j[t % 6];
 		long mb = jj >= 0 ? (t - o[jj]) / 6 : -1;
 
-		if (jj >= 0 && t >= o[jj] && mb < s->m) {
+		if (jj >= 0 && t >= o[jj] && mb < s->o.m) {
 			emit(s, r, len, jtype[jj], jchunk[jj], mb);
 			if (jtype[jj] == OP_B)
 				wpend[jchunk[jj]]++;
@@ -370,103 +434,16 @@ static int build_v_block(struct pipette_sched *s, int r, long *len,
 			emit(s, r, len, OP_W, 0, wnext[0]++);
 		}
 	}
-	while (wnext[1] < s->m)
+	while (wnext[1] < s->o.m)
 		emit(s, r, len, OP_W, 1, wnext[1]++);
-	while (wnext[0] < s->m)
+	while (wnext[0] < s->o.m)
 		emit(s, r, len, OP_W, 0, wnext[0]++);
-	return 0;
-}
-
-#define SLOT(k, st) (((size_t)(k) * S + (size_t)(st)) * 2)
-
-/* V-ZB order by unit-time list scheduling (see the file comment). */
-static int build_v_zb(struct pipette_sched *s, long *len, struct pipette_err *err)
-{
-	int p = s->p, S = s->S, r;
-	long m = s->m, cap = 2L * p, t, left = (long)p * s->per_rank;
-	/* slot of F / B of (stage st, micro-batch k) at SLOT(k, st) / +1:
-	 * micro-batch-major, so the active window stays in cache */
-	int32_t *fslot = s->slot_tab, *bslot = s->slot_tab + 1;
-	/* per-rank counters live in the W-queue area after the queues */
-	int32_t *wq = s->wq;
-	long *st = s->vst;
-
-	/* st[r*8 + 0..7]: nextF0 nextF1 nextB1 nextB0 held wq_head wq_tail - */
-	memset(st, 0, (size_t)p * 8 * sizeof(long));
-	for (size_t i = 0; i < (size_t)2 * S * m; i++)
-		s->slot_tab[i] = INT32_MAX;
-	for (t = 0; left > 0; t++) {
-		int acted = 0;
-
-		if (t > INT32_MAX - 2)
-			return pipette_fail(err, "schedule v-zb: too many slots");
-		for (r = 0; r < p; r++) {
-			long *c = &st[(size_t)r * 8];
-			int32_t *q = wq + (size_t)r * 2 * m;
-			int s0 = r, s1 = 2 * p - 1 - r;
-			int b1 = 0, b0 = 0, f1 = 0, f0 = 0;
-
-			/* B of chunk 1 (stage s1): the loss stage waits for its
-			 * own F, the others for B of stage s1 + 1. */
-			if (c[2] < m && c[2] < c[1]) {
-				long k = c[2];
-				b1 = s1 == S - 1 ? fslot[SLOT(k, s1)] < t :
-					bslot[SLOT(k, s1 + 1)] < t;
-			}
-			if (c[3] < m && c[3] < c[0])
-				b0 = bslot[SLOT(c[3], s0 + 1)] < t;
-			if (c[1] < m && c[1] < c[0])
-				f1 = fslot[SLOT(c[1], s1 - 1)] < t;
-			if (c[0] < m)
-				f0 = s0 == 0 || fslot[SLOT(c[0], s0 - 1)] < t;
-			if (b1 && b0) {
-				/* the older micro-batch first; chunk 0 on a tie */
-				if (c[2] < c[3])
-					b0 = 0;
-				else
-					b1 = 0;
-			}
-			if (b0) {
-				emit(s, r, &len[r], OP_B, 0, c[3]);
-				bslot[SLOT(c[3], s0)] = (int32_t)t;
-				q[c[6]++ % (2 * m)] = (int32_t)(c[3] * 2);
-				c[3]++;
-			} else if (b1) {
-				emit(s, r, &len[r], OP_B, 1, c[2]);
-				bslot[SLOT(c[2], s1)] = (int32_t)t;
-				q[c[6]++ % (2 * m)] = (int32_t)(c[2] * 2 + 1);
-				c[2]++;
-			} else if (c[4] < cap && (f1 || f0)) {
-				if (f1) {
-					emit(s, r, &len[r], OP_F, 1, c[1]);
-					fslot[SLOT(c[1], s1)] = (int32_t)t;
-					c[1]++;
-				} else {
-					emit(s, r, &len[r], OP_F, 0, c[0]);
-					fslot[SLOT(c[0], s0)] = (int32_t)t;
-					c[0]++;
-				}
-				c[4]++;
-			} else if (c[5] < c[6]) {
-				int32_t e = q[c[5]++ % (2 * m)];
-
-				emit(s, r, &len[r], OP_W, e & 1, e >> 1);
-				c[4]--;
-			} else
-				continue;
-			acted = 1;
-			left--;
-		}
-		if (!acted)
-			return pipette_fail(err, "schedule v-zb: p=%d m=%ld: list scheduling stalled at slot %ld",
-					    p, m, t);
-	}
 	return 0;
 }
 
 /* Key of (type, stage, mb) in pos_tab, micro-batch-major so that the
  * window of micro-batches in flight stays in cache. */
-#define KEY(type, st, mb) (((long)(mb) * s->S + (st)) * 3 + (type))
+#define KEY(type, st, mb) (((long)(mb) * s->o.S + (st)) * 3 + (type))
 
 /* Dependency of (type, stage, mb): its key in pos_tab, or -1 for none. */
 static long dep_key(const struct pipette_sched *s, int type, int st, long mb)
@@ -477,30 +454,408 @@ static long dep_key(const struct pipette_sched *s, int type, int st, long mb)
 		return KEY(OP_F, st - 1, mb);
 	}
 	if (type == OP_B) {
-		if (st == s->S - 1)
+		if (st == s->o.S - 1)
 			return KEY(OP_F, st, mb);
 		return KEY(OP_B, st + 1, mb);
 	}
 	return KEY(OP_B, st, mb);
 }
 
+/* V-ZB: duration-aware list scheduling (see the file comment).  Integer
+ * time in units of (T_F + T_B + T_W) / VZB_RES over the chunk means; the
+ * greedy is an event simulation in itself, so its placement sequence is a
+ * dependency-respecting global order and is written out directly. */
+#define V_INF LONG_MAX
+
+/* The greedy's queue of ranks by (decision time V_FT, rank).  Decision
+ * times never go below the last one taken, and none lies more than the
+ * longest op plus a transfer ahead of it, so a circular bucket queue of
+ * that many one-unit buckets holds them (a calendar queue): each bucket
+ * is a list of ranks in rank order, linked through V_NEXT/V_PREV. */
+struct vq {
+	int32_t *head;		/* first rank of each bucket, -1 if none */
+	long nb;		/* buckets */
+	long cur;		/* time of the bucket to look at first */
+	int n;			/* ranks queued */
+};
+
+static void vq_insert(struct vq *qu, long *st, int32_t r)
+{
+	long *c = &st[(size_t)r * V_NST];
+	int32_t *hp = &qu->head[c[V_FT] % qu->nb], prev = -1, x = *hp;
+
+	while (x >= 0 && x < r) {
+		prev = x;
+		x = (int32_t)st[(size_t)x * V_NST + V_NEXT];
+	}
+	c[V_NEXT] = x;
+	c[V_PREV] = prev;
+	if (x >= 0)
+		st[(size_t)x * V_NST + V_PREV] = r;
+	if (prev >= 0)
+		st[(size_t)prev * V_NST + V_NEXT] = r;
+	else
+		*hp = r;
+	qu->n++;
+}
+
+static void vq_unlink(struct vq *qu, long *st, int32_t r)
+{
+	long *c = &st[(size_t)r * V_NST];
+
+	if (c[V_PREV] >= 0)
+		st[(size_t)c[V_PREV] * V_NST + V_NEXT] = c[V_NEXT];
+	else
+		qu->head[c[V_FT] % qu->nb] = (int32_t)c[V_NEXT];
+	if (c[V_NEXT] >= 0)
+		st[(size_t)c[V_NEXT] * V_NST + V_PREV] = c[V_PREV];
+	qu->n--;
+}
+
+static int32_t vq_pop(struct vq *qu, long *st)
+{
+	int32_t r;
+
+	while ((r = qu->head[qu->cur % qu->nb]) < 0)
+		qu->cur++;
+	vq_unlink(qu, st, r);
+	return r;
+}
+
+/* A neighbour placed an op rank r may wait for: an asleep rank rejoins
+ * the queue, an idling one is moved up to now, so that both decide again
+ * with what is now known (from the time they became free, V_T0).
+ * state: 0 queued, 1 asleep, 2 done. */
+static void vzb_wake(struct vq *qu, long *st, int r, int p, long now)
+{
+	long *c, at;
+
+	if (r < 0 || r >= p)
+		return;
+	c = &st[(size_t)r * V_NST];
+	at = c[V_T0] > now ? c[V_T0] : now;
+	if (c[V_STATE] == 1) {
+		c[V_STATE] = 0;
+		c[V_FT] = at;
+		vq_insert(qu, st, r);
+	} else if (c[V_STATE] == 0 && c[V_FT] > at) {
+		vq_unlink(qu, st, r);
+		c[V_FT] = at;
+		vq_insert(qu, st, r);
+	}
+}
+
+static long max_l(long a, long b) { return a > b ? a : b; }
+
+/* One V-ZB order for W-gap threshold theta/4 of T_W.  Returns the integer
+ * makespan, or -1 (err set) if the greedy stalls. */
+static long vzb_greedy(struct pipette_sched *s, int alt, int theta, int keep,
+		       struct pipette_err *err)
+{
+	int p = s->o.p, S = s->o.S, r;
+	long m = s->o.m, cap = 2L * p, n = 0, mk = 0, relaxed_at = -1;
+	const long qf = s->o.vq[0], qb = s->o.vq[1], qw = s->o.vq[2], qc = s->o.vq[3];
+	long *st = s->vst, *endt = s->endt;	/* F (stage, mb) at (mb*S+stage)*2, B at +1 */
+	int32_t *wq = s->wq;
+	struct vq qu;
+	long i;
+
+#define ST(r, f) st[(size_t)(r) * V_NST + (f)]
+#define ENDF(stg, k) endt[((size_t)(k) * S + (size_t)(stg)) * 2]
+#define ENDB(stg, k) endt[((size_t)(k) * S + (size_t)(stg)) * 2 + 1]
+	memset(st, 0, (size_t)p * V_NST * sizeof(long));
+	qu.head = s->bucket;
+	qu.nb = s->n_bucket;
+	qu.cur = 0;
+	qu.n = 0;
+	for (i = 0; i < qu.nb; i++)
+		qu.head[i] = -1;
+	for (r = 0; r < p; r++) {
+		s->o.peak_fb[r] = s->o.peak_fw[r] = 0;
+		vq_insert(&qu, st, r);
+	}
+again:
+	while (qu.n > 0) {
+		long now, t, k, rb0 = V_INF, rb1 = V_INF, rf0 = V_INF, rf1 = V_INF, tb, tf, rdy = V_INF;
+		int s0, s1, type, chunk = 0, full, wpend, fbdone, fch;
+		int32_t *q;
+
+		r = vq_pop(&qu, st);
+		now = ST(r, V_FT);	/* deciding now, with what is known */
+		t = ST(r, V_T0);	/* free since */
+		s0 = r;
+		s1 = S - 1 - r;
+		q = wq + (size_t)r * 2 * m;
+		/* ready times of the four candidates; V_INF when the
+		 * dependency is not placed yet */
+		if ((k = ST(r, V_NB1)) < m && k < ST(r, V_NF1)) {
+			if (r == 0)
+				rb1 = ENDF(s1, k);
+			else if (ST(r - 1, V_NB1) > k)
+				rb1 = ENDB(s1 + 1, k) + qc;
+		}
+		if ((k = ST(r, V_NB0)) < m && k < ST(r, V_NF0)) {
+			if (r == p - 1) {
+				if (ST(r, V_NB1) > k)
+					rb0 = ENDB(s1, k);	/* the turn is local */
+			} else if (ST(r + 1, V_NB0) > k)
+				rb0 = ENDB(s0 + 1, k) + qc;
+		}
+		if ((k = ST(r, V_NF1)) < m) {
+			if (r == p - 1) {
+				if (ST(r, V_NF0) > k)
+					rf1 = ENDF(s0, k);
+			} else if (ST(r + 1, V_NF1) > k)
+				rf1 = ENDF(s1 - 1, k) + qc;
+		}
+		if ((k = ST(r, V_NF0)) < m) {
+			if (r == 0)
+				rf0 = 0;
+			else if (ST(r - 1, V_NF0) > k)
+				rf0 = ENDF(r - 1, k) + qc;
+		}
+		/* B: the earlier, chunk 0 (the older stage) on a tie.
+		 * F: the earlier start, chunk 1 (nearer the loss) on a tie. */
+		tb = rb0 <= rb1 ? rb0 : rb1;
+		tf = max_l(t, rf1) <= max_l(t, rf0) ? rf1 : rf0;
+		/* Memory: an F0 (a new micro-batch) never takes the last free
+		 * chunk, which stays for an F1.  By induction on the micro-batch
+		 * the oldest one's F1 and then B1 always find room on every
+		 * rank, so the greedy cannot lock itself in at the cap. */
+		fch = rf1 != V_INF && (max_l(t, rf1) <= max_l(t, rf0) ||
+				       ST(r, V_HELD) + keep >= cap) ? 1 : 0;
+		full = ST(r, V_HELD) + (fch ? 0 : keep) >= cap;
+		wpend = ST(r, V_WH) < ST(r, V_WT);
+		fbdone = ST(r, V_NF0) == m && ST(r, V_NF1) == m &&
+			 ST(r, V_NB0) == m && ST(r, V_NB1) == m;
+		if (fbdone) {
+			type = OP_W;
+			rdy = t;
+		} else if (alt && ST(r, V_NB0) + ST(r, V_NB1) > 0 && !ST(r, V_RELAX)) {
+			/* after the warm-up, one B then one F (zbv.py) */
+			type = (int)ST(r, V_WANT);
+			if (type == OP_F && ST(r, V_NF1) == m)
+				type = OP_B;
+			if (type == OP_F) {
+				if (ST(r, V_NF1) >= ST(r, V_NF0))
+					chunk = 0;
+				else if (r == p - 1 || rf1 != V_INF || ST(r, V_NF0) == m)
+					chunk = 1;
+				else
+					chunk = rf0 != V_INF ? 0 : 1;
+				rdy = chunk ? rf1 : rf0;
+				full = ST(r, V_HELD) + (chunk ? 0 : keep) >= cap;
+				if ((full && !wpend) || (rdy == V_INF && tb <= now))
+					type = OP_B;
+			}
+			if (type == OP_B) {
+				if (ST(r, V_NB1) < m && ST(r, V_NB0) >= ST(r, V_NB1))
+					chunk = 1;	/* B1 then B0 per micro-batch */
+				else if (ST(r, V_NB0) < m &&
+					 (r == p - 1 || rb0 != V_INF || ST(r, V_NB1) == m))
+					chunk = 0;
+				else
+					chunk = 1;
+				rdy = chunk ? rb1 : rb0;
+			}
+		} else if (tb <= now) {
+			type = OP_B;
+			chunk = rb0 <= rb1 ? 0 : 1;
+			rdy = tb;
+		} else if (!full && tf <= now) {
+			type = OP_F;
+			chunk = fch;
+			rdy = tf;
+		} else if (full ? wpend && tf < tb : tf <= tb) {
+			type = OP_F;	/* the next thing, once memory allows */
+			chunk = fch;
+			rdy = tf;
+		} else {
+			type = OP_B;
+			chunk = rb0 <= rb1 ? 0 : 1;
+			rdy = tb;
+		}
+		ST(r, V_RELAX) = 0;
+		if (type == OP_F && full) {
+			if (!wpend) {	/* F needs memory no W can free */
+				ST(r, V_STATE) = 1;
+				continue;
+			}
+			type = OP_W;	/* free memory for it */
+		} else if (type != OP_W && rdy > now) {
+			if (wpend && rdy != V_INF && 4 * (rdy - t) >= theta * qw) {
+				type = OP_W;	/* fill the gap */
+			} else if (rdy != V_INF) {
+				ST(r, V_FT) = rdy;	/* idle until it is ready */
+				vq_insert(&qu, st, r);
+				continue;
+			} else {
+				ST(r, V_STATE) = 1;	/* asleep */
+				continue;
+			}
+		}
+		/* place it */
+		{
+			long start = t, end, mb, dk;
+			int stg;
+			size_t li = RIDX(s, r, ST(r, V_LEN));
+
+			if (type == OP_W) {
+				int32_t e = q[ST(r, V_WH)++ % (2 * m)];
+
+				chunk = e & 1;
+				mb = e >> 1;
+				end = start + qw;
+				ST(r, V_HELD)--;
+				ST(r, V_FW)--;
+			} else if (type == OP_B) {
+				ST(r, V_WANT) = OP_F;
+				mb = ST(r, chunk ? V_NB1 : V_NB0)++;
+				start = max_l(t, chunk ? rb1 : rb0);
+				end = start + qb;
+				q[ST(r, V_WT)++ % (2 * m)] = (int32_t)(mb * 2 + chunk);
+				ST(r, V_FB)--;
+			} else {
+				mb = ST(r, chunk ? V_NF1 : V_NF0)++;
+				start = max_l(t, chunk ? rf1 : rf0);
+				end = start + qf;
+				ST(r, V_HELD)++;
+				ST(r, V_WANT) = OP_B;
+				ST(r, V_FB)++;
+				ST(r, V_FW)++;
+			}
+			stg = chunk ? s1 : s0;
+			if (type == OP_F)
+				ENDF(stg, mb) = end;
+			else if (type == OP_B)
+				ENDB(stg, mb) = end;
+			if (ST(r, V_FB) > s->o.peak_fb[r])
+				s->o.peak_fb[r] = (int)ST(r, V_FB);
+			if (ST(r, V_FW) > s->o.peak_fw[r])
+				s->o.peak_fw[r] = (int)ST(r, V_FW);
+			dk = dep_key(s, type, stg, mb);
+			s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
+			s->o.gops[n].key = (r * 2 + chunk) * 3 + type;
+			s->o.gops[n].rank = r;
+			s->o.g_mb[n] = (int32_t)mb;
+			s->pos_tab[KEY(type, stg, mb)] = (int32_t)n;
+			s->o.rank_pos[li] = (int32_t)n;
+			n++;
+			ST(r, V_LEN)++;
+			ST(r, V_T0) = end;
+			ST(r, V_FT) = max_l(end, now);
+			if (end > mk)
+				mk = end;
+			if (type != OP_W) {
+				vzb_wake(&qu, st, r - 1, p, now);
+				vzb_wake(&qu, st, r + 1, p, now);
+			}
+			if (ST(r, V_LEN) < s->o.per_rank)
+				vq_insert(&qu, st, r);
+			else
+				ST(r, V_STATE) = 2;
+		}
+	}
+	if (n < s->o.n && n > relaxed_at) {
+		/* every rank waits for another: let the asleep ones take any
+		 * ready op once (never needed in the tests' shapes, kept so
+		 * that no input can stall the greedy) */
+		relaxed_at = n;
+		for (r = 0; r < p; r++)
+			if (ST(r, V_STATE) == 1) {
+				ST(r, V_STATE) = 0;
+				ST(r, V_RELAX) = 1;
+				ST(r, V_FT) = max_l(ST(r, V_T0), qu.cur);
+				vq_insert(&qu, st, r);
+			}
+		goto again;
+	}
+	if (n < s->o.n && !keep)
+		return -2;	/* this variant locked itself in; others do not */
+	if (n < s->o.n) {
+		pipette_fail(err, "schedule v-zb: p=%d m=%ld: list scheduling stalled after %ld of %ld ops",
+			     p, m, n, s->o.n);
+		return -1;
+	}
+#undef ST
+#undef ENDF
+#undef ENDB
+	return mk;
+}
+
+/* Variants, as { alternate, theta, keep }: zbv.py's one-B-one-F rhythm
+ * after the warm-up (alternate = 1) or plain B-first list scheduling;
+ * theta: run a pending W when the next F or B is at least theta/4 of T_W
+ * away; keep: an F0 leaves the last free chunk to an F1.  Variants with
+ * keep = 0 can lock themselves in at the cap and are then skipped; those
+ * with keep = 1 cannot (see vzb_greedy).  The first one, the rhythm of
+ * zbv.py, is the best or within a few per cent of it whenever m >= 2p in
+ * a sweep over p <= 32 and F:B:W from 1:0.8:1.2 to 1:2:0.5; the others win
+ * by up to 9% when m is close to p.  Small shapes try them all and keep
+ * the shortest makespan (the first on a tie), as sail-sg zbv.py tries its
+ * fill variants and keeps the smallest bubble; large ones, where a greedy
+ * pass costs milliseconds, run the first and fall back to the fourth
+ * only if the first locks in. */
+static const int vzb_var[][3] = { { 1, 4, 0 }, { 0, 2, 0 }, { 0, 4, 1 }, { 1, 4, 1 } };
+#define VZB_ALL_VARIANTS_OPS 50000	/* p*m*6 up to which all are tried */
+
+static int build_v_zb(struct pipette_sched *s, struct pipette_err *err)
+{
+	long best = V_INF, mk;
+	int i, bi = -1, last = -1, n = (int)(sizeof(vzb_var) / sizeof(vzb_var[0]));
+	int all = s->o.n <= VZB_ALL_VARIANTS_OPS;
+
+	/* the calendar queue spans the longest op plus a transfer */
+	s->n_bucket = max_l(max_l(s->o.vq[0], s->o.vq[1]), s->o.vq[2]) + s->o.vq[3] + 2;
+	if (s->n_bucket > s->cap_bucket) {
+		if (grow(&s->bucket, (size_t)s->n_bucket, sizeof(int32_t)))
+			return pipette_fail(err, "schedule v-zb: out of memory");
+		s->cap_bucket = s->n_bucket;
+	}
+
+	for (i = 0; i < n; i++) {
+		if (!all && i > 0 && (i < n - 1 || bi >= 0))
+			continue;
+		mk = vzb_greedy(s, vzb_var[i][0], vzb_var[i][1], vzb_var[i][2], err);
+		if (mk == -1)
+			return -1;
+		if (mk < 0)
+			continue;	/* locked in */
+		last = i;
+		if (mk < best) {
+			best = mk;
+			bi = i;
+		}
+	}
+	if (bi != last && vzb_greedy(s, vzb_var[bi][0], vzb_var[bi][1], vzb_var[bi][2], err) < 0)
+		return -1;
+	return 0;
+}
+
 /* Build the rank lists, the global order and the peaks for the shape in s. */
 static int build(struct pipette_sched *s, struct pipette_err *err)
 {
-	int p = s->p, r;
-	long *len, n = 0, i, top;
-	size_t tab = (size_t)3 * s->S * s->m;
+	int p = s->o.p, r;
+	long *len, *held, n = 0, i, top;
+	size_t tab = (size_t)3 * s->o.S * s->o.m;
 
 	len = s->len;
 	memset(len, 0, (size_t)p * sizeof(long));
-	if (s->kind == PIPETTE_SCHED_V_ZB) {
-		if (build_v_zb(s, len, err))
+	if (s->o.kind == PIPETTE_SCHED_V_ZB) {
+		/* the greedy writes the global order and the peaks itself */
+		if (build_v_zb(s, err))
 			goto fail;
+		for (r = 0; r < p; r++) {
+			s->o.peak_fb_st[r] = (double)s->o.peak_fb[r] / s->o.v;
+			s->o.peak_fw_st[r] = (double)s->o.peak_fw[r] / s->o.v;
+		}
+		s->o.valid = 1;
+		return 0;
 	} else {
 		for (r = 0; r < p; r++) {
-			if (s->kind == PIPETTE_SCHED_INTERLEAVED)
+			if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
 				build_interleaved(s, r, &len[r]);
-			else if (is_v_shape(s->kind)) {
+			else if (is_v_shape(s->o.kind)) {
 				if (build_v_block(s, r, &len[r], err))
 					goto fail;
 			} else
@@ -508,9 +863,9 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 		}
 	}
 	for (r = 0; r < p; r++)
-		if (len[r] != s->per_rank) {
+		if (len[r] != s->o.per_rank) {
 			pipette_fail(err, "schedule %s: rank %d lists %ld ops, expected %ld",
-				     pipette_schedule_name(s->kind), r, len[r], s->per_rank);
+				     pipette_schedule_name(s->o.kind), r, len[r], s->o.per_rank);
 			goto fail;
 		}
 
@@ -523,11 +878,13 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 	for (r = 0; r < p; r++) {
 		s->ptr[r] = 0;
 		s->wq[r] = r;	/* the stack of ranks to advance */
+		s->vst[(size_t)r * V_NST] = s->vst[(size_t)r * V_NST + 1] = 0;
+		s->o.peak_fb[r] = s->o.peak_fw[r] = 0;
 	}
 	top = p;
 	while (top > 0) {
 		r = s->wq[--top];
-		while (s->ptr[r] < s->per_rank) {
+		while (s->ptr[r] < s->o.per_rank) {
 			size_t li = RIDX(s, r, s->ptr[r]);
 			const struct rop *o = &s->rops[li];
 			int st = vstage(s, r, o->chunk);
@@ -543,18 +900,33 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 			}
 			if (s->pos_tab[self] >= 0) {
 				pipette_fail(err, "schedule %s: rank %d runs %c of chunk %d micro-batch %d twice",
-					     pipette_schedule_name(s->kind), r,
+					     pipette_schedule_name(s->o.kind), r,
 					     "FBW"[o->type], o->chunk, o->mb);
 				goto fail;
 			}
 			s->pos_tab[self] = (int32_t)n;
-			s->rank_pos[li] = (int32_t)n;
-			s->gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
-			s->gops[n].key = (r * s->v + o->chunk) * 3 + o->type;
-			s->gops[n].rank = r;
-			s->g_mb[n] = o->mb;
+			s->o.rank_pos[li] = (int32_t)n;
+			s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
+			s->o.gops[n].key = (r * s->o.v + o->chunk) * 3 + o->type;
+			s->o.gops[n].rank = r;
+			s->o.g_mb[n] = o->mb;
 			n++;
 			s->ptr[r]++;
+			/* peaks follow from the list order: ops on a rank are
+			 * serial (held[0]: F..B, held[1]: F..W) */
+			held = &s->vst[(size_t)r * V_NST];
+			if (o->type == OP_F) {
+				held[0]++;
+				held[1]++;
+			} else if (o->type == OP_B) {
+				held[0]--;
+				held[1] -= !s->o.split_w;
+			} else
+				held[1]--;
+			if (held[0] > s->o.peak_fb[r])
+				s->o.peak_fb[r] = (int)held[0];
+			if (held[1] > s->o.peak_fw[r])
+				s->o.peak_fw[r] = (int)held[1];
 			w = s->slot_tab[self];
 			if (w >= 0) {
 				s->slot_tab[self] = -1;
@@ -562,50 +934,103 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 			}
 		}
 	}
-	if (n < s->n) {
+	if (n < s->o.n) {
 		pipette_fail(err, "schedule %s: p=%d v=%d m=%ld: operation lists deadlock",
-			     pipette_schedule_name(s->kind), p, s->v, s->m);
+			     pipette_schedule_name(s->o.kind), p, s->o.v, s->o.m);
 		goto fail;
 	}
 
-	/* Peaks follow from the list order alone: ops on a rank are serial. */
 	for (r = 0; r < p; r++) {
-		int fb = 0, fw = 0;
-
-		s->peak_fb[r] = s->peak_fw[r] = 0;
-		for (i = 0; i < s->per_rank; i++) {
-			const struct rop *o = &s->rops[RIDX(s, r, i)];
-
-			if (o->type == OP_F) {
-				fb++;
-				fw++;
-			} else if (o->type == OP_B) {
-				fb--;
-				if (!s->split_w)
-					fw--;
-			} else
-				fw--;
-			if (fb > s->peak_fb[r])
-				s->peak_fb[r] = fb;
-			if (fw > s->peak_fw[r])
-				s->peak_fw[r] = fw;
-		}
-		s->peak_fb_st[r] = (double)s->peak_fb[r] / s->v;
-		s->peak_fw_st[r] = (double)s->peak_fw[r] / s->v;
+		s->o.peak_fb_st[r] = (double)s->o.peak_fb[r] / s->o.v;
+		s->o.peak_fw_st[r] = (double)s->o.peak_fw[r] / s->o.v;
 	}
-	s->valid = 1;
+	s->o.valid = 1;
 	return 0;
 fail:
-	s->valid = 0;
+	s->o.valid = 0;
 	return -1;
+}
+
+static int check_time(const double *a, long i, const char *what, struct pipette_err *err)
+{
+	if (!isfinite(a[i]) || a[i] < 0)
+		return pipette_fail(err, "schedule: %s[%ld] = %g: expected a finite time >= 0 s",
+				    what, i, a[i]);
+	return 0;
+}
+
+/* Every time of the input, before anything is built from it. */
+static int check_times(const struct pipette_sched_input *in, int S, struct pipette_err *err)
+{
+	long k;
+
+	for (k = 0; k < S; k++)
+		if (check_time(in->t_f, k, "t_f", err) || check_time(in->t_b, k, "t_b", err) ||
+		    (in->t_w && check_time(in->t_w, k, "t_w", err)))
+			return -1;
+	for (k = 0; k + 1 < S; k++)
+		if ((in->comm_f && check_time(in->comm_f, k, "comm_f", err)) ||
+		    (in->comm_b && check_time(in->comm_b, k, "comm_b", err)))
+			return -1;
+	return 0;
+}
+
+/* V-ZB greedy costs: chunk means of F, B, W and the mean transfer over
+ * the boundaries between ranks (not the turn of the V, boundary p-1), in
+ * units of (T_F + T_B + T_W) / VZB_RES.  All zero: unit times. */
+static void vzb_units(const struct pipette_sched_input *in, long q[4])
+{
+	int S = 2 * in->p, k;
+	double f = 0, b = 0, w = 0, c = 0, unit;
+	long nc = 0;
+
+	for (k = 0; k < S; k++) {
+		f += in->t_f[k];
+		b += in->t_b[k];
+		w += in->t_w ? in->t_w[k] : 0;
+	}
+	for (k = 0; k + 1 < S; k++) {
+		if (k == in->p - 1)
+			continue;
+		c += (in->comm_f ? in->comm_f[k] : 0) + (in->comm_b ? in->comm_b[k] : 0);
+		nc += 2;
+	}
+	unit = (f + b + w) / VZB_RES;
+	if (!(unit > 0)) {
+		q[0] = q[1] = q[2] = 1;
+		q[3] = 0;
+		return;
+	}
+	q[0] = lround(f / unit);
+	q[1] = lround(b / unit);
+	q[2] = lround(w / unit);
+	/* a transfer beyond 64 times an op's work only stretches the
+	 * warm-up; the cap bounds the calendar queue (VZB_RES * 65 buckets) */
+	q[3] = nc ? (c / nc / unit > 64.0 * VZB_RES ? 64L * VZB_RES : lround(c / nc / unit)) : 0;
+}
+
+static int same_shape(const struct sched_order *o, const struct pipette_sched_input *in,
+		      const long q[4])
+{
+	return o->valid && o->kind == in->kind && o->p == in->p && o->v == in->v &&
+	       o->m == in->m && (in->kind != PIPETTE_SCHED_V_ZB || memcmp(q, o->vq, 4 * sizeof(long)) == 0);
+}
+
+static void swap_order(struct sched_order *a, struct sched_order *b)
+{
+	struct sched_order t = *a;
+
+	*a = *b;
+	*b = t;
 }
 
 static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *in,
 		     struct pipette_err *err)
 {
 	const char *name = pipette_schedule_name(in->kind);
-	int v = in->v;
+	int v = in->v, i;
 	double ops;
+	long q[4] = { 0, 0, 0, 0 };
 
 	if ((int)in->kind < 0 || in->kind >= PIPETTE_SCHED_COUNT)
 		return pipette_fail(err, "schedule: kind %d is not a schedule", (int)in->kind);
@@ -631,31 +1056,49 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 	if (ops > (double)(INT32_MAX / 2))
 		return pipette_fail(err, "schedule %s: p=%d v=%d m=%ld: too many operations (%.0f)",
 				    name, in->p, v, in->m, ops);
-	if (s->valid && s->kind == in->kind && s->p == in->p && s->v == v && s->m == in->m)
+	if (check_times(in, in->p * v, err))
+		return -1;
+	if (in->kind == PIPETTE_SCHED_V_ZB)
+		vzb_units(in, q);
+	if (same_shape(&s->o, in, q)) {
+		s->o.used = ++s->clock;
 		return 0;
-	s->valid = 0;
+	}
 	s->simulated = 0;
-	s->kind = in->kind;
-	s->p = in->p;
-	s->v = v;
-	s->m = in->m;
-	s->S = in->p * v;
+	for (i = 0; i < SCHED_CACHE; i++)
+		if (same_shape(&s->cache[i], in, q)) {
+			swap_order(&s->o, &s->cache[i]);
+			s->o.used = ++s->clock;
+			return 0;
+		}
+	/* keep the current order: it takes the place of the least recently
+	 * used one, whose arrays the new shape is built in */
+	if (s->o.valid) {
+		int victim = 0;
+
+		for (i = 1; i < SCHED_CACHE; i++)
+			if (!s->cache[i].valid ||
+			    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
+				victim = i;
+		swap_order(&s->o, &s->cache[victim]);
+	}
+	s->o.valid = 0;
+	s->o.used = ++s->clock;
+	memcpy(s->o.vq, q, sizeof(q));
+	s->o.kind = in->kind;
+	s->o.p = in->p;
+	s->o.v = v;
+	s->o.m = in->m;
+	s->o.S = in->p * v;
 	/* ZB-H1 and all V-shapes split W off B (their blocks place W). */
-	s->split_w = in->kind == PIPETTE_SCHED_ZB_H1 || is_v_shape(in->kind);
-	s->per_rank = (long)v * in->m * (s->split_w ? 3 : 2);
-	s->n = s->per_rank * in->p;
-	if (reserve(s, (size_t)s->n, (size_t)3 * s->S * s->m, (size_t)s->p, (size_t)s->S))
-		return pipette_fail(err, "schedule %s: out of memory for %ld operations", name, s->n);
+	s->o.split_w = in->kind == PIPETTE_SCHED_ZB_H1 || is_v_shape(in->kind);
+	s->o.per_rank = (long)v * in->m * (s->o.split_w ? 3 : 2);
+	s->o.n = s->o.per_rank * in->p;
+	if (reserve(s, (size_t)s->o.n, (size_t)3 * s->o.S * s->o.m, (size_t)s->o.p, (size_t)s->o.S))
+		return pipette_fail(err, "schedule %s: out of memory for %ld operations", name, s->o.n);
 	return build(s, err);
 }
 
-static int check_time(const double *a, long i, const char *what, struct pipette_err *err)
-{
-	if (!isfinite(a[i]) || a[i] < 0)
-		return pipette_fail(err, "schedule: %s[%ld] = %g: expected a finite time >= 0 s",
-				    what, i, a[i]);
-	return 0;
-}
 
 int pipette_sched_simulate(struct pipette_sched *s,
 			   const struct pipette_sched_input *in,
@@ -675,16 +1118,16 @@ int pipette_sched_simulate(struct pipette_sched *s,
 		return pipette_fail(err, "schedule: t_f and t_b are required");
 	if (set_shape(s, in, err))
 		return -1;
-	S = s->S;
+	S = s->o.S;
 
 	/* Per-call tables, per key (rank*v + chunk)*3 + type: the duration
 	 * and the transfer that precedes the op (F: over boundary s-1 from
 	 * stage s-1; B: over boundary s from stage s+1). */
-	for (r = 0; r < s->p; r++) {
+	for (r = 0; r < s->o.p; r++) {
 		double busy = 0;
 
-		for (c = 0; c < s->v; c++) {
-			long i3, k = (long)r * s->v + c;
+		for (c = 0; c < s->o.v; c++) {
+			long i3, k = (long)r * s->o.v + c;
 			int st = vstage(s, r, c);
 			double tw;
 
@@ -698,24 +1141,24 @@ int pipette_sched_simulate(struct pipette_sched *s,
 			tw = in->t_w ? in->t_w[k] : 0;
 			i3 = k * 3;
 			s->dur_tab[i3 + OP_F] = in->t_f[k];
-			s->dur_tab[i3 + OP_B] = s->split_w ? in->t_b[k] : in->t_b[k] + tw;
-			s->dur_tab[i3 + OP_W] = s->split_w ? tw : 0;
+			s->dur_tab[i3 + OP_B] = s->o.split_w ? in->t_b[k] : in->t_b[k] + tw;
+			s->dur_tab[i3 + OP_W] = s->o.split_w ? tw : 0;
 			s->cin_tab[i3 + OP_F] = st > 0 && in->comm_f ? in->comm_f[st - 1] : 0;
 			s->cin_tab[i3 + OP_B] = st < S - 1 && in->comm_b ? in->comm_b[st] : 0;
 			s->cin_tab[i3 + OP_W] = 0;
 			busy += s->dur_tab[i3 + OP_F] + s->dur_tab[i3 + OP_B] + s->dur_tab[i3 + OP_W];
 		}
 		/* every chunk runs each of its ops once per micro-batch */
-		s->busy[r] = busy * (double)s->m;
+		s->busy[r] = busy * (double)s->o.m;
 		s->freet[r] = 0;
 	}
 
-	g = s->gops;
+	g = s->o.gops;
 	end = s->g_end;
 	freet = s->freet;
 	dt = s->dur_tab;
 	ct = s->cin_tab;
-	n = s->n;
+	n = s->o.n;
 	for (i = 0; i < n; i++) {
 		int32_t rr = g[i].rank, d = g[i].dep, k = g[i].key;
 		double t0 = freet[rr];
@@ -730,7 +1173,7 @@ int pipette_sched_simulate(struct pipette_sched *s,
 		end[i] = t0;
 		freet[rr] = t0;
 	}
-	for (r = 0; r < s->p; r++) {
+	for (r = 0; r < s->o.p; r++) {
 		if (freet[r] > mk)
 			mk = freet[r];
 		if (s->busy[r] > maxbusy)
@@ -739,12 +1182,12 @@ int pipette_sched_simulate(struct pipette_sched *s,
 	out->makespan = mk;
 	out->bubble = mk > 0 ? 1.0 - maxbusy / mk : 0;
 	out->busy = s->busy;
-	out->peak_fb = s->peak_fb;
-	out->peak_fw = s->peak_fw;
-	out->peak_fb_stages = s->peak_fb_st;
-	out->peak_fw_stages = s->peak_fw_st;
-	out->v = s->v;
-	out->n_ops = s->n;
+	out->peak_fb = s->o.peak_fb;
+	out->peak_fw = s->o.peak_fw;
+	out->peak_fb_stages = s->o.peak_fb_st;
+	out->peak_fw_stages = s->o.peak_fw_st;
+	out->v = s->o.v;
+	out->n_ops = s->o.n;
 	s->simulated = 1;
 	return 0;
 }
@@ -755,21 +1198,21 @@ int pipette_sched_event(const struct pipette_sched *s, long i,
 	const struct gop *g;
 	int32_t d;
 
-	if (!s || !s->valid || !s->simulated || i < 0 || i >= s->n || !ev)
+	if (!s || !s->o.valid || !s->simulated || i < 0 || i >= s->o.n || !ev)
 		return -1;
-	g = &s->gops[i];
+	g = &s->o.gops[i];
 	ev->rank = g->rank;
-	ev->chunk = (g->key / 3) % s->v;
+	ev->chunk = (g->key / 3) % s->o.v;
 	ev->type = "FBW"[g->key % 3];
 	ev->stage = vstage(s, g->rank, ev->chunk);
-	ev->mb = s->g_mb[i];
+	ev->mb = s->o.g_mb[i];
 	ev->end = s->g_end[i];
 	ev->start = ev->end - s->dur_tab[g->key];
 	d = g->dep;
 	ev->from_rank = -1;
 	ev->xfer_start = ev->xfer_end = ev->start;
-	if (d >= 0 && s->gops[d].rank != g->rank) {
-		ev->from_rank = s->gops[d].rank;
+	if (d >= 0 && s->o.gops[d].rank != g->rank) {
+		ev->from_rank = s->o.gops[d].rank;
 		ev->xfer_start = s->g_end[d];
 		ev->xfer_end = s->g_end[d] + s->cin_tab[g->key];
 	}
@@ -778,7 +1221,7 @@ int pipette_sched_event(const struct pipette_sched *s, long i,
 
 long pipette_sched_rank_op(const struct pipette_sched *s, int r, long i)
 {
-	if (!s || !s->valid || r < 0 || r >= s->p || i < 0 || i >= s->per_rank)
+	if (!s || !s->o.valid || r < 0 || r >= s->o.p || i < 0 || i >= s->o.per_rank)
 		return -1;
-	return s->rank_pos[RIDX(s, r, i)];
+	return s->o.rank_pos[RIDX(s, r, i)];
 }

@@ -28,9 +28,13 @@
  * between two ranks sits in a loop of only 2 micro-batches in flight and
  * costs its c about once per micro-batch (m·c, not Pipette's (m/p)·2c).
  *
- * The operation order depends only on (kind, p, v, m); the workspace keeps
- * it between calls, so re-simulating the same shape with other times costs
- * one linear pass and no allocation. */
+ * The operation order depends only on (kind, p, v, m), and for V-ZB also on
+ * the time ratios (T_F : T_B : T_W : transfer, chunk means rounded to 1/48
+ * of T_F + T_B + T_W), because V-ZB is built from the durations as the ZB
+ * paper's ZB-V is.  The workspace keeps the orders of the last 4 shapes, so
+ * re-simulating a recent shape with other times costs one linear pass and
+ * no allocation.  Results never depend on what the workspace held before:
+ * a kept order is the one a fresh build would make. */
 #ifndef PIPETTE_SCHEDULE_H
 #define PIPETTE_SCHEDULE_H
 

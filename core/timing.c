@@ -483,7 +483,7 @@ static double powersgd_stage(const struct pipette_model *m, const struct pipette
 			shapes[ns][0] = h; shapes[ns][1] = (mats - 1) * m->ffn / t; shapes[ns++][2] = 1;
 			shapes[ns][0] = m->ffn / t; shapes[ns][1] = h; shapes[ns++][2] = 1;
 		}
-		if (l == first && (s == 0 || s == c->pp - 1)) {
+		if (l == first && (s == 0 || s == pipette_config_last_rank(c))) {
 			shapes[ns][0] = (double)m->vocab / t; shapes[ns][1] = h; shapes[ns++][2] = 1;
 		}
 		for (k = 0; k < ns; k++) {
@@ -564,33 +564,53 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			cpc += lt.cp_f + lt.cp_b;
 			epc += lt.ep_f + lt.ep_b;
 		}
-		if (s == p - 1) {	/* logits and loss */
+		/* Spread the layers' time over this rank's chunks by their
+		 * layer counts; the embedding lookup (memory-bound, small) goes
+		 * to the first virtual stage and the logits and loss to the
+		 * last one (on rank 0 for the V-shapes). */
+		{
 			double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
+			double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+			int fold = c->schedule == PIPETTE_SCHED_1F1B ||
+				   c->schedule == PIPETTE_SCHED_INTERLEAVED;
+			double fl = f, bl = b, wl = w;
 
-			f += logit;
-			b += logit;
-			w += logit;
-		}
-		if (s == 0)	/* embedding lookup: memory-bound, small */
-			f += 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
-		/* CB compresses every backward send of this stage but the first
-		 * stage's; epilogue-only, just the cooldown ones, about
-		 * min(p - s, m) of the m micro-batches (Optimus-CC's flush
-		 * sends, ecosystem.md §1.3). */
-		if (cb_cost > 0 && s > 0)
-			b += cb_cost * (c->compress.pp_epilogue_only
-					? fmin((double)(p - s), (double)mb) / mb : 1.0);
-		/* Only the zero-bubble family (ZB-H1 and the V-shapes of Qi et
-		 * al.) splits the backward; elsewhere W runs inside B. */
-		if (c->schedule == PIPETTE_SCHED_1F1B ||
-		    c->schedule == PIPETTE_SCHED_INTERLEAVED) {
-			b += w;
-			w = 0;
-		}
-		for (k = 0; k < v; k++) {
-			t->t_f[s * v + k] = f / v;
-			t->t_b[s * v + k] = b / v;
-			t->t_w[s * v + k] = w / v;
+			f = b = w = 0;
+			for (k = 0; k < v; k++) {
+				int vs = pipette_config_virtual_stage(c, s, k);
+				double share = n ? (double)pipette_config_vstage_layers(m, c, vs) / n
+						 : 1.0 / v;
+				double cf = fl * share, cb = bl * share, cw = wl * share;
+
+				if (vs == 0)
+					cf += embed;
+				if (vs == p * v - 1) {
+					cf += logit;
+					cb += logit;
+					cw += logit;
+				}
+				/* CB compresses every backward send but the first
+				 * virtual stage's; epilogue-only, just the cooldown
+				 * ones, about min(p - s, m) of the m micro-batches
+				 * (Optimus-CC's flush sends, ecosystem.md §1.3). */
+				if (cb_cost > 0 && vs > 0)
+					cb += cb_cost * (c->compress.pp_epilogue_only
+							 ? fmin((double)(p - s), (double)mb) / mb
+							 : 1.0);
+				/* Only the zero-bubble family (ZB-H1 and the V-shapes
+				 * of Qi et al.) splits the backward; elsewhere W runs
+				 * inside B. */
+				if (fold) {
+					cb += cw;
+					cw = 0;
+				}
+				t->t_f[s * v + k] = cf;
+				t->t_b[s * v + k] = cb;
+				t->t_w[s * v + k] = cw;
+				f += cf;
+				b += cb;
+				w += cw;
+			}
 		}
 		if ((f + b + w) * mb > best_busy) {
 			best_busy = (f + b + w) * mb;
@@ -731,7 +751,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	out->dp_exposed_s = dp_exposed;
 	/* Tied embeddings with pp > 1: all-reduce the embedding gradient
 	 * between the first and the last stage (Megatron). */
-	if (m->tied_embeddings && p > 1) {
+	if (m->tied_embeddings && pipette_config_last_rank(c) != 0) {
 		struct pipette_link l = worst_p2p(&pl, c, 0, p - 1, 1.0);
 		double bytes = 4.0 * (double)m->vocab * h / c->tp;
 		int ranks = c->compress.fused_embedding ? 2 * c->dp * c->cp : 2;

@@ -33,7 +33,9 @@ static const char usage_text[] =
 "  --sequence-parallel      shard norms/dropout activations over TP\n"
 "  --distributed-optimizer  shard optimizer states over DP (ZeRO-1)\n"
 "  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb (1f1b)\n"
-"  --first-stage-layers N --last-stage-layers N   uneven pipeline split\n"
+"  --first-stage-layers N --last-stage-layers N   uneven pipeline split: layers\n"
+"                           of the first/last virtual stage (-1: embedding or\n"
+"                           loss only)\n"
 "  --mem-fraction F         usable fraction of HBM (0.8)\n"
 "  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
 "  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
@@ -131,7 +133,7 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		if (!v)
 			return cli_error("%s needs a value", name);
 		if ((field = int_field(&o->cfg, name))) {
-			if (cli_int(name, v, strstr(name, "layers") ? 0 : 1, 1 << 20, &n))
+			if (cli_int(name, v, strstr(name, "layers") ? -1 : 1, 1 << 20, &n))
 				return PIPETTE_EXIT_USAGE;
 			*field = (int)n;
 		} else if (!strcmp(name, "--model")) {

@@ -237,6 +237,61 @@ START_TEST(test_v_zb_bubble)
 }
 END_TEST
 
+/* V-ZB with unequal times, T_F = 1, T_B = 1.1, T_W = 0.7 per chunk (the ZB
+ * paper's T_W < T_F < T_B), against ZB-H1 and 1F1B doing the same work per
+ * stage (F = 2, B = 2.2, W = 1.4; 1F1B folds W into B):
+ *   ZB-H1 = m(F+B+W) + (p-1)(F+B-W)  (ZB Table 2): p = 8, m = 32: 179.2 +
+ *           7*2.8 = 198.8; p = 16, m = 64: 358.4 + 15*2.8 = 400.4;
+ *   1F1B  = (m+p-1)(F+B+W): 39*5.6 = 218.4 and 79*5.6 = 442.4.
+ * The paper's ZB-V keeps the bubble near zero with such times (bubble
+ * rates 0.02-0.07 in its Table 8, below ZB-H1's in every row); the
+ * schedule must beat both in makespan and bubble, hold at most 1F1B's
+ * 2p chunks (p full-stage micro-batches) on every rank, and stay above the
+ * busy time m*2*(1+1.1+0.7) = 5.6m.  The same holds with a transfer of
+ * 0.05 on every link between ranks. */
+START_TEST(test_v_zb_unequal)
+{
+	static const int cases[][2] = { { 8, 32 }, { 16, 64 }, { 8, 64 }, { 16, 32 } };
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	size_t i;
+	int c, q;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (c = 0; c < 2; c++) {
+			int p = cases[i][0];
+			long m = cases[i][1];
+			double comm = c ? 0.05 : 0, zb, zb_bub, ob, ob_bub, vz;
+
+			uniform(&t, p, 2, 2.2, 1.4);
+			for (q = 0; q < p - 1; q++)
+				t.cf[q] = t.cb[q] = comm;
+			zb = run(s, PIPETTE_SCHED_ZB_H1, p, 1, m, &t, &r);
+			zb_bub = r.bubble;
+			if (!c)
+				ck_assert_double_eq_tol(zb, 5.6 * m + (p - 1) * 2.8, 1e-6);
+			ob = run(s, PIPETTE_SCHED_1F1B, p, 1, m, &t, &r);
+			ob_bub = r.bubble;
+			if (!c)
+				ck_assert_double_eq_tol(ob, (m + p - 1) * 5.6, 1e-6);
+			uniform(&t, 2 * p, 1, 1.1, 0.7);
+			for (q = 0; q < 2 * p - 1; q++)	/* the turn is local */
+				t.cf[q] = t.cb[q] = q == p - 1 ? 0 : comm;
+			vz = run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+			ck_assert_msg(vz < zb && r.bubble < zb_bub && vz < ob && r.bubble < ob_bub,
+				      "p=%d m=%ld comm=%g: V-ZB %g (bubble %.4f), ZB-H1 %g (%.4f), 1F1B %g (%.4f)",
+				      p, m, comm, vz, r.bubble, zb, zb_bub, ob, ob_bub);
+			ck_assert(vz >= 5.6 * m - 1e-6);
+			for (q = 0; q < p; q++)
+				ck_assert_int_le(r.peak_fw[q], 2 * p);
+			ck_assert_int_eq(max_int(r.peak_fw, p), 2 * p);
+		}
+	}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 /* Deterministic pseudo-random times in [lo, hi) (LCG, Numerical Recipes). */
 static double rnd(unsigned *x, double lo, double hi)
 {
@@ -300,6 +355,11 @@ static void check_valid(enum pipette_schedule_kind kind, int p, int v, long m, u
 		}
 	}
 	ck_assert_int_eq(n, r.n_ops);
+	/* V-ZB holds at most 1F1B's p full-stage micro-batches (2p chunks;
+	 * all m when m < p) whatever the times */
+	if (kind == PIPETTE_SCHED_V_ZB)
+		for (i = 0; i < p; i++)
+			ck_assert_int_le(r.peak_fw[i], 2 * (m < p ? m : p));
 	for (k = 0; k < 3L * S * m; k++)
 		if (k / ((long)S * m) < 2 || per == 3L * v * m)
 			ck_assert_msg(seen[k], "op %ld never ran", k);
@@ -517,6 +577,51 @@ START_TEST(test_errors_and_reuse)
 }
 END_TEST
 
+/* The workspace keeps the last few shapes' orders: cycling through more
+ * shapes than it keeps (and back) gives, call for call, what a fresh
+ * workspace gives, makespan, peaks and every event.  V-ZB's order depends
+ * on the time ratios too, so the same shape at two ratios counts twice. */
+START_TEST(test_shape_cache)
+{
+	static const struct { enum pipette_schedule_kind k; int v; long m; double w; } sh[] = {
+		{ PIPETTE_SCHED_V_ZB, 2, 16, 0.7 }, { PIPETTE_SCHED_1F1B, 1, 16, 0.7 },
+		{ PIPETTE_SCHED_V_ZB, 2, 16, 0.3 }, { PIPETTE_SCHED_V_HALF, 2, 12, 0.7 },
+		{ PIPETTE_SCHED_INTERLEAVED, 2, 16, 0.7 }, { PIPETTE_SCHED_ZB_H1, 1, 9, 0.7 },
+		{ PIPETTE_SCHED_V_ZB, 2, 24, 0.7 },
+	};
+	const int p = 4, n = (int)(sizeof(sh) / sizeof(sh[0]));
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r, f;
+	struct pipette_sched_event a, b;
+	struct times t;
+	int round, i, q;
+	long e;
+
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < n; i++) {
+			struct pipette_sched *fresh = pipette_sched_create();
+			int j = round == 1 ? n - 1 - i : i;
+
+			uniform(&t, p * sh[j].v, 1, 1.1, sh[j].w);
+			for (q = 0; q < p * sh[j].v - 1; q++)
+				t.cf[q] = t.cb[q] = 0.05;
+			run(fresh, sh[j].k, p, sh[j].v, sh[j].m, &t, &f);
+			run(s, sh[j].k, p, sh[j].v, sh[j].m, &t, &r);
+			ck_assert(r.makespan == f.makespan && r.n_ops == f.n_ops);
+			for (q = 0; q < p; q++)
+				ck_assert(r.peak_fb[q] == f.peak_fb[q] && r.peak_fw[q] == f.peak_fw[q]);
+			for (e = 0; e < r.n_ops; e++) {
+				ck_assert_int_eq(pipette_sched_event(s, e, &a), 0);
+				ck_assert_int_eq(pipette_sched_event(fresh, e, &b), 0);
+				ck_assert(a.rank == b.rank && a.type == b.type && a.stage == b.stage &&
+					  a.mb == b.mb && a.start == b.start && a.end == b.end);
+			}
+			pipette_sched_destroy(fresh);
+		}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(test_svg)
 {
 	struct pipette_sched *s = pipette_sched_create();
@@ -573,11 +678,13 @@ int main(void)
 	tcase_add_test(tc, test_zb_h1);
 	tcase_add_test(tc, test_v_memory);
 	tcase_add_test(tc, test_v_zb_bubble);
+	tcase_add_test(tc, test_v_zb_unequal);
 	tcase_add_test(tc, test_valid_all);
 	tcase_add_test(tc, test_inflight_matches);
 	tcase_add_test(tc, test_uneven);
 	tcase_add_test(tc, test_comm_critical_path);
 	tcase_add_test(tc, test_errors_and_reuse);
+	tcase_add_test(tc, test_shape_cache);
 	tcase_add_test(tc, test_svg);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

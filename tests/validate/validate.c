@@ -206,25 +206,22 @@ int main(void)
 			snprintf(cell[j], sizeof(cell[j]), "-");
 			if (!pub[j])
 				continue;
-			/* The paper's ZB-V leaves the first and last chunk with
-			 * the embedding and the loss only; pipette's V-shapes
-			 * split layers evenly over 2p chunks, so V-ZB runs with
-			 * the layer count rounded up to a multiple of 2p: more
-			 * work than the paper's, a pessimistic prediction. */
-			int layers = k->layers;
-
-			if (kinds[j] == PIPETTE_SCHED_V_ZB)
-				layers = (k->layers + 2 * k->pp - 1) / (2 * k->pp) * 2 * k->pp;
-			gpt_model(&m, k->name, layers, k->hidden, k->heads, 51200, 1024);
+			gpt_model(&m, k->name, k->layers, k->hidden, k->heads, 51200, 1024);
 			pipette_config_init(&c);
 			c.pp = k->pp;
 			c.micro_batch = k->mb;
 			c.global_batch = k->m * k->mb;
 			c.seq_len = 1024;
 			c.schedule = kinds[j];
-			if (kinds[j] != PIPETTE_SCHED_V_ZB) {
-				c.first_stage_layers = (k->layers + 2) / k->pp - 1;
-				c.last_stage_layers = c.first_stage_layers;
+			/* "First and last stage carry one layer fewer"
+			 * (compensating for embedding and loss); for ZB-V the
+			 * first and last of the 2p chunks, which with these
+			 * layer counts (2p - 2) leaves them empty. */
+			{
+				int vstages = k->pp * (kinds[j] == PIPETTE_SCHED_V_ZB ? 2 : 1);
+				int fl = (k->layers + 2) / vstages - 1;
+
+				c.first_stage_layers = c.last_stage_layers = fl > 0 ? fl : -1;
 			}
 			if (estimate(t, &m, a100, &c, &tm)) {
 				failures++;
