@@ -59,6 +59,9 @@ int pipette_plan_compute(const struct pipette_request *req,
 			 const struct pipette_cluster_spec *cluster,
 			 struct pipette_plan **out, struct pipette_err *err);
 void pipette_plan_destroy(struct pipette_plan *plan);
+/* pipette_plan_compute's message when the request is valid but no
+ * configuration fits (the CLI exits 1 on it, 2 on other errors). */
+#define PIPETTE_PLAN_NOFIT_PREFIX "no configuration fits"
 
 const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan);
 int pipette_plan_world(const struct pipette_plan *plan);
@@ -69,6 +72,11 @@ const char *pipette_plan_warnings(const struct pipette_plan *plan);
 void pipette_plan_rank_location(const struct pipette_plan *plan, int rank,
 				int *node, int *slot);
 int pipette_plan_rank_at(const struct pipette_plan *plan, int node, int slot);
+/* Predicted iteration time of the plan (its mapping), of the same
+ * configuration in Megatron's default order, and their ratio (>= 1). */
+double pipette_plan_iteration_s(const struct pipette_plan *plan);
+double pipette_plan_block_iteration_s(const struct pipette_plan *plan);
+double pipette_plan_mapping_gain(const struct pipette_plan *plan);
 
 /* The environment a launcher needs.  `set` is called once per variable. */
 typedef int (*pipette_env_set_fn)(void *ctx, const char *name, const char *value);

@@ -25,6 +25,16 @@ struct pipette_cmd {
 int cmd_models(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_bandwidth(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_experts(int argc, char **argv);
+
+/* Expand a node list with Slurm's hostlist API (hostlist.c): "16" means
+ * node1..node16, anything else is a Slurm hostlist ("gpu[01-16]").  The
+ * names are in Slurm's order, distinct; free them with cli_free_nodes. */
+int cli_expand_nodes(const char *spec, char ***names, int *n,
+		     struct pipette_err *err);
+void cli_free_nodes(char **names, int n);
 
 /* Print "pipette: <msg>" to stderr and return PIPETTE_EXIT_USAGE. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -10,6 +10,9 @@ static const struct pipette_cmd commands[] = {
 	{ "models", cmd_models, "list the built-in model presets" },
 	{ "gpus", cmd_gpus, "list the known GPU types and their specifications" },
 	{ "estimate", cmd_estimate, "memory (and time) of one configuration" },
+	{ "bandwidth", cmd_bandwidth, "validate, show, import, merge or generate bandwidth caches" },
+	{ "plan", cmd_plan, "search the configuration and GPU mapping for a job" },
+	{ "experts", cmd_experts, "place MoE experts on EP ranks from a routing trace" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,285 @@
+/* pipette plan: what the SPANK plugin would choose for a job, and why. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memory.h"
+#include "plan.h"
+
+static const char usage_text[] =
+"usage: pipette plan --model M --nodes LIST|N --gpu TYPE --global-batch B\n"
+"                    --seq-len S [OPTIONS]\n"
+"\n"
+"Search the parallel configuration (TP/PP/DP/CP/EP, schedule, micro batch,\n"
+"recomputation, ...) for all GPUs of the nodes, prune by memory, rank by\n"
+"predicted iteration time on the links, and assign ranks to GPUs.\n"
+"\n"
+"  --model NAME|PATH        preset (pipette models) or a Hugging Face config.json\n"
+"  --models-dir DIR         where NAME.json model configs may also be found\n"
+"  --nodes LIST|N           Slurm hostlist (gpu[01-16]) or a count (node1..nodeN)\n"
+"  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
+"  --gpu-ids LIST           Slurm's GPU indices on each node (0..G-1), e.g. 0,1,4,5\n"
+"  --gpu TYPE               GPU type (pipette gpus)\n"
+"  --bandwidth FILE         bandwidth cache (pipette-bandwidth(5)); without it\n"
+"                           every link gets the GPU type's nominal figures\n"
+"  --global-batch B         sequences per iteration\n"
+"  --seq-len S              tokens per sequence\n"
+"  pins (the search keeps them fixed):\n"
+"  --tp N --pp N --dp N --cp N --ep N --etp N --vpp N --micro-batch N\n"
+"  --schedule 1f1b|interleaved|zb-h1|v-min|v-half|v-zb\n"
+"  --recompute none|selective|full\n"
+"  --sequence-parallel | --no-sequence-parallel\n"
+"  --distributed-optimizer | --no-distributed-optimizer\n"
+"  --mem-fraction F         usable fraction of HBM (0.8)\n"
+"  --top K                  configurations listed (5)\n"
+"  --launch srun|torchrun   one task per GPU (any mapping) or per node (srun)\n"
+"  --mapping optimize|block search the rank-to-GPU mapping or keep Megatron's\n"
+"                           order (optimize)\n"
+"  --budget N               time estimates per mapping search (by GPU count)\n"
+"  --format table|json|env|megatron   (table)\n"
+"\n"
+"Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
+
+static int opt_value(int argc, char **argv, int *i, char *name, size_t len,
+		     const char **val)
+{
+	const char *eq = strchr(argv[*i], '=');
+
+	if (eq) {
+		size_t n = (size_t)(eq - argv[*i]);
+
+		if (n >= len)
+			n = len - 1;
+		memcpy(name, argv[*i], n);
+		name[n] = '\0';
+		*val = eq + 1;
+		return 0;
+	}
+	snprintf(name, len, "%s", argv[*i]);
+	*val = *i + 1 < argc ? argv[++*i] : NULL;
+	return *val ? 0 : cli_error("%s needs a value", name);
+}
+
+static int *pin_field(struct pipette_pins *p, const char *name)
+{
+	if (!strcmp(name, "--tp")) return &p->tp;
+	if (!strcmp(name, "--pp")) return &p->pp;
+	if (!strcmp(name, "--dp")) return &p->dp;
+	if (!strcmp(name, "--cp")) return &p->cp;
+	if (!strcmp(name, "--ep")) return &p->ep;
+	if (!strcmp(name, "--etp")) return &p->etp;
+	if (!strcmp(name, "--vpp")) return &p->vpp;
+	if (!strcmp(name, "--micro-batch")) return &p->micro_batch;
+	return NULL;
+}
+
+static int parse_gpu_ids(const char *s, int *ids, long *n)
+{
+	struct pipette_err err;
+	char buf[512], *tok, *save = NULL;
+	long v;
+
+	*n = 0;
+	if (pipette_strlcpy(buf, s, sizeof(buf)))
+		return cli_error("--gpu-ids: list too long");
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (*n == 64)
+			return cli_error("--gpu-ids: more than 64 GPUs");
+		if (pipette_parse_long(tok, 0, 1 << 20, &v, "--gpu-ids", &err))
+			return cli_error("%s", err.msg);
+		ids[(*n)++] = (int)v;
+	}
+	return *n ? 0 : cli_error("--gpu-ids: empty list");
+}
+
+struct plan_opts {
+	struct pipette_request req;
+	const char *nodes;
+	long gpus_per_node, n_ids;
+	int gpu_ids[64];
+	enum pipette_format fmt;
+	int have_batch, have_seq;
+};
+
+static int parse(int argc, char **argv, struct plan_opts *o)
+{
+	struct pipette_err err;
+	char name[64];
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	pipette_request_init(&o->req);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		long n;
+		int *pin;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return -1;
+		}
+		if (!strcmp(a, "--sequence-parallel") || !strcmp(a, "--no-sequence-parallel")) {
+			o->req.pins.sequence_parallel = a[2] != 'n';
+			continue;
+		}
+		if (!strcmp(a, "--distributed-optimizer") ||
+		    !strcmp(a, "--no-distributed-optimizer")) {
+			o->req.pins.distributed_optimizer = a[2] != 'n';
+			continue;
+		}
+		if (strncmp(a, "--", 2))
+			return cli_error("plan: unexpected argument '%.64s'", a);
+		if (opt_value(argc, argv, &i, name, sizeof(name), &v))
+			return PIPETTE_EXIT_USAGE;
+		if ((pin = pin_field(&o->req.pins, name))) {
+			if (cli_int(name, v, 1, 1 << 20, &n))
+				return PIPETTE_EXIT_USAGE;
+			*pin = (int)n;
+		} else if (!strcmp(name, "--model")) {
+			if (pipette_strlcpy(o->req.model, v, sizeof(o->req.model)))
+				return cli_error("--model: name too long");
+		} else if (!strcmp(name, "--models-dir")) {
+			if (pipette_strlcpy(o->req.models_dir, v, sizeof(o->req.models_dir)))
+				return cli_error("--models-dir: path too long");
+		} else if (!strcmp(name, "--bandwidth")) {
+			if (pipette_strlcpy(o->req.bandwidth, v, sizeof(o->req.bandwidth)))
+				return cli_error("--bandwidth: path too long");
+		} else if (!strcmp(name, "--gpu")) {
+			if (pipette_strlcpy(o->req.gpu, v, sizeof(o->req.gpu)))
+				return cli_error("--gpu: name too long");
+		} else if (!strcmp(name, "--nodes")) {
+			o->nodes = v;
+		} else if (!strcmp(name, "--gpus-per-node")) {
+			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--gpu-ids")) {
+			if (parse_gpu_ids(v, o->gpu_ids, &o->n_ids))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--global-batch")) {
+			if (cli_int(name, v, 1, 1L << 30, &o->req.global_batch))
+				return PIPETTE_EXIT_USAGE;
+			o->have_batch = 1;
+		} else if (!strcmp(name, "--seq-len")) {
+			if (cli_int(name, v, 1, 1L << 24, &o->req.seq_len))
+				return PIPETTE_EXIT_USAGE;
+			o->have_seq = 1;
+		} else if (!strcmp(name, "--mem-fraction")) {
+			if (cli_double(name, v, 0.05, 1.0, &o->req.mem_fraction))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--top")) {
+			if (cli_int(name, v, 1, 1000, &n))
+				return PIPETTE_EXIT_USAGE;
+			o->req.top_k = (int)n;
+		} else if (!strcmp(name, "--budget")) {
+			if (cli_int(name, v, 1, 1L << 30, &o->req.budget))
+				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--schedule")) {
+			enum pipette_schedule_kind k;
+
+			if (pipette_schedule_parse(v, &k, &err))
+				return cli_error("--schedule: %s", err.msg);
+			o->req.pins.schedule = (int)k;
+		} else if (!strcmp(name, "--recompute")) {
+			enum pipette_recompute r;
+
+			if (pipette_recompute_parse(v, &r, &err))
+				return cli_error("--recompute: %s", err.msg);
+			o->req.pins.recompute = (int)r;
+		} else if (!strcmp(name, "--launch")) {
+			if (!strcmp(v, "srun"))
+				o->req.launch = PIPETTE_LAUNCH_SRUN;
+			else if (!strcmp(v, "torchrun"))
+				o->req.launch = PIPETTE_LAUNCH_TORCHRUN;
+			else
+				return cli_error("--launch: '%.32s': expected srun or torchrun", v);
+		} else if (!strcmp(name, "--mapping")) {
+			if (!strcmp(v, "optimize"))
+				o->req.mapping = PIPETTE_MAP_OPTIMIZE;
+			else if (!strcmp(v, "block"))
+				o->req.mapping = PIPETTE_MAP_BLOCK;
+			else
+				return cli_error("--mapping: '%.32s': expected optimize or block", v);
+		} else if (!strcmp(name, "--format")) {
+			if (cli_parse_format(v, 15, &o->fmt))
+				return cli_error("--format: '%.32s': expected table, json, env or "
+						 "megatron", v);
+		} else {
+			return cli_error("plan: unknown option '%.64s' (see pipette plan --help)",
+					 name);
+		}
+	}
+	if (!o->req.model[0])
+		return cli_error("plan: --model is required");
+	if (!o->req.gpu[0])
+		return cli_error("plan: --gpu is required");
+	if (!o->nodes)
+		return cli_error("plan: --nodes is required");
+	if (!o->have_batch)
+		return cli_error("plan: --global-batch is required");
+	if (!o->have_seq)
+		return cli_error("plan: --seq-len is required");
+	return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_opts o;
+	struct pipette_cluster_spec cs;
+	struct pipette_plan *plan = NULL;
+	struct pipette_err err;
+	const struct pipette_gpu_spec *gpu;
+	char **names = NULL, args[1024];
+	int n = 0, rc = parse(argc, argv, &o), G;
+
+	if (rc)
+		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	if (!(gpu = pipette_gpu_lookup(o.req.gpu, &err)))
+		return cli_error("--gpu: %s", err.msg);
+	G = o.gpus_per_node ? (int)o.gpus_per_node
+	    : o.n_ids ? (int)o.n_ids : gpu->gpus_per_node;
+	if (o.n_ids && o.n_ids != G)
+		return cli_error("--gpu-ids lists %ld GPUs, --gpus-per-node says %d",
+				 o.n_ids, G);
+	if (cli_expand_nodes(o.nodes, &names, &n, &err))
+		return cli_error("--nodes: %s", err.msg);
+	memset(&cs, 0, sizeof(cs));
+	cs.nodes = n;
+	cs.node_names = (const char *const *)names;
+	cs.gpus_per_node = G;
+	cs.gpu_ids = o.n_ids ? o.gpu_ids : NULL;
+	if (pipette_plan_compute(&o.req, &cs, &plan, &err)) {
+		rc = strncmp(err.msg, PIPETTE_PLAN_NOFIT_PREFIX,
+			     strlen(PIPETTE_PLAN_NOFIT_PREFIX)) ? PIPETTE_EXIT_USAGE
+								: PIPETTE_EXIT_NOFIT;
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if (*pipette_plan_warnings(plan) && o.fmt != PIPETTE_FMT_TABLE)
+		fprintf(stderr, "pipette: warning: %s\n", pipette_plan_warnings(plan));
+	switch (o.fmt) {
+	case PIPETTE_FMT_JSON:
+		rc = pipette_plan_write_json(plan, stdout);
+		break;
+	case PIPETTE_FMT_ENV:
+		rc = pipette_plan_write_env(plan, stdout);
+		break;
+	case PIPETTE_FMT_MEGATRON:
+		rc = pipette_plan_megatron_args(plan, args, sizeof(args));
+		if (!rc)
+			rc = puts(args) < 0 ? -1 : 0;
+		break;
+	default:
+		rc = pipette_plan_write_table(plan, stdout);
+		break;
+	}
+	if (rc) {
+		rc = cli_error("plan: writing the output failed");
+		goto out;
+	}
+	rc = PIPETTE_EXIT_OK;
+out:
+	pipette_plan_destroy(plan);
+	cli_free_nodes(names, n);
+	return rc;
+}

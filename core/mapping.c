@@ -1,0 +1,562 @@
+/* pipette: fine-grained GPU assignment; see mapping.h for the method. */
+#include "mapping.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Annealing start temperature: accept this share of uphill moves at the
+ * start (the usual calibration, Kirkpatrick et al. 1983; the original's
+ * T0 = 1 on a magnitude-normalised delta is replaced, pipette-original.md
+ * §8 item 12). */
+#define SA_ACCEPT0 0.8
+/* Final temperature as a fraction of the start: the last moves are greedy. */
+#define SA_TEND_FRAC 1e-3
+/* Moves sampled to calibrate the start temperature. */
+#define SA_CALIBRATION 16
+/* Work one mapping search may spend, in rank visits plus simulated
+ * pipeline operations (one estimate is O(world + m*p*v)): ~0.2 s per
+ * configuration at 8192 GPUs on one core (tests/bench/bench_plan.c). */
+#define BUDGET_WORK 3e6
+#define BUDGET_MIN 60
+#define BUDGET_MAX 1500
+/* Up to this many nodes the default budget covers a quarter of the node
+ * orders (pipette-original.md §8 item 10 asks for brute force at <= 8). */
+#define SMALL_NODES 8
+/* An annealing run ends early after this share of its iterations without
+ * a new best (deterministic: counted in iterations). */
+#define SA_PATIENCE 0.5
+/* A candidate must beat the incumbent by this relative margin, so that
+ * floating-point noise never replaces a mapping with an equal one. */
+#define STRICT_GAIN 1e-12
+
+void pipette_mapping_opts_init(struct pipette_mapping_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->seed = 0x9e3779b97f4a7c15ULL;
+	o->restarts = 3;
+}
+
+long pipette_mapping_default_budget(const struct pipette_config *c)
+{
+	double ops = 3.0 * (double)pipette_config_microbatches(c) * c->pp *
+		     pipette_config_chunks(c);
+	double b = BUDGET_WORK / ((double)pipette_config_world(c) + ops + 1);
+
+	if (b < BUDGET_MIN)
+		return BUDGET_MIN;
+	if (b > BUDGET_MAX)
+		return BUDGET_MAX;
+	return (long)b;
+}
+
+int pipette_mapping_is_node_block(const int *gpu_of_rank, int world, int G)
+{
+	int r;
+
+	if (world % G)
+		return 0;
+	for (r = 0; r < world; r++)
+		if (gpu_of_rank[r] / G != gpu_of_rank[r - r % G] / G)
+			return 0;
+	return 1;
+}
+
+/* splitmix64 (Steele, Lea, Flood, OOPSLA 2014): small, seedable, the same
+ * sequence on every platform. */
+static unsigned long long rng_next(unsigned long long *s)
+{
+	unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int rng_below(unsigned long long *s, int n)
+{
+	return (int)(rng_next(s) % (unsigned long long)n);
+}
+
+static double rng_unit(unsigned long long *s)
+{
+	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+struct mapper {
+	struct pipette_timer *t;
+	const struct pipette_model *m;
+	const struct pipette_gpu_spec *gpu;
+	const struct pipette_config *c;
+	const struct pipette_cluster *cl;
+	int N, G, world, blocks;
+	int *order;		/* node at rank-block position k (N entries) */
+	int *slot;		/* slot of local rank i on node n: [n*G + i] */
+	int *best_order, *best_slot;
+	int *sigma;		/* scratch gpu_of_rank */
+	double best;
+	long evals, budget, failed;
+	struct pipette_err *err;
+};
+
+static int evaluate(struct mapper *mp, double *out)
+{
+	struct pipette_time tm;
+	int r;
+
+	for (r = 0; r < mp->world; r++) {
+		int n = mp->order[r / mp->G];
+
+		mp->sigma[r] = n * mp->G + mp->slot[n * mp->G + r % mp->G];
+	}
+	mp->evals++;
+	if (pipette_time_estimate(mp->t, mp->m, mp->gpu, mp->c, mp->cl, mp->sigma, 0,
+				  &tm, mp->err)) {
+		/* A placement the estimator cannot simulate is never chosen;
+		 * only the block mapping's failure is an error. */
+		if (mp->evals == 1)
+			return -1;
+		mp->failed++;
+		*out = HUGE_VAL;
+		return 0;
+	}
+	*out = tm.iteration_s;
+	return 0;
+}
+
+static int better(double cand, double inc)
+{
+	return cand < inc * (1.0 - STRICT_GAIN);
+}
+
+static void keep_best(struct mapper *mp, double f)
+{
+	mp->best = f;
+	memcpy(mp->best_order, mp->order, sizeof(int) * (size_t)mp->N);
+	memcpy(mp->best_slot, mp->slot, sizeof(int) * (size_t)mp->N * (size_t)mp->G);
+}
+
+static void restore_best(struct mapper *mp)
+{
+	memcpy(mp->order, mp->best_order, sizeof(int) * (size_t)mp->N);
+	memcpy(mp->slot, mp->best_slot, sizeof(int) * (size_t)mp->N * (size_t)mp->G);
+}
+
+/* Nearest-neighbour chain on the mutual bandwidth min(a->b, b->a),
+ * starting at node 0; ties go to the lower node index. */
+static void chain_start(struct mapper *mp)
+{
+	char *used = calloc((size_t)mp->N, 1);
+	int k, x;
+
+	if (!used)
+		return;		/* keep the current order */
+	mp->order[0] = 0;
+	used[0] = 1;
+	for (k = 1; k < mp->N; k++) {
+		int last = mp->order[k - 1], pick = -1;
+		double pick_bw = -1;
+
+		for (x = 0; x < mp->N; x++) {
+			double ab, ba, bw;
+
+			if (used[x])
+				continue;
+			ab = pipette_cluster_node_link(mp->cl, last, x).gbps;
+			ba = pipette_cluster_node_link(mp->cl, x, last).gbps;
+			bw = ab < ba ? ab : ba;
+			if (bw > pick_bw) {
+				pick_bw = bw;
+				pick = x;
+			}
+		}
+		mp->order[k] = pick;
+		used[pick] = 1;
+	}
+	free(used);
+}
+
+/* Lexicographic next permutation; 0 after the last one. */
+static int next_perm(int *a, int n)
+{
+	int i = n - 2, j, tmp;
+
+	while (i >= 0 && a[i] >= a[i + 1])
+		i--;
+	if (i < 0)
+		return 0;
+	j = n - 1;
+	while (a[j] <= a[i])
+		j--;
+	tmp = a[i];
+	a[i] = a[j];
+	a[j] = tmp;
+	for (i++, j = n - 1; i < j; i++, j--) {
+		tmp = a[i];
+		a[i] = a[j];
+		a[j] = tmp;
+	}
+	return 1;
+}
+
+static int exhaustive(struct mapper *mp)
+{
+	int k;
+	double f;
+
+	for (k = 0; k < mp->N; k++)
+		mp->order[k] = k;
+	do {
+		if (evaluate(mp, &f))
+			return -1;
+		if (better(f, mp->best))
+			keep_best(mp, f);
+	} while (next_perm(mp->order, mp->N));
+	restore_best(mp);
+	return 0;
+}
+
+struct move {
+	int kind, i, j;		/* 0 swap, 1 reverse [i, j] */
+};
+
+static void apply_move(struct mapper *mp, const struct move *mv)
+{
+	int i = mv->i, j = mv->j, tmp;
+
+	if (mv->kind == 0) {
+		tmp = mp->order[i];
+		mp->order[i] = mp->order[j];
+		mp->order[j] = tmp;
+		return;
+	}
+	for (; i < j; i++, j--) {
+		tmp = mp->order[i];
+		mp->order[i] = mp->order[j];
+		mp->order[j] = tmp;
+	}
+}
+
+/* One of the original's moves that matter for a block order: swap two
+ * positions (one of them used), or reverse a used segment (2-opt). */
+static void random_move(struct mapper *mp, unsigned long long *rng, struct move *mv)
+{
+	int i = rng_below(rng, mp->blocks), j = rng_below(rng, mp->N - 1);
+
+	if (j >= i)
+		j++;
+	mv->kind = (j < mp->blocks && rng_below(rng, 2)) ? 1 : 0;
+	mv->i = i < j ? i : j;
+	mv->j = i < j ? j : i;
+}
+
+static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
+{
+	unsigned long long rng = o->seed;
+	int restarts = o->restarts > 0 ? o->restarts : 3, rs, k;
+	double fcur, t0 = 0, up = 0;
+	int n_up = 0;
+	struct move mv;
+
+	if (mp->N < 2)
+		return 0;
+	restore_best(mp);
+	fcur = mp->best;
+	/* Calibrate T0 on random moves from the start state. */
+	for (k = 0; k < SA_CALIBRATION && mp->evals < mp->budget; k++) {
+		double f;
+
+		random_move(mp, &rng, &mv);
+		apply_move(mp, &mv);
+		if (evaluate(mp, &f))
+			return -1;
+		if (f > fcur && isfinite(f)) {
+			up += f - fcur;
+			n_up++;
+		} else if (better(f, mp->best)) {
+			keep_best(mp, f);
+		}
+		apply_move(mp, &mv);	/* both moves are involutions */
+	}
+	t0 = n_up ? (up / n_up) / -log(SA_ACCEPT0) : mp->best * 1e-9;
+	for (rs = 0; rs < restarts; rs++) {
+		long left = mp->budget - mp->evals, iters = left / (restarts - rs), it;
+		double temp = t0, alpha;
+
+		if (iters < 1)
+			break;
+		long patience = (long)(SA_PATIENCE * (double)iters), last_gain = 0;
+
+		alpha = pow(SA_TEND_FRAC, 1.0 / (double)iters);
+		restore_best(mp);
+		fcur = mp->best;
+		if (patience < 50)
+			patience = 50;
+		for (it = 0; it < iters && it - last_gain < patience; it++, temp *= alpha) {
+			double f, d;
+
+			random_move(mp, &rng, &mv);
+			apply_move(mp, &mv);
+			if (evaluate(mp, &f))
+				return -1;
+			d = f - fcur;
+			if (d <= 0 || rng_unit(&rng) < exp(-d / temp)) {
+				fcur = f;
+				if (better(f, mp->best)) {
+					keep_best(mp, f);
+					last_gain = it;
+				}
+			} else {
+				apply_move(mp, &mv);
+			}
+		}
+	}
+	restore_best(mp);
+	return 0;
+}
+
+/* Descent to a local optimum of the node order: every swap, then every
+ * segment reversal, first improvement, until a full pass improves nothing
+ * or the budget is spent.  After annealing this closes the last gap to
+ * the optimum on small clusters (tests/bench/bench_plan.c). */
+static int order_descent(struct mapper *mp)
+{
+	int improved = 1, kind, i, j;
+
+	restore_best(mp);
+	while (improved && mp->evals < mp->budget) {
+		improved = 0;
+		for (kind = 0; kind < 2; kind++)
+			for (i = 0; i < mp->blocks && mp->evals < mp->budget; i++)
+				for (j = i + 1; j < (kind ? mp->blocks : mp->N) &&
+				     mp->evals < mp->budget; j++) {
+					struct move mv = { kind, i, j };
+					double f;
+
+					if (kind && j == i + 1)
+						continue;	/* same as the swap */
+					apply_move(mp, &mv);
+					if (evaluate(mp, &f))
+						return -1;
+					if (better(f, mp->best)) {
+						keep_best(mp, f);
+						improved = 1;
+					} else {
+						apply_move(mp, &mv);
+					}
+				}
+	}
+	restore_best(mp);
+	return 0;
+}
+
+static int intra_uniform(const struct pipette_cluster *cl, int node, int G)
+{
+	struct pipette_link ref = pipette_cluster_link(cl, node * G, node * G + 1);
+	int a, b;
+
+	for (a = 0; a < G; a++)
+		for (b = 0; b < G; b++) {
+			struct pipette_link l;
+
+			if (a == b)
+				continue;
+			l = pipette_cluster_link(cl, node * G + a, node * G + b);
+			if (l.gbps != ref.gbps || l.lat_us != ref.lat_us)
+				return 0;
+		}
+	return 1;
+}
+
+/* First-improvement pairwise slot swaps on each used non-uniform node,
+ * until a full pass improves nothing or the budget is spent. */
+static int slot_descent(struct mapper *mp, int *searched)
+{
+	int k, a, b, G = mp->G;
+
+	*searched = 0;
+	if (G < 2)
+		return 0;
+	for (k = 0; k < mp->blocks; k++) {
+		int n = mp->order[k], improved = 1;
+		int *s = mp->slot + (size_t)n * G;
+
+		if (intra_uniform(mp->cl, n, G))
+			continue;
+		(*searched)++;
+		while (improved && mp->evals < mp->budget) {
+			improved = 0;
+			for (a = 0; a < G && mp->evals < mp->budget; a++)
+				for (b = a + 1; b < G && mp->evals < mp->budget; b++) {
+					int tmp = s[a];
+					double f;
+
+					s[a] = s[b];
+					s[b] = tmp;
+					if (evaluate(mp, &f))
+						return -1;
+					if (better(f, mp->best)) {
+						keep_best(mp, f);
+						improved = 1;
+					} else {
+						s[b] = s[a];
+						s[a] = tmp;
+					}
+				}
+		}
+	}
+	return 0;
+}
+
+/* Every inter-node link alike and every intra-node link alike: then
+ * every node-block mapping has the block mapping's time. */
+static int cluster_uniform(const struct pipette_cluster *cl, int N, int G)
+{
+	struct pipette_link ref, l;
+	int a;
+
+	if (N > 1) {
+		ref = pipette_cluster_node_link(cl, 0, 1);
+		for (a = 0; a < N; a++)
+			for (int b = 0; b < N; b++) {
+				if (a == b)
+					continue;
+				l = pipette_cluster_node_link(cl, a, b);
+				if (l.gbps != ref.gbps || l.lat_us != ref.lat_us)
+					return 0;
+			}
+	}
+	if (G > 1) {
+		ref = pipette_cluster_link(cl, 0, 1);
+		for (a = 0; a < N; a++) {
+			if (!intra_uniform(cl, a, G))
+				return 0;
+			l = pipette_cluster_link(cl, a * G, a * G + 1);
+			if (l.gbps != ref.gbps || l.lat_us != ref.lat_us)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static long factorial_capped(int n, long cap)
+{
+	long f = 1;
+	int i;
+
+	for (i = 2; i <= n; i++) {
+		if (f > cap / i)
+			return cap + 1;
+		f *= i;
+	}
+	return f;
+}
+
+int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *m,
+			   const struct pipette_gpu_spec *gpu,
+			   const struct pipette_config *c,
+			   const struct pipette_cluster *cl,
+			   const struct pipette_mapping_opts *o, int *gpu_of_rank,
+			   struct pipette_mapping_stats *st, struct pipette_err *err)
+{
+	struct mapper mp;
+	struct pipette_mapping_opts defaults;
+	int rv = -1, k, r;
+	double f;
+
+	if (!o) {
+		pipette_mapping_opts_init(&defaults);
+		o = &defaults;
+	}
+	memset(st, 0, sizeof(*st));
+	memset(&mp, 0, sizeof(mp));
+	mp.t = t;
+	mp.m = m;
+	mp.gpu = gpu;
+	mp.c = c;
+	mp.cl = cl;
+	mp.err = err;
+	mp.N = pipette_cluster_node_count(cl);
+	mp.G = pipette_cluster_gpus_per_node(cl);
+	mp.world = pipette_config_world(c);
+	if (mp.world > mp.N * mp.G)
+		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
+				    mp.world, mp.N * mp.G);
+	mp.blocks = (mp.world + mp.G - 1) / mp.G;
+	mp.budget = o->budget > 0 ? o->budget : pipette_mapping_default_budget(c);
+	if (o->budget <= 0 && mp.N <= SMALL_NODES) {
+		/* Small clusters: a quarter of the brute-force count, which
+		 * annealing + descent turns into the exact optimum on the
+		 * shipped 8-node example (tests/bench/bench_plan.c). */
+		long quarter = factorial_capped(mp.N, 1L << 30) / 4;
+
+		if (quarter > mp.budget)
+			mp.budget = quarter;
+	}
+	mp.order = calloc((size_t)mp.N, sizeof(int));
+	mp.best_order = calloc((size_t)mp.N, sizeof(int));
+	mp.slot = calloc((size_t)mp.N * (size_t)mp.G, sizeof(int));
+	mp.best_slot = calloc((size_t)mp.N * (size_t)mp.G, sizeof(int));
+	mp.sigma = calloc((size_t)mp.world, sizeof(int));
+	if (!mp.order || !mp.best_order || !mp.slot || !mp.best_slot || !mp.sigma) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	for (k = 0; k < mp.N; k++)
+		mp.order[k] = k;
+	for (k = 0; k < mp.N * mp.G; k++)
+		mp.slot[k] = k % mp.G;
+	if (evaluate(&mp, &f))
+		goto out;
+	keep_best(&mp, f);
+	st->block_s = f;
+	if (o->block_only || (mp.world == mp.N * mp.G && cluster_uniform(cl, mp.N, mp.G))) {
+		/* nothing to search: the block mapping is optimal */
+	} else if (mp.world % mp.G == 0 && mp.N >= 2) {
+		int brute = !o->force_anneal && mp.blocks == mp.N &&
+			    (o->force_exhaustive ? mp.N <= 10
+			     : factorial_capped(mp.N, mp.budget) <= mp.budget);
+
+		if (brute) {
+			if (exhaustive(&mp))
+				goto out;
+			st->exhaustive = 1;
+		} else {
+			chain_start(&mp);
+			if (evaluate(&mp, &f))
+				goto out;
+			if (better(f, mp.best))
+				keep_best(&mp, f);
+			if (anneal(&mp, o) || order_descent(&mp))
+				goto out;
+		}
+		/* Slot descent may spend a little beyond a budget the order
+		 * search used up: it needs at least one pass per node. */
+		if (mp.evals >= mp.budget)
+			mp.budget = mp.evals + (long)mp.G * (mp.G - 1) / 2 * 2;
+		restore_best(&mp);
+		if (!o->no_slots && slot_descent(&mp, &st->slot_nodes))
+			goto out;
+	} else if (mp.world % mp.G == 0 && mp.world == mp.G && !o->no_slots) {
+		/* One node: only its slot order can change. */
+		if (slot_descent(&mp, &st->slot_nodes))
+			goto out;
+	}
+	restore_best(&mp);
+	for (r = 0; r < mp.world; r++) {
+		int n = mp.order[r / mp.G];
+
+		gpu_of_rank[r] = n * mp.G + mp.slot[n * mp.G + r % mp.G];
+	}
+	st->best_s = mp.best;
+	st->evaluations = mp.evals;
+	st->failed = mp.failed;
+	rv = 0;
+out:
+	free(mp.order);
+	free(mp.best_order);
+	free(mp.slot);
+	free(mp.best_slot);
+	free(mp.sigma);
+	return rv;
+}

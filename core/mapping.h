@@ -1,0 +1,85 @@
+/* pipette: fine-grained GPU assignment (the mapping sigma).
+ *
+ * sigma sends global rank r (Megatron order tp-cp-ep-dp-pp, config.h) to a
+ * GPU g = node*G + slot.  The objective is the full predicted iteration
+ * time, pipette_time_estimate() (timing.h), never a proxy: this fixes the
+ * original Pipette's annealer, which minimised C_pp + C_dp over stage-0 DP
+ * nodes only (pipette-original.md §4.2, §8 items 1, 2, 4).
+ *
+ * Search space: node-block mappings.  Rank block k (ranks kG .. kG+G-1)
+ * runs on node node_of_block[k], and local rank i of a node on the node's
+ * slot perm[i].  Both launchers realise every such sigma (torchrun: node
+ * rank + a permuted CUDA_VISIBLE_DEVICES; srun: per-task RANK), TP groups
+ * (tp | G) stay inside a node, and the space still decides which nodes
+ * hold which stages and replicas and which GPUs of a node form a TP group.
+ *
+ * Method, all deterministic (seeded splitmix64, iteration budgets, no
+ * clock; pipette-original.md §8 items 10-12):
+ *  1. the block mapping (rank r on GPU r) and a constructive start that
+ *     chains nodes by mutual bandwidth (nearest neighbour on min(a->b,
+ *     b->a)), so consecutive rank blocks, which share DP rings and PP
+ *     hops, sit on good links;
+ *  2. node order: exhaustive over all permutations when n! fits the
+ *     budget (or is forced; the default budget of n <= 8 nodes is at
+ *     least n!/4), else simulated annealing (swap and segment
+ *     reversal moves, start temperature calibrated so that 80% of uphill
+ *     moves from the start are accepted, geometric cooling over the
+ *     budget, restarts from the best state, a restart ends after a
+ *     half of its iterations without a new best), then a swap and
+ *     reversal descent to a local optimum within the budget;
+ *  3. slots: on every node whose intra-node links are not uniform, a
+ *     best-improvement pairwise slot-swap descent.
+ * The result is never worse than the block mapping (only strict
+ * improvements replace it).  On a cluster whose links are all alike every
+ * node-block mapping has the block time, and none is searched. */
+#ifndef PIPETTE_MAPPING_H
+#define PIPETTE_MAPPING_H
+
+#include "cluster.h"
+#include "config.h"
+#include "error.h"
+#include "hardware.h"
+#include "model.h"
+#include "timing.h"
+
+struct pipette_mapping_opts {
+	long budget;		/* time estimates allowed (0 = by GPU count) */
+	unsigned long long seed;
+	int restarts;		/* annealing restarts (0 = 3) */
+	int force_exhaustive;	/* node order by brute force (n <= 10) */
+	int force_anneal;	/* never brute force (tests compare the two) */
+	int block_only;		/* return the block mapping */
+	int no_slots;		/* node order only: identity slots */
+};
+
+struct pipette_mapping_stats {
+	double block_s;		/* iteration time of the block mapping */
+	double best_s;		/* of the returned mapping */
+	long evaluations;	/* full time estimates made */
+	long failed;		/* estimates that failed (placement rejected) */
+	int exhaustive;		/* node order proven optimal (brute force) */
+	int slot_nodes;		/* nodes whose slot order was searched */
+};
+
+void pipette_mapping_opts_init(struct pipette_mapping_opts *o);
+
+/* The default evaluation budget for configuration c: about 3e6 units of
+ * work, one estimate costing world + 3*m*p*v (rank visits and simulated
+ * pipeline operations), clamped to [60, 1500]. */
+long pipette_mapping_default_budget(const struct pipette_config *c);
+
+/* Search sigma for configuration c on cluster cl.  gpu_of_rank receives
+ * world entries (node*G + slot, every GPU at most once).  When world is
+ * not a multiple of G the block mapping is returned. */
+int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *m,
+			   const struct pipette_gpu_spec *gpu,
+			   const struct pipette_config *c,
+			   const struct pipette_cluster *cl,
+			   const struct pipette_mapping_opts *o, int *gpu_of_rank,
+			   struct pipette_mapping_stats *st, struct pipette_err *err);
+
+/* 1 when sigma is node-block: every node holds ranks kG .. kG+G-1 of one k
+ * (what torchrun can launch). */
+int pipette_mapping_is_node_block(const int *gpu_of_rank, int world, int G);
+
+#endif

@@ -1,0 +1,528 @@
+/* pipette: configuration search; see search.h for the method. */
+#include "search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwcache.h"
+#include "schedule.h"
+
+/* Micro-batch sizes tried: powers of two up to 16.  Larger micro-batches
+ * only add activation memory once GEMMs are large (Narayanan et al.,
+ * SC'21, §3.4 find b = 1..8 best for GPT-scale models). */
+static const int micro_batches[] = { 1, 2, 4, 8, 16 };
+/* Largest context-parallel and interleaving degrees tried unpinned:
+ * Megatron's long-context recipes stop at CP 16 and its interleaved
+ * examples use 2..8 virtual stages (ecosystem.md §3.2). */
+#define MAX_CP 16
+#define MAX_VPP 8
+
+static const char *const part_names[PIPETTE_MEM_PART_COUNT] = {
+	"parameters", "gradients", "optimizer states", "activations",
+	"buffers/context",
+};
+
+const char *pipette_mem_part_name(enum pipette_mem_part p)
+{
+	return (unsigned)p < PIPETTE_MEM_PART_COUNT ? part_names[p] : "?";
+}
+
+#define CMP_FIELD(f) do { if (a->f != b->f) return a->f < b->f ? -1 : 1; } while (0)
+
+int pipette_config_cmp(const struct pipette_config *a, const struct pipette_config *b)
+{
+	CMP_FIELD(tp);
+	CMP_FIELD(pp);
+	CMP_FIELD(dp);
+	CMP_FIELD(cp);
+	CMP_FIELD(ep);
+	CMP_FIELD(etp);
+	CMP_FIELD(vpp);
+	CMP_FIELD(micro_batch);
+	CMP_FIELD(schedule);
+	CMP_FIELD(recompute);
+	CMP_FIELD(sequence_parallel);
+	CMP_FIELD(distributed_optimizer);
+	CMP_FIELD(first_stage_layers);
+	CMP_FIELD(last_stage_layers);
+	return 0;
+}
+
+int pipette_candidate_cmp(const struct pipette_candidate *a,
+			  const struct pipette_candidate *b)
+{
+	if (a->time.iteration_s != b->time.iteration_s)
+		return a->time.iteration_s < b->time.iteration_s ? -1 : 1;
+	return pipette_config_cmp(&a->cfg, &b->cfg);
+}
+
+static int cmp_bound(const void *pa, const void *pb)
+{
+	const struct pipette_candidate *a = pa, *b = pb;
+
+	if (a->lower_bound_s != b->lower_bound_s)
+		return a->lower_bound_s < b->lower_bound_s ? -1 : 1;
+	return pipette_config_cmp(&a->cfg, &b->cfg);
+}
+
+struct search {
+	const struct pipette_search_input *in;
+	struct pipette_search_stats *st;
+	struct pipette_candidate *cand;	/* feasible, growing */
+	long n, cap;
+	struct pipette_err *err;
+};
+
+static enum pipette_mem_part dominant(const struct pipette_stage_memory *s)
+{
+	const double v[PIPETTE_MEM_PART_COUNT] = { s->params_bytes, s->grads_bytes,
+		s->optimizer_bytes, s->activations_bytes, s->other_bytes };
+	int i, best = 0;
+
+	for (i = 1; i < PIPETTE_MEM_PART_COUNT; i++)
+		if (v[i] > v[best])
+			best = i;
+	return (enum pipette_mem_part)best;
+}
+
+static void count_nofit(struct pipette_search_stats *st, const struct pipette_config *c,
+			const struct pipette_memory *mem)
+{
+	double excess = mem->peak_bytes - mem->limit_bytes;
+
+	st->pruned_memory++;
+	st->pruned_part[dominant(&mem->peak)]++;
+	if (st->pruned_memory == 1 || excess < st->least_excess_bytes ||
+	    (excess == st->least_excess_bytes &&
+	     pipette_config_cmp(c, &st->least_excess_cfg) < 0)) {
+		st->least_excess_bytes = excess;
+		st->least_excess_cfg = *c;
+	}
+}
+
+static int pinned_ok(int pin, int v)
+{
+	return pin < 0 || pin == v;
+}
+
+/* One fully specified combination: validity, then memory.  Returns 1 when
+ * it fits, 0 when not, -1 on error. */
+static int consider(struct search *s, const struct pipette_config *c)
+{
+	struct pipette_memory mem;
+	double limit = s->in->mem_fraction * s->in->gpu->hbm_bytes;
+
+	s->st->considered++;
+	if (pipette_config_check(s->in->model, c, NULL)) {
+		s->st->invalid++;
+		return 0;
+	}
+	/* Stage 0 first (most in flight, plus the embedding): when it alone
+	 * is over the limit, so is the peak, at 1/pp of the cost. */
+	memset(&mem, 0, sizeof(mem));
+	pipette_memory_stage(s->in->model, c, 0, -1.0, &mem.peak);
+	if (mem.peak.total_bytes > limit) {
+		mem.peak_bytes = mem.peak.total_bytes;
+		mem.limit_bytes = limit;
+		count_nofit(s->st, c, &mem);
+		return 0;
+	}
+	pipette_memory_estimate(s->in->model, s->in->gpu, c, s->in->mem_fraction, NULL,
+				NULL, &mem);
+	if (!mem.fits) {
+		count_nofit(s->st, c, &mem);
+		return 0;
+	}
+	if (s->n == s->cap) {
+		long cap = s->cap ? 2 * s->cap : 256;
+		struct pipette_candidate *p = realloc(s->cand, (size_t)cap * sizeof(*p));
+
+		if (!p)
+			return pipette_fail(s->err, "out of memory");
+		s->cand = p;
+		s->cap = cap;
+	}
+	memset(&s->cand[s->n], 0, sizeof(s->cand[s->n]));
+	s->cand[s->n].cfg = *c;
+	s->cand[s->n].mem = mem;
+	s->n++;
+	s->st->feasible++;
+	return 1;
+}
+
+/* Recomputation from none to full: each level only adds compute (the
+ * forward pass of what it drops, models.md §2), so once a level fits the
+ * heavier ones cannot be faster and are counted as dominated. */
+static int recompute_levels(struct search *s, struct pipette_config *c)
+{
+	int rc, fit;
+
+	for (rc = 0; rc < 3; rc++) {
+		if (!pinned_ok(s->in->pins.recompute, rc))
+			continue;
+		c->recompute = (enum pipette_recompute)rc;
+		if ((fit = consider(s, c)) < 0)
+			return -1;
+		if (fit) {
+			s->st->dominated += 2 - rc;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Uneven first/last stage splits (first, last) worth trying for pp
+ * stages of L layers: the middle stages hold q = floor or ceil of L/pp
+ * and the ends share the rest, each within one layer of q, so the
+ * embedding (first) and the logits (last) stages may hold fewer layers.
+ * (0, 0) = even, listed when L divides. */
+static int uneven_splits(int L, int pp, int fl[][2], int max)
+{
+	int n = 0, q, f, k;
+
+	if (L % pp == 0)
+		fl[n][0] = fl[n][1] = 0, n++;
+	if (pp < 2)
+		return n;
+	for (q = L / pp; q <= (L + pp - 1) / pp; q++) {
+		int rem = L - q * (pp - 2);
+
+		for (f = q - 1; f <= q + 1; f++) {
+			int l = rem - f, dup = 0;
+
+			if (f < 1 || l < 1 || l < q - 1 || l > q + 1)
+				continue;
+			if (f == q && l == q && L % pp == 0)
+				continue;	/* that is the even split */
+			for (k = 0; k < n; k++)
+				if (fl[k][0] == f && fl[k][1] == l)
+					dup = 1;
+			if (!dup && n < max)
+				fl[n][0] = f, fl[n][1] = l, n++;
+		}
+		if (L % pp == 0)
+			break;	/* one q is enough when the layers divide */
+	}
+	return n;
+}
+
+static int enumerate_tail(struct search *s, struct pipette_config *c)
+{
+	const struct pipette_pins *pn = &s->in->pins;
+	const struct pipette_model *m = s->in->model;
+	int sched, mbi, sp, dop, vpp, fli, nfl, fl[16][2];
+
+	for (sched = 0; sched < PIPETTE_SCHED_COUNT; sched++) {
+		int vlo, vhi;
+
+		if (!pinned_ok(pn->schedule, sched))
+			continue;
+		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B && pn->schedule < 0)
+			continue;	/* no pipeline: nothing to schedule */
+		c->schedule = (enum pipette_schedule_kind)sched;
+		if (sched == PIPETTE_SCHED_INTERLEAVED) {
+			vlo = 2;
+			vhi = MAX_VPP;
+		} else if (sched == PIPETTE_SCHED_V_MIN || sched == PIPETTE_SCHED_V_HALF ||
+			   sched == PIPETTE_SCHED_V_ZB) {
+			vlo = vhi = 2;
+		} else {
+			vlo = vhi = 1;
+		}
+		for (vpp = vlo; vpp <= vhi; vpp++) {
+			if (!pinned_ok(pn->vpp, vpp))
+				continue;
+			if (sched == PIPETTE_SCHED_INTERLEAVED && m->layers % (c->pp * vpp))
+				continue;
+			c->vpp = vpp;
+			nfl = (vlo == 1) ? uneven_splits(m->layers, c->pp, fl, 16) : 1;
+			if (vlo != 1)
+				fl[0][0] = fl[0][1] = 0;
+			for (mbi = 0; mbi < (int)(sizeof(micro_batches) / sizeof(int)); mbi++) {
+				int b = micro_batches[mbi];
+
+				if (pn->micro_batch > 0)
+					b = pn->micro_batch;
+				else if (!pinned_ok(pn->micro_batch, b))
+					continue;
+				if (c->global_batch % ((long)c->dp * b)) {
+					if (pn->micro_batch > 0)
+						break;
+					continue;
+				}
+				c->micro_batch = b;
+				for (sp = 0; sp < 2; sp++) {
+					if (!pinned_ok(pn->sequence_parallel, sp) ||
+					    (sp && c->tp == 1 && pn->sequence_parallel < 0))
+						continue;
+					c->sequence_parallel = sp;
+					for (dop = 0; dop < 2; dop++) {
+						if (!pinned_ok(pn->distributed_optimizer, dop) ||
+						    (dop && c->dp * c->cp == 1 &&
+						     pn->distributed_optimizer < 0))
+							continue;
+						c->distributed_optimizer = dop;
+						for (fli = 0; fli < nfl; fli++) {
+							c->first_stage_layers = fl[fli][0];
+							c->last_stage_layers = fl[fli][1];
+							if (recompute_levels(s, c))
+								return -1;
+						}
+					}
+				}
+				if (pn->micro_batch > 0)
+					break;
+			}
+		}
+	}
+	c->first_stage_layers = c->last_stage_layers = 0;
+	return 0;
+}
+
+static int enumerate(struct search *s, int world, int G)
+{
+	const struct pipette_pins *pn = &s->in->pins;
+	const struct pipette_model *m = s->in->model;
+	struct pipette_config c;
+	int tp, cp, pp, ep;
+
+	pipette_config_init(&c);
+	c.global_batch = s->in->global_batch;
+	c.seq_len = s->in->seq_len;
+	c.etp = pn->etp > 0 ? pn->etp : 1;
+	for (tp = 1; tp <= world; tp++) {
+		if (world % tp || !pinned_ok(pn->tp, tp) || (pn->tp < 0 && G % tp))
+			continue;
+		for (cp = 1; cp <= world / tp; cp++) {
+			if ((world / tp) % cp || !pinned_ok(pn->cp, cp) ||
+			    (pn->cp < 0 && cp > MAX_CP) || s->in->seq_len % cp)
+				continue;
+			for (pp = 1; pp <= world / (tp * cp) && pp <= m->layers; pp++) {
+				int dp;
+
+				if ((world / (tp * cp)) % pp || !pinned_ok(pn->pp, pp))
+					continue;
+				dp = world / (tp * cp * pp);
+				if (!pinned_ok(pn->dp, dp))
+					continue;
+				c.tp = tp;
+				c.cp = cp;
+				c.pp = pp;
+				c.dp = dp;
+				for (ep = 1; ep <= (m->experts ? m->experts : 1); ep++) {
+					if (!pinned_ok(pn->ep, ep))
+						continue;
+					if (m->experts && (m->experts % ep ||
+							   (dp * cp * tp) % (ep * c.etp)))
+						continue;
+					c.ep = ep;
+					if (enumerate_tail(s, &c))
+						return -1;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* The cluster for lower bounds: every link as fast as the real cluster's
+ * fastest and as short as its shortest (search.h). */
+static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
+					     int nodes, struct pipette_err *err)
+{
+	int N = pipette_cluster_node_count(cl), G = pipette_cluster_gpus_per_node(cl);
+	struct pipette_bw_defaults d;
+	struct pipette_bwcache *bw = pipette_bwcache_create();
+	struct pipette_cluster *out = NULL;
+	double gbps = 0, lat = HUGE_VAL;
+	char **names = NULL;
+	int a, b, n, i;
+
+	if (!bw) {
+		pipette_fail(err, "out of memory");
+		return NULL;
+	}
+	for (a = 0; a < N; a++)
+		for (b = 0; b < N; b++) {
+			struct pipette_link l;
+
+			if (a == b)
+				continue;
+			l = pipette_cluster_node_link(cl, a, b);
+			gbps = fmax(gbps, l.gbps);
+			lat = fmin(lat, l.lat_us);
+		}
+	for (n = 0; n < N; n++)
+		for (a = 0; a < G; a++)
+			for (b = 0; b < G; b++) {
+				struct pipette_link l;
+
+				if (a == b)
+					continue;
+				l = pipette_cluster_link(cl, n * G + a, n * G + b);
+				gbps = fmax(gbps, l.gbps);
+				lat = fmin(lat, l.lat_us);
+			}
+	if (gbps <= 0)
+		gbps = pipette_cluster_gpu(cl)->nvlink_gbps;
+	if (!isfinite(lat))
+		lat = 0;
+	d.inter_gbps = d.intra_gbps = gbps;
+	d.inter_lat_us = d.intra_lat_us = lat;
+	if (pipette_bwcache_set_defaults(bw, &d, err))
+		goto out;
+	names = calloc((size_t)nodes, sizeof(*names));
+	if (!names) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nodes; i++) {
+		names[i] = malloc(24);
+		if (!names[i]) {
+			pipette_fail(err, "out of memory");
+			goto out;
+		}
+		snprintf(names[i], 24, "bound%d", i);
+	}
+	out = pipette_cluster_create((const char *const *)names, nodes, G, NULL,
+				     pipette_cluster_gpu(cl), bw, 1, err);
+out:
+	for (i = 0; names && i < nodes; i++)
+		free(names[i]);
+	free(names);
+	pipette_bwcache_destroy(bw);
+	return out;
+}
+
+/* The reduced configuration of a lower bound: dp = 1 (MoE keeps its dp:
+ * ep must divide it) and few micro-batches, p of them when there are more
+ * than 2p (a multiple of p, as the interleaved schedule needs).  The
+ * per-micro-batch stage times do not depend on either. */
+static void reduced(const struct pipette_model *m, const struct pipette_config *c,
+		    struct pipette_config *r)
+{
+	long mb = pipette_config_microbatches(c);
+
+	*r = *c;
+	if (mb > 2L * c->pp)
+		mb = c->pp;
+	if (!m->experts) {
+		r->dp = 1;
+		r->distributed_optimizer = 0;
+	}
+	r->global_batch = mb * r->dp * r->micro_batch;
+}
+
+static int insert_top(struct pipette_search_result *out, int k,
+		      const struct pipette_candidate *c)
+{
+	int i = out->n_top;
+
+	if (i == k) {
+		if (pipette_candidate_cmp(c, &out->top[k - 1]) >= 0)
+			return 0;
+		i = k - 1;
+	} else {
+		out->n_top++;
+	}
+	while (i > 0 && pipette_candidate_cmp(c, &out->top[i - 1]) < 0) {
+		out->top[i] = out->top[i - 1];
+		i--;
+	}
+	out->top[i] = *c;
+	return 0;
+}
+
+int pipette_search_run(const struct pipette_search_input *in,
+		       struct pipette_search_result *out, struct pipette_err *err)
+{
+	const struct pipette_cluster *cl = in->cluster;
+	int G = pipette_cluster_gpus_per_node(cl), world = pipette_cluster_node_count(cl) * G;
+	int k = in->top_k > 0 ? in->top_k : 1, rv = -1, max_world = 1;
+	struct search s = { in, &out->stats, NULL, 0, 0, err };
+	struct pipette_cluster *ideal = NULL;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_err e2;
+	long i;
+
+	memset(out, 0, sizeof(*out));
+	out->top = calloc((size_t)k, sizeof(*out->top));
+	if (!t || !out->top) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	if (enumerate(&s, world, G))
+		goto out;
+	/* Lower bounds on one small ideal cluster. */
+	for (i = 0; i < s.n; i++) {
+		struct pipette_config r;
+
+		reduced(in->model, &s.cand[i].cfg, &r);
+		if (pipette_config_world(&r) > max_world)
+			max_world = pipette_config_world(&r);
+	}
+	if (s.n && !(ideal = ideal_cluster(cl, (max_world + G - 1) / G, err)))
+		goto out;
+	for (i = 0; i < s.n; i++) {
+		struct pipette_config r;
+		struct pipette_time tm;
+
+		reduced(in->model, &s.cand[i].cfg, &r);
+		if (pipette_time_estimate(t, in->model, in->gpu, &r, ideal, NULL, 0, &tm, &e2)) {
+			/* no bound: estimate it early rather than never */
+			s.cand[i].lower_bound_s = 0;
+			continue;
+		}
+		/* The busiest stage computes m micro-batches one at a time:
+		 * the makespan is at least that busy time. */
+		s.cand[i].lower_bound_s = (double)pipette_config_microbatches(&s.cand[i].cfg) *
+			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s;
+		out->stats.bounded++;
+	}
+	qsort(s.cand, (size_t)s.n, sizeof(*s.cand), cmp_bound);
+	for (i = 0; i < s.n; i++) {
+		struct pipette_candidate *c = &s.cand[i];
+
+		if (out->n_top == k && c->lower_bound_s >= out->top[k - 1].time.iteration_s) {
+			out->stats.pruned_bound = s.n - i;
+			break;
+		}
+		out->stats.evaluated++;
+		if (pipette_time_estimate(t, in->model, in->gpu, &c->cfg, cl, NULL, 0,
+					  &c->time, &e2)) {
+			/* The estimator could not simulate it: never recommend
+			 * it, say so once. */
+			if (!out->stats.failed++)
+				snprintf(out->stats.failed_msg, sizeof(out->stats.failed_msg),
+					 "%.200s", e2.msg);
+			continue;
+		}
+		/* Re-check memory with the simulated in-flight counts (they
+		 * depend on the operation order only, not on the links). */
+		pipette_memory_estimate(in->model, in->gpu, &c->cfg, in->mem_fraction,
+					pipette_timer_inflight(t), NULL, &c->mem);
+		if (!c->mem.fits) {
+			out->stats.feasible--;
+			count_nofit(&out->stats, &c->cfg, &c->mem);
+			continue;
+		}
+		insert_top(out, k, c);
+	}
+	rv = 0;
+out:
+	if (rv)
+		pipette_search_result_free(out);
+	free(s.cand);
+	pipette_cluster_destroy(ideal);
+	pipette_timer_destroy(t);
+	return rv;
+}
+
+void pipette_search_result_free(struct pipette_search_result *r)
+{
+	free(r->top);
+	r->top = NULL;
+	r->n_top = 0;
+}

@@ -1,0 +1,106 @@
+/* pipette: configuration search — enumerate, prune, rank.
+ *
+ * Enumerates tp (a divisor of the GPUs per node: TP stays on NVLink), cp,
+ * pp, dp with tp*cp*pp*dp = all GPUs of the cluster, ep (MoE), the pipeline
+ * schedule and its chunks (vpp), the micro batch, recomputation, sequence
+ * parallelism, the distributed optimizer, and uneven first/last stages
+ * when the layers do not divide (or one layer fewer on an end stage
+ * helps).  Pinned knobs (struct pipette_pins, -1 = free) are fixed;
+ * pipette_config_check() decides validity.
+ *
+ * Pruning, cheapest first (pipette-original.md §8 item 14):
+ *  1. memory: pipette_memory_estimate() with the schedule's analytic
+ *     in-flight count (stage 0 alone first); an infeasible configuration
+ *     is counted with the component that dominates its peak stage and
+ *     never recommended.  Recomputation is tried from none to full and
+ *     stops at the first level that fits: heavier levels only add
+ *     compute (counted as dominated);
+ *  2. a lower bound on the iteration time that costs neither the world
+ *     size nor the micro-batch count: the per-micro-batch times of the
+ *     busiest stage, from the same configuration with dp = 1 and few
+ *     micro-batches on a small cluster whose every link is as fast as the
+ *     real cluster's fastest, times the micro-batches, plus the embedding
+ *     sync.  The busiest stage cannot finish sooner than its own compute;
+ *     slower links only add to it;
+ *  3. the full estimate under the block mapping on the real links, in
+ *     lower-bound order, stopping when the bound reaches the k-th best.
+ * Ties break on the configuration's fields in a fixed order
+ * (pipette_candidate_cmp). */
+#ifndef PIPETTE_SEARCH_H
+#define PIPETTE_SEARCH_H
+
+#include "cluster.h"
+#include "config.h"
+#include "error.h"
+#include "hardware.h"
+#include "memory.h"
+#include "model.h"
+#include "plan.h"
+#include "timing.h"
+
+/* What dominated the peak stage of a configuration that did not fit. */
+enum pipette_mem_part {
+	PIPETTE_MEM_PARAMS,
+	PIPETTE_MEM_GRADS,
+	PIPETTE_MEM_OPTIMIZER,
+	PIPETTE_MEM_ACTIVATIONS,
+	PIPETTE_MEM_OTHER,
+	PIPETTE_MEM_PART_COUNT
+};
+const char *pipette_mem_part_name(enum pipette_mem_part p);
+
+struct pipette_search_input {
+	const struct pipette_model *model;
+	const struct pipette_gpu_spec *gpu;
+	const struct pipette_cluster *cluster;	/* all its GPUs are used */
+	long global_batch;
+	long seq_len;
+	double mem_fraction;
+	struct pipette_pins pins;
+	int top_k;		/* configurations kept (>= 1) */
+};
+
+struct pipette_candidate {
+	struct pipette_config cfg;
+	double lower_bound_s;
+	struct pipette_time time;	/* under the block mapping */
+	struct pipette_memory mem;	/* analytic in-flight count */
+};
+
+struct pipette_search_stats {
+	long considered;	/* combinations enumerated */
+	long invalid;		/* rejected by pipette_config_check */
+	long pruned_memory;	/* valid, over the memory limit */
+	long pruned_part[PIPETTE_MEM_PART_COUNT];
+	double least_excess_bytes;	/* the closest miss: peak - limit */
+	struct pipette_config least_excess_cfg;
+	long feasible;		/* fit in memory */
+	long dominated;		/* heavier recomputation of a fitting one */
+	long bounded;		/* lower bounds computed */
+	long pruned_bound;	/* skipped: bound >= the k-th best time */
+	long evaluated;		/* full estimates on the real links */
+	long failed;		/* estimates that failed (not recommended) */
+	char failed_msg[256];	/* the first failure */
+};
+
+struct pipette_search_result {
+	struct pipette_candidate *top;	/* ascending time, n_top entries */
+	int n_top;
+	struct pipette_search_stats stats;
+};
+
+/* Total order: iteration time, then tp, pp, dp, cp, ep, etp, vpp, micro
+ * batch, schedule, recompute, sequence parallel, distributed optimizer,
+ * first and last stage layers (smaller first). */
+int pipette_candidate_cmp(const struct pipette_candidate *a,
+			  const struct pipette_candidate *b);
+int pipette_config_cmp(const struct pipette_config *a, const struct pipette_config *b);
+
+/* Run the search.  No fitting configuration is not an error: n_top = 0
+ * and the statistics say why.  Free the result with
+ * pipette_search_result_free. */
+int pipette_search_run(const struct pipette_search_input *in,
+		       struct pipette_search_result *out, struct pipette_err *err);
+void pipette_search_result_free(struct pipette_search_result *r);
+
+#endif

@@ -1,0 +1,242 @@
+/* bench_plan: quality and speed of the search and the mapping.
+ *
+ *  1. Every shipped example cache (etc/examples): the planned mapping's
+ *     iteration time against Megatron's default order (ratio >= 1; fails
+ *     when the plan is worse).
+ *  2. The <= 8-node examples: the node order annealing finds (default
+ *     budget, slots left alone) against the exhaustive optimum over node
+ *     orders, on the plan's configuration and on a few pipeline-heavy ones
+ *     (fails when they differ).
+ *  3. Speed: full pipette_plan_compute for llama3-70b on 16 x 8 GPUs
+ *     (hetero-16x8 example; target 0.2 s) and on 1024 x 8 GPUs (a
+ *     generated heterogeneous cache; targets 5 s and 512 MiB), single
+ *     thread, CPU time of this process (the machine may be shared).
+ * Prints the figures; exits 1 on a quality failure, 0 otherwise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bwcache.h"
+#include "cluster.h"
+#include "mapping.h"
+#include "plan.h"
+#include "timing.h"
+
+#ifndef EXAMPLES_DIR
+#define EXAMPLES_DIR "etc/examples"
+#endif
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char **node_names(int n)
+{
+	char **v = calloc((size_t)n, sizeof(char *));
+	int i;
+
+	for (i = 0; v && i < n; i++) {
+		v[i] = malloc(16);
+		if (v[i])
+			snprintf(v[i], 16, "node%d", i + 1);
+	}
+	return v;
+}
+
+static void free_names(char **v, int n)
+{
+	int i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int plan_for(const char *model, const char *bw, int nodes, long gb, long seq,
+		    struct pipette_plan **out, double *cpu_s)
+{
+	struct pipette_request req;
+	struct pipette_cluster_spec cs;
+	struct pipette_err err;
+	char **names = node_names(nodes);
+	double t0;
+	int rc;
+
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "%s", model);
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", bw);
+	req.global_batch = gb;
+	req.seq_len = seq;
+	memset(&cs, 0, sizeof(cs));
+	cs.nodes = nodes;
+	cs.node_names = (const char *const *)names;
+	cs.gpus_per_node = 8;
+	t0 = cpu_now();
+	rc = pipette_plan_compute(&req, &cs, out, &err);
+	*cpu_s = cpu_now() - t0;
+	if (rc)
+		fprintf(stderr, "bench_plan: %s: %s\n", bw, err.msg);
+	free_names(names, nodes);
+	return rc;
+}
+
+/* Annealing (the plan's default path) against brute force on one config. */
+static int compare_exhaustive(const char *path, int nodes, const struct pipette_config *c)
+{
+	struct pipette_err err;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_cluster *cl = NULL;
+	struct pipette_timer *t = pipette_timer_create();
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", &err);
+	struct pipette_model m;
+	struct pipette_mapping_opts o;
+	struct pipette_mapping_stats sa, ex;
+	char **names = node_names(nodes);
+	int *sig = calloc((size_t)pipette_config_world(c), sizeof(int)), rv = -1;
+
+	if (pipette_model_preset("llama3-70b", &m, &err) || pipette_bwcache_load(path, &bw, &err) ||
+	    !(cl = pipette_cluster_create((const char *const *)names, nodes, 8, NULL, gpu, bw, 0,
+					  &err))) {
+		fprintf(stderr, "bench_plan: %s\n", err.msg);
+		goto out;
+	}
+	pipette_mapping_opts_init(&o);
+	o.seed = 0x7069706574746531ULL;
+	o.force_anneal = 1;
+	o.no_slots = 1;		/* brute force covers node orders only */
+	if (pipette_mapping_search(t, &m, gpu, c, cl, &o, sig, &sa, &err))
+		goto out;
+	o.force_anneal = 0;
+	o.force_exhaustive = 1;
+	if (pipette_mapping_search(t, &m, gpu, c, cl, &o, sig, &ex, &err))
+		goto out;
+	printf("  tp %d pp %d dp %d cp %d %-11s block %.4f s  annealing %.4f s (%ld est.)  "
+	       "exhaustive %.4f s (%ld est.)  %s\n", c->tp, c->pp, c->dp, c->cp,
+	       pipette_schedule_name(c->schedule), sa.block_s, sa.best_s, sa.evaluations,
+	       ex.best_s, ex.evaluations,
+	       fabs(sa.best_s - ex.best_s) <= 1e-9 * ex.best_s ? "equal" : "DIFFERENT");
+	rv = fabs(sa.best_s - ex.best_s) <= 1e-9 * ex.best_s ? 0 : 1;
+out:
+	free(sig);
+	free_names(names, nodes);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+	pipette_timer_destroy(t);
+	return rv;
+}
+
+int main(void)
+{
+	static const struct { const char *file; int nodes; const char *model; long gb, seq; }
+	ex[] = {
+		{ "uniform-4x8-h100.json", 4, "llama3-8b", 256, 8192 },
+		{ "hetero-8x8-h100.json", 8, "llama3-70b", 256, 4096 },
+		{ "hetero-16x8-h100.json", 16, "llama3-70b", 1024, 8192 },
+		{ "hetero-128x8-h100.json", 128, "llama3-70b", 2048, 8192 },
+	};
+	struct pipette_plan *plan;
+	char path[1024];
+	double cpu;
+	size_t i;
+	int fail = 0;
+
+	printf("mapping quality: planned vs default (Megatron order) iteration time\n");
+	for (i = 0; i < sizeof(ex) / sizeof(ex[0]); i++) {
+		const struct pipette_config *c;
+		double gain;
+
+		snprintf(path, sizeof(path), "%s/%s", EXAMPLES_DIR, ex[i].file);
+		if (plan_for(ex[i].model, path, ex[i].nodes, ex[i].gb, ex[i].seq, &plan, &cpu))
+			return 1;
+		c = pipette_plan_config(plan);
+		gain = pipette_plan_mapping_gain(plan);
+		printf("  %-24s %-10s tp %d pp %d dp %d cp %d: default %.4f s, planned %.4f s, "
+		       "ratio %.4f%s  (%.3f s CPU)\n", ex[i].file, ex[i].model, c->tp, c->pp,
+		       c->dp, c->cp, pipette_plan_block_iteration_s(plan),
+		       pipette_plan_iteration_s(plan), gain, gain < 1 ? "  WORSE" : "", cpu);
+		if (gain < 1)
+			fail = 1;
+		if (ex[i].nodes <= 8 && !strcmp(ex[i].model, "llama3-70b")) {
+			struct pipette_config v = *c;
+			static const int shapes[][3] = { { 8, 8, 1 }, { 4, 8, 2 }, { 8, 4, 2 },
+							 { 2, 8, 4 } };
+			size_t k;
+
+			printf(" annealing vs exhaustive on %s:\n", ex[i].file);
+			fail |= compare_exhaustive(path, ex[i].nodes, c);
+			for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+				pipette_config_init(&v);
+				v.tp = shapes[k][0];
+				v.pp = shapes[k][1];
+				v.dp = shapes[k][2];
+				v.global_batch = ex[i].gb;
+				v.seq_len = ex[i].seq;
+				v.sequence_parallel = v.tp > 1;
+				fail |= compare_exhaustive(path, ex[i].nodes, &v);
+			}
+		}
+		pipette_plan_destroy(plan);
+	}
+
+	printf("speed (CPU time of one full plan, llama3-70b):\n");
+	snprintf(path, sizeof(path), "%s/hetero-16x8-h100.json", EXAMPLES_DIR);
+	if (plan_for("llama3-70b", path, 16, 1024, 8192, &plan, &cpu))
+		return 1;
+	printf("  16 x 8 GPUs (hetero-16x8):   %.3f s  (target 0.2 s: %s)\n", cpu,
+	       cpu <= 0.2 ? "met" : "MISSED");
+	pipette_plan_destroy(plan);
+	{
+		struct pipette_bw_gen g;
+		struct pipette_bwcache *bw;
+		struct pipette_err err;
+		struct rusage ru;
+		char tmp[] = "/tmp/bench_plan_XXXXXX.json";
+		int fd;
+
+		pipette_bw_gen_init(&g);
+		g.seed = 1024;
+		g.nodes = 1024;
+		g.gpus_per_node = 8;
+		g.prefix = "node";
+		g.inter_gbps = 45;	/* the examples' figures: H100 nominal x 0.9 */
+		g.intra_gbps = 405;
+		g.slow_frac = 0.05;
+		g.switch_size = 16;
+		g.cross_factor = 0.9;
+		g.slow_switch = 5;
+		g.slow_switch_factor = 0.6;
+		g.degraded_node = 77;
+		if (pipette_bwcache_generate(&g, &bw, &err)) {
+			fprintf(stderr, "bench_plan: %s\n", err.msg);
+			return 1;
+		}
+		fd = mkstemps(tmp, 5);
+		if (fd < 0 || pipette_bwcache_save(bw, tmp, &err)) {
+			fprintf(stderr, "bench_plan: cannot write %s\n", tmp);
+			return 1;
+		}
+		close(fd);
+		pipette_bwcache_destroy(bw);
+		if (plan_for("llama3-70b", tmp, 1024, 2048, 8192, &plan, &cpu)) {
+			unlink(tmp);
+			return 1;
+		}
+		unlink(tmp);
+		getrusage(RUSAGE_SELF, &ru);
+		printf("  1024 x 8 GPUs (generated):   %.3f s, peak RSS %.0f MiB  (targets 5 s, "
+		       "512 MiB: %s); mapping gain %.4f\n", cpu, ru.ru_maxrss / 1024.0,
+		       cpu <= 5 && ru.ru_maxrss <= 512 * 1024 ? "met" : "MISSED",
+		       pipette_plan_mapping_gain(plan));
+		pipette_plan_destroy(plan);
+	}
+	return fail;
+}

@@ -1,0 +1,308 @@
+/* Unit tests: the rank-to-GPU mapping (core/mapping.h). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwcache.h"
+#include "cluster.h"
+#include "mapping.h"
+#include "timing.h"
+
+static const char *const names4[] = { "n1", "n2", "n3", "n4" };
+
+/* A cache with healthy defaults (45 GB/s between nodes, 400 GB/s inside,
+ * 5 / 2 us) and nothing measured. */
+static struct pipette_bwcache *healthy(void)
+{
+	struct pipette_bwcache *bw = pipette_bwcache_create();
+	struct pipette_bw_defaults d = { 45, 400, 5, 2 };
+	struct pipette_err err;
+
+	ck_assert_ptr_nonnull(bw);
+	ck_assert_int_eq(pipette_bwcache_set_defaults(bw, &d, &err), 0);
+	return bw;
+}
+
+static struct pipette_cluster *make(const struct pipette_bwcache *bw, const char *const *names,
+				    int n, int G)
+{
+	struct pipette_err err;
+	struct pipette_cluster *cl = pipette_cluster_create(
+		names, n, G, NULL, pipette_gpu_lookup("H100", &err), bw, 1, &err);
+
+	ck_assert_msg(cl != NULL, "%s", err.msg);
+	return cl;
+}
+
+static void llama(struct pipette_model *m, struct pipette_config *c, int tp, int pp, int dp,
+		  long gb)
+{
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-7b", m, &err), 0);
+	pipette_config_init(c);
+	c->tp = tp;
+	c->pp = pp;
+	c->dp = dp;
+	c->global_batch = gb;
+	c->seq_len = 4096;
+	ck_assert_int_eq(pipette_config_check(m, c, &err), 0);
+}
+
+/* pipette_mapping_search with its own timer. */
+static int map(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
+	       const struct pipette_config *c, const struct pipette_cluster *cl,
+	       const struct pipette_mapping_opts *o, int *sigma,
+	       struct pipette_mapping_stats *st, struct pipette_err *err)
+{
+	struct pipette_timer *t = pipette_timer_create();
+	int rc = pipette_mapping_search(t, m, gpu, c, cl, o, sigma, st, err);
+
+	pipette_timer_destroy(t);
+	return rc;
+}
+
+static double estimate(const struct pipette_model *m, const struct pipette_config *c,
+		       const struct pipette_cluster *cl, const int *sigma)
+{
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_time tm;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_time_estimate(t, m, pipette_cluster_gpu(cl), c, cl, sigma, 0,
+					       &tm, &err), 0);
+	pipette_timer_destroy(t);
+	return tm.iteration_s;
+}
+
+static void assert_permutation(const int *sigma, int world, int gpus)
+{
+	char *seen = calloc((size_t)gpus, 1);
+	int r;
+
+	for (r = 0; r < world; r++) {
+		ck_assert_int_ge(sigma[r], 0);
+		ck_assert_int_lt(sigma[r], gpus);
+		ck_assert_int_eq(seen[sigma[r]], 0);
+		seen[sigma[r]] = 1;
+	}
+	free(seen);
+}
+
+/* One slow node pair, n2 <-> n3 at 1 GB/s.  tp 2 = the 2 GPUs of a node,
+ * pp 4, dp 1: every node is one stage and the pipeline walks the node
+ * order.  The block order n1-n2-n3-n4 sends every activation and gradient
+ * between stages 1 and 2 over the slow pair (2*b*s*h = 2*4096*4096 bytes
+ * = 33.6 MB per micro-batch: 33.6 ms at 1 GB/s against 0.75 ms at 45
+ * GB/s, which with 64 micro-batches is far above any compute change).
+ * Any order where n2 and n3 are not neighbours avoids it (n1-n2-n4-n3,
+ * n2-n1-n3-n4, ...), and no other link differs, so the optimum is the
+ * block time minus the slow transfers, and the optimised sigma must keep
+ * n2 and n3 apart in the chain. */
+START_TEST(test_slow_pair_off_pipeline)
+{
+	struct pipette_bwcache *bw = healthy();
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_stats st;
+	struct pipette_err err;
+	int sigma[8], pos[4], k;
+	struct pipette_bw_prov prov = { NULL, NULL, 0, (time_t)-1 };
+
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n2", "n3", 1.0, 5, &prov, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n3", "n2", 1.0, 5, &prov, &err), 0);
+	cl = make(bw, names4, 4, 2);
+	llama(&m, &c, 2, 4, 1, 64);
+	ck_assert_int_eq(map(&m,
+						pipette_cluster_gpu(cl), &c, cl, NULL, sigma,
+						&st, &err), 0);
+	assert_permutation(sigma, 8, 8);
+	ck_assert(pipette_mapping_is_node_block(sigma, 8, 2));
+	for (k = 0; k < 4; k++)
+		pos[sigma[2 * k] / 2] = k;	/* stage k runs on node sigma/2 */
+	ck_assert_msg(abs(pos[1] - pos[2]) != 1, "n2 (stage %d) and n3 (stage %d) are "
+		      "neighbours in the pipeline", pos[1], pos[2]);
+	ck_assert(st.best_s < 0.9 * st.block_s);
+	ck_assert(st.exhaustive);	/* 4! = 24 orders fit the budget */
+	ck_assert(fabs(estimate(&m, &c, cl, sigma) - st.best_s) <= 1e-12 * st.best_s);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
+/* One node, 4 GPUs, GPU 0 <-> 1 at 10 GB/s (NVLink 400).  tp 2, dp 2:
+ * block puts TP group {0,1} on the slow pair, and TP all-reduces 4 times
+ * per layer per micro-batch on the critical path (2 x (2-1)/2 x 33.6 MB
+ * = 33.6 MB each: 3.4 ms at 10 GB/s vs 0.08 ms), while DP reduces once per
+ * iteration, overlapped with the backward pass.  So the slot search must
+ * pair GPU 0 and GPU 1 with others in TP and leave the slow pair to DP. */
+START_TEST(test_slow_gpu_pair_off_tp)
+{
+	struct pipette_bwcache *bw = healthy();
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_stats st;
+	struct pipette_err err;
+	struct pipette_bw_prov prov = { NULL, NULL, 0, (time_t)-1 };
+	int sigma[4], a, b, g;
+
+	for (a = 0; a < 4; a++)
+		for (b = 0; b < 4; b++)
+			if (a != b)
+				ck_assert_int_eq(pipette_bwcache_set_intra(bw, "n1", a, b,
+					(a + b == 1) ? 10.0 : 400.0, 2, &prov, &err), 0);
+	cl = make(bw, names4, 1, 4);
+	llama(&m, &c, 2, 1, 2, 16);
+	ck_assert_int_eq(map(&m,
+						pipette_cluster_gpu(cl), &c, cl, NULL, sigma,
+						&st, &err), 0);
+	assert_permutation(sigma, 4, 4);
+	for (g = 0; g < 2; g++)	/* TP group g = ranks 2g, 2g+1 */
+		ck_assert_msg(!((sigma[2 * g] == 0 && sigma[2 * g + 1] == 1) ||
+				(sigma[2 * g] == 1 && sigma[2 * g + 1] == 0)),
+			      "TP group %d runs on the slow GPU pair", g);
+	ck_assert(st.best_s < st.block_s);
+	ck_assert_int_eq(st.slot_nodes, 1);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
+/* Annealing (forced, default budget: n!/4 for n <= 8) reaches the
+ * brute-force optimum over the 8! node orders of 8 generated
+ * heterogeneous nodes, and neither is ever worse than block. */
+START_TEST(test_anneal_equals_exhaustive)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_opts o;
+	struct pipette_mapping_stats sa, ex;
+	struct pipette_err err;
+	static const char *const names[] = { "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8" };
+	int s1[64], s2[64], shape;
+	static const int shapes[][3] = { { 8, 8, 1 }, { 4, 2, 8 }, { 2, 4, 8 } };
+
+	pipette_bw_gen_init(&g);
+	g.seed = 8;
+	g.nodes = 8;
+	g.gpus_per_node = 8;
+	g.prefix = "g";
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	g.slow_frac = 0.3;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, &bw, &err), 0);
+	cl = make(bw, names, 8, 8);
+	ck_assert_int_eq(pipette_model_preset("llama2-13b", &m, &err), 0);
+	for (shape = 0; shape < 3; shape++) {
+		pipette_config_init(&c);
+		c.tp = shapes[shape][0];
+		c.pp = shapes[shape][1];
+		c.dp = shapes[shape][2];
+		c.global_batch = 64;
+		c.seq_len = 2048;
+		ck_assert_int_eq(pipette_config_check(&m, &c, &err), 0);
+		pipette_mapping_opts_init(&o);
+		o.force_anneal = 1;
+		o.no_slots = 1;
+		ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s1, &sa, &err), 0);
+		ck_assert_int_lt(sa.evaluations, 40320 / 2);
+		o.force_anneal = 0;
+		o.force_exhaustive = 1;
+		ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s2, &ex, &err), 0);
+		ck_assert(ex.exhaustive);
+		ck_assert_int_eq(ex.evaluations, 1 + 40320);
+		ck_assert_msg(fabs(sa.best_s - ex.best_s) <= 1e-12 * ex.best_s,
+			      "shape %d: annealing %.9f, exhaustive %.9f", shape, sa.best_s,
+			      ex.best_s);
+		ck_assert(sa.best_s < sa.block_s);	/* 30% slow pairs */
+		ck_assert(ex.best_s <= ex.block_s);
+		assert_permutation(s1, 64, 64);
+		assert_permutation(s2, 64, 64);
+	}
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
+/* Never worse than block, deterministic, and block_only returns block. */
+START_TEST(test_never_worse_and_deterministic)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_opts o;
+	struct pipette_mapping_stats s1, s2;
+	struct pipette_err err;
+	const char *names[12];
+	char buf[12][8];
+	int a[96], b[96], i;
+
+	for (i = 0; i < 12; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "h%d", i + 1);
+		names[i] = buf[i];
+	}
+	pipette_bw_gen_init(&g);
+	g.seed = 12;
+	g.nodes = 12;
+	g.gpus_per_node = 8;
+	g.prefix = "h";
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	g.slow_frac = 0.2;
+	g.degraded_node = 3;
+	g.degraded_factor = 0.3;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, &bw, &err), 0);
+	cl = make(bw, names, 12, 8);
+	llama(&m, &c, 4, 4, 6, 96);
+	pipette_mapping_opts_init(&o);
+	o.budget = 300;
+	ck_assert_int_eq(map(&m,
+		pipette_cluster_gpu(cl), &c, cl, &o, a, &s1, &err), 0);
+	ck_assert_int_eq(map(&m,
+		pipette_cluster_gpu(cl), &c, cl, &o, b, &s2, &err), 0);
+	ck_assert(memcmp(a, b, sizeof(a)) == 0);
+	ck_assert(s1.best_s == s2.best_s);
+	ck_assert(s1.best_s <= s1.block_s);
+	ck_assert(s1.best_s < s1.block_s);	/* 20% slow pairs: something helps */
+	assert_permutation(a, 96, 96);
+	ck_assert(fabs(estimate(&m, &c, cl, a) - s1.best_s) <= 1e-12 * s1.best_s);
+	ck_assert(fabs(estimate(&m, &c, cl, NULL) - s1.block_s) <= 1e-12 * s1.block_s);
+	o.block_only = 1;
+	ck_assert_int_eq(map(&m,
+		pipette_cluster_gpu(cl), &c, cl, &o, a, &s1, &err), 0);
+	for (i = 0; i < 96; i++)
+		ck_assert_int_eq(a[i], i);
+	ck_assert(s1.best_s == s1.block_s);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mapping");
+	TCase *tc = tcase_create("mapping");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_slow_pair_off_pipeline);
+	tcase_add_test(tc, test_slow_gpu_pair_off_tp);
+	tcase_add_test(tc, test_anneal_equals_exhaustive);
+	tcase_add_test(tc, test_never_worse_and_deterministic);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,334 @@
+/* Unit tests: the plan (core/plan.h): task environments, job environment,
+ * determinism of the JSON, errors, and the `pipette plan` command. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "plan.h"
+
+#define EXAMPLE(f) TEST_DATADIR "/../../etc/examples/" f
+
+static const char *const names8[] = { "node1", "node2", "node3", "node4",
+				      "node5", "node6", "node7", "node8" };
+/* Slurm gave these GPU indices (cgroup-constrained job): not 0..7. */
+static const int slurm_ids[8] = { 7, 6, 5, 4, 3, 2, 1, 0 };
+
+struct env {
+	int n;
+	char name[32][32];
+	char value[32][1024];
+};
+
+static int collect(void *ctx, const char *name, const char *value)
+{
+	struct env *e = ctx;
+
+	ck_assert_int_lt(e->n, 32);
+	snprintf(e->name[e->n], sizeof(e->name[0]), "%s", name);
+	snprintf(e->value[e->n], sizeof(e->value[0]), "%s", value);
+	e->n++;
+	return 0;
+}
+
+static const char *get(const struct env *e, const char *name)
+{
+	int i;
+
+	for (i = 0; i < e->n; i++)
+		if (!strcmp(e->name[i], name))
+			return e->value[i];
+	return NULL;
+}
+
+static struct pipette_plan *plan8(enum pipette_launch_mode launch, const char *bw)
+{
+	struct pipette_request req;
+	struct pipette_cluster_spec cs = { 8, names8, 8, slurm_ids };
+	struct pipette_plan *p = NULL;
+	struct pipette_err err;
+
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", bw);
+	req.global_batch = 128;
+	req.seq_len = 4096;
+	req.launch = launch;
+	req.pins.pp = 4;	/* pipeline over nodes: the mapping matters */
+	req.pins.tp = 8;
+	req.budget = 200;
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+	return p;
+}
+
+/* Parse "a,b,c" and check it is a permutation of Slurm's ids. */
+static void check_cvd(const char *s, int *out)
+{
+	int seen[8] = { 0 }, i, v;
+	const char *q = s;
+
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(sscanf(q, "%d", &v), 1);
+		ck_assert(v >= 0 && v < 8);
+		ck_assert_int_eq(seen[v], 0);
+		seen[v] = 1;
+		out[i] = v;
+		q = strchr(q, ',');
+		if (i < 7) {
+			ck_assert_ptr_nonnull(q);
+			q++;
+		}
+	}
+}
+
+START_TEST(test_srun_env)
+{
+	struct pipette_plan *p = plan8(PIPETTE_LAUNCH_SRUN, EXAMPLE("hetero-8x8-h100.json"));
+	int seen[64] = { 0 }, node, task, moved = 0, n0, s0;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_plan_world(p), 64);
+	pipette_plan_rank_location(p, 0, &n0, &s0);
+	for (node = 0; node < 8; node++)
+		for (task = 0; task < 8; task++) {
+			struct env e = { 0 };
+			int cvd[8], rank, lr, nn, ss;
+
+			ck_assert_int_eq(pipette_plan_task_env(p, node, task, collect, &e, &err), 0);
+			rank = atoi(get(&e, "RANK"));
+			lr = atoi(get(&e, "LOCAL_RANK"));
+			ck_assert(rank >= 0 && rank < 64);
+			ck_assert_int_eq(seen[rank], 0);
+			seen[rank] = 1;
+			ck_assert_str_eq(get(&e, "WORLD_SIZE"), "64");
+			ck_assert_str_eq(get(&e, "LOCAL_WORLD_SIZE"), "8");
+			ck_assert_str_eq(get(&e, "MASTER_ADDR"), names8[n0]);
+			/* the task's GPU (its slot) is at index LOCAL_RANK */
+			check_cvd(get(&e, "CUDA_VISIBLE_DEVICES"), cvd);
+			ck_assert_int_eq(cvd[lr], slurm_ids[task]);
+			/* and sigma agrees */
+			pipette_plan_rank_location(p, rank, &nn, &ss);
+			ck_assert_int_eq(nn, node);
+			ck_assert_int_eq(ss, task);
+			ck_assert_int_eq(pipette_plan_rank_at(p, node, task), rank);
+			if (rank != node * 8 + task)
+				moved++;
+		}
+	ck_assert_int_gt(moved, 0);	/* the slow links moved some ranks */
+	ck_assert(pipette_plan_mapping_gain(p) > 1.0);
+	ck_assert_int_eq(pipette_plan_task_env(p, 8, 0, collect, NULL, &err), -1);
+	ck_assert_int_eq(pipette_plan_task_env(p, 0, 8, collect, NULL, &err), -1);
+	pipette_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_torchrun_env)
+{
+	struct pipette_plan *p = plan8(PIPETTE_LAUNCH_TORCHRUN,
+				       EXAMPLE("hetero-8x8-h100.json"));
+	int seen[8] = { 0 }, node, i;
+	struct pipette_err err;
+
+	for (node = 0; node < 8; node++) {
+		struct env e = { 0 };
+		int cvd[8], nr;
+
+		ck_assert_int_eq(pipette_plan_task_env(p, node, 0, collect, &e, &err), 0);
+		nr = atoi(get(&e, "NODE_RANK"));
+		ck_assert(nr >= 0 && nr < 8);
+		ck_assert_int_eq(seen[nr], 0);
+		seen[nr] = 1;
+		ck_assert_ptr_null(get(&e, "RANK"));
+		check_cvd(get(&e, "CUDA_VISIBLE_DEVICES"), cvd);
+		/* local rank i = global rank 8*nr + i runs on GPU cvd[i] */
+		for (i = 0; i < 8; i++) {
+			int n, s;
+
+			pipette_plan_rank_location(p, 8 * nr + i, &n, &s);
+			ck_assert_int_eq(n, node);
+			ck_assert_int_eq(slurm_ids[s], cvd[i]);
+		}
+	}
+	pipette_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_job_env_and_args)
+{
+	struct pipette_plan *p = plan8(PIPETTE_LAUNCH_SRUN, "");
+	const struct pipette_config *c = pipette_plan_config(p);
+	static const char *const vars[] = {
+		"PIPETTE_TP", "PIPETTE_PP", "PIPETTE_DP", "PIPETTE_CP", "PIPETTE_EP",
+		"PIPETTE_VPP", "PIPETTE_MICRO_BATCH", "PIPETTE_GLOBAL_BATCH",
+		"PIPETTE_SCHEDULE", "PIPETTE_RECOMPUTE", "PIPETTE_SEQUENCE_PARALLEL",
+		"PIPETTE_DISTRIBUTED_OPTIMIZER", "PIPETTE_MEGATRON_ARGS",
+		"PIPETTE_PREDICTED_ITER_S", "PIPETTE_PREDICTED_MEM_GIB", "PIPETTE_MAPPING_GAIN",
+	};
+	struct env e = { 0 };
+	char args[1024], want[128];
+	size_t i;
+
+	ck_assert_int_eq(pipette_plan_job_env(p, collect, &e), 0);
+	ck_assert_int_eq(e.n, (int)(sizeof(vars) / sizeof(vars[0])));
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		ck_assert_msg(get(&e, vars[i]) != NULL, "%s missing", vars[i]);
+	ck_assert_int_eq(atoi(get(&e, "PIPETTE_TP")), 8);
+	ck_assert_int_eq(atoi(get(&e, "PIPETTE_PP")), 4);
+	ck_assert_int_eq(atoi(get(&e, "PIPETTE_DP")), c->dp);
+	ck_assert_str_eq(get(&e, "PIPETTE_GLOBAL_BATCH"), "128");
+	ck_assert_str_eq(get(&e, "PIPETTE_SCHEDULE"), pipette_schedule_name(c->schedule));
+	/* nominal links are uniform: the default order is optimal */
+	ck_assert_str_eq(get(&e, "PIPETTE_MAPPING_GAIN"), "1.0000");
+	ck_assert_int_eq(pipette_plan_megatron_args(p, args, sizeof(args)), 0);
+	ck_assert_str_eq(get(&e, "PIPETTE_MEGATRON_ARGS"), args);
+	ck_assert_ptr_nonnull(strstr(args, "--tensor-model-parallel-size 8 "
+					   "--pipeline-model-parallel-size 4 "));
+	snprintf(want, sizeof(want), "--micro-batch-size %d --global-batch-size 128 "
+		 "--seq-length 4096", c->micro_batch);
+	ck_assert_ptr_nonnull(strstr(args, want));
+	ck_assert_int_eq(pipette_plan_megatron_args(p, args, 10), -1);	/* too short */
+	pipette_plan_destroy(p);
+}
+END_TEST
+
+static char *json_of(struct pipette_plan *p, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(pipette_plan_write_json(p, f), 0);
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_json_deterministic)
+{
+	struct pipette_plan *a = plan8(PIPETTE_LAUNCH_SRUN, EXAMPLE("hetero-8x8-h100.json"));
+	struct pipette_plan *b = plan8(PIPETTE_LAUNCH_SRUN, EXAMPLE("hetero-8x8-h100.json"));
+	size_t la, lb;
+	char *ja = json_of(a, &la), *jb = json_of(b, &lb);
+
+	ck_assert_uint_eq(la, lb);
+	ck_assert(memcmp(ja, jb, la) == 0);
+	ck_assert_ptr_nonnull(strstr(ja, "\"sigma\""));
+	ck_assert_ptr_nonnull(strstr(ja, "\"node\":\"node"));
+	free(ja);
+	free(jb);
+	pipette_plan_destroy(a);
+	pipette_plan_destroy(b);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	struct pipette_request req;
+	static const char *const bad_names[] = { "node1", "gpu99" };
+	struct pipette_cluster_spec cs = { 2, bad_names, 8, NULL };
+	struct pipette_plan *p = NULL;
+	struct pipette_err err;
+
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", EXAMPLE("uniform-4x8-h100.json"));
+	req.global_batch = 64;
+	req.seq_len = 4096;
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "gpu99") != NULL, "%s", err.msg);
+	ck_assert_ptr_null(p);
+
+	req.bandwidth[0] = '\0';
+	req.pins.tp = 0;
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "pinned tp 0") != NULL, "%s", err.msg);
+
+	req.pins.tp = -1;
+	snprintf(req.model, sizeof(req.model), "llama3-405b");
+	cs.nodes = 1;
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(!strncmp(err.msg, PIPETTE_PLAN_NOFIT_PREFIX,
+			       strlen(PIPETTE_PLAN_NOFIT_PREFIX)), "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "exceed 80% of GPU memory") != NULL, "%s", err.msg);
+}
+END_TEST
+
+static int run(const char *args, char *out, size_t len)
+{
+	char cmd[4096];
+	size_t n = 0, r;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", PIPETTE_BIN, args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (n + 1 < len && (r = fread(out + n, 1, len - 1 - n, p)) > 0)
+		n += r;
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect(const char *args, int code, const char *fragment)
+{
+	static char out[1 << 20];
+	int rc = run(args, out, sizeof(out));
+
+	ck_assert_msg(rc == code, "pipette %s: exit %d, expected %d; output:\n%s", args, rc,
+		      code, out);
+	ck_assert_msg(strstr(out, fragment) != NULL, "pipette %s: output lacks '%s':\n%s",
+		      args, fragment, out);
+}
+
+START_TEST(test_cli)
+{
+	const char *base = "plan --model llama3-8b --gpu H100 --global-batch 64 --seq-len 4096";
+	char a[1024];
+
+	snprintf(a, sizeof(a), "%s --nodes 2", base);
+	expect(a, 0, "default order");
+	snprintf(a, sizeof(a), "%s --nodes 2 --format env", base);
+	expect(a, 0, "PIPETTE_MAPPING_GAIN='1.0000'");
+	snprintf(a, sizeof(a), "%s --nodes 2 --format megatron --tp 4 --pp 2", base);
+	expect(a, 0, "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2");
+	snprintf(a, sizeof(a), "%s --nodes 2 --format json", base);
+	expect(a, 0, "\"pipette-plan/1\"");
+	snprintf(a, sizeof(a), "%s --nodes 'node[1,9]' --bandwidth %s", base,
+		 EXAMPLE("uniform-4x8-h100.json"));
+	expect(a, 2, "node9");
+	snprintf(a, sizeof(a), "%s --nodes 2 --tp 0", base);
+	expect(a, 2, "--tp");
+	snprintf(a, sizeof(a), "%s --nodes 2 --tp 3", base);
+	expect(a, 1, "no combination matches the pins");
+	expect("plan --model llama3-405b --gpu H100 --global-batch 8 --seq-len 4096 --nodes 1",
+	       1, "no configuration fits");
+	snprintf(a, sizeof(a), "%s --nodes 2 --launch mpirun", base);
+	expect(a, 2, "expected srun or torchrun");
+	expect("plan --model llama3-8b --gpu H100 --nodes 2", 2, "--global-batch is required");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("plan");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_srun_env);
+	tcase_add_test(tc, test_torchrun_env);
+	tcase_add_test(tc, test_job_env_and_args);
+	tcase_add_test(tc, test_json_deterministic);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_cli);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,242 @@
+/* Unit tests: the configuration search (core/search.h). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "memory.h"
+#include "search.h"
+
+static struct pipette_cluster *nominal(int nodes, int G)
+{
+	struct pipette_err err;
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", &err);
+	char *names[64];
+	struct pipette_cluster *cl;
+	int i;
+
+	ck_assert_int_le(nodes, 64);
+	for (i = 0; i < nodes; i++) {
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "node%d", i + 1);
+	}
+	cl = pipette_cluster_create((const char *const *)names, nodes, G, NULL, gpu, NULL, 0,
+				    &err);
+	ck_assert_msg(cl != NULL, "%s", err.msg);
+	for (i = 0; i < nodes; i++)
+		free(names[i]);
+	return cl;
+}
+
+static void input(struct pipette_search_input *in, struct pipette_model *m,
+		  const char *model, struct pipette_cluster *cl, long gb, long seq, int k)
+{
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset(model, m, &err), 0);
+	memset(in, 0, sizeof(*in));
+	in->model = m;
+	in->gpu = pipette_gpu_lookup("H100", &err);
+	in->cluster = cl;
+	in->global_batch = gb;
+	in->seq_len = seq;
+	in->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
+	in->pins.tp = in->pins.pp = in->pins.dp = in->pins.cp = in->pins.ep = -1;
+	in->pins.etp = in->pins.vpp = in->pins.micro_batch = -1;
+	in->pins.schedule = in->pins.recompute = -1;
+	in->pins.sequence_parallel = in->pins.distributed_optimizer = -1;
+	in->top_k = k;
+}
+
+/* Every result is valid, uses all 32 GPUs, fits, and has a lower bound
+ * below its time; the list is sorted by the explicit total order. */
+START_TEST(test_valid_and_sorted)
+{
+	struct pipette_cluster *cl = nominal(4, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result r;
+	struct pipette_model m;
+	struct pipette_err err;
+	int i;
+
+	input(&in, &m, "llama3-8b", cl, 64, 4096, 40);
+	ck_assert_int_eq(pipette_search_run(&in, &r, &err), 0);
+	ck_assert_int_eq(r.n_top, 40);
+	ck_assert_int_gt(r.stats.invalid, 0);
+	ck_assert_int_eq(r.stats.considered, r.stats.invalid + r.stats.pruned_memory +
+			 r.stats.feasible);
+	for (i = 0; i < r.n_top; i++) {
+		const struct pipette_candidate *c = &r.top[i];
+
+		ck_assert_int_eq(pipette_config_check(&m, &c->cfg, NULL), 0);
+		ck_assert_int_eq(pipette_config_world(&c->cfg), 32);
+		ck_assert(c->mem.fits);
+		ck_assert(c->mem.peak_bytes <= 0.8 * in.gpu->hbm_bytes);
+		ck_assert(c->lower_bound_s <= c->time.iteration_s);
+		ck_assert(c->lower_bound_s > 0);
+		if (i)
+			ck_assert_int_lt(pipette_candidate_cmp(&r.top[i - 1], c), 0);
+	}
+	pipette_search_result_free(&r);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* Pins are kept: tp 4, 1F1B, micro batch 2, no distributed optimizer. */
+START_TEST(test_pins)
+{
+	struct pipette_cluster *cl = nominal(4, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result r;
+	struct pipette_model m;
+	struct pipette_err err;
+	int i;
+
+	input(&in, &m, "llama3-8b", cl, 64, 4096, 20);
+	in.pins.tp = 4;
+	in.pins.schedule = PIPETTE_SCHED_1F1B;
+	in.pins.micro_batch = 2;
+	in.pins.distributed_optimizer = 0;
+	ck_assert_int_eq(pipette_search_run(&in, &r, &err), 0);
+	ck_assert_int_gt(r.n_top, 0);
+	for (i = 0; i < r.n_top; i++) {
+		ck_assert_int_eq(r.top[i].cfg.tp, 4);
+		ck_assert_int_eq(r.top[i].cfg.schedule, PIPETTE_SCHED_1F1B);
+		ck_assert_int_eq(r.top[i].cfg.micro_batch, 2);
+		ck_assert_int_eq(r.top[i].cfg.distributed_optimizer, 0);
+		ck_assert_int_eq(r.top[i].cfg.vpp, 1);
+	}
+	pipette_search_result_free(&r);
+	/* tp 3 divides neither 32 heads nor 8 KV heads: everything invalid. */
+	in.pins.tp = 3;
+	ck_assert_int_eq(pipette_search_run(&in, &r, &err), 0);
+	ck_assert_int_eq(r.n_top, 0);
+	ck_assert_int_eq(r.stats.feasible, 0);
+	pipette_search_result_free(&r);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* Uneven split by hand: 80 layers on pp 6 do not divide.  Middle stages of
+ * q = 13 leave 80 - 4*13 = 28 for the ends, each within one layer of 13:
+ * only 14 + 14 (12 + 16 and 13 + 15 put one end two layers off).  q = 14
+ * leaves 24: the ends would need 10..11, too far from 14.  So every result
+ * is first = last = 14 with 13 in each middle stage. */
+START_TEST(test_uneven_split)
+{
+	struct pipette_cluster *cl = nominal(6, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result r;
+	struct pipette_model m;
+	struct pipette_err err;
+	int i, s;
+
+	input(&in, &m, "llama3-70b", cl, 48, 4096, 10);
+	in.pins.tp = 8;
+	in.pins.pp = 6;
+	ck_assert_int_eq(pipette_search_run(&in, &r, &err), 0);
+	ck_assert_int_gt(r.n_top, 0);
+	for (i = 0; i < r.n_top; i++) {
+		const struct pipette_config *c = &r.top[i].cfg;
+
+		ck_assert_int_eq(c->first_stage_layers, 14);
+		ck_assert_int_eq(c->last_stage_layers, 14);
+		for (s = 1; s < 5; s++)
+			ck_assert_int_eq(pipette_config_stage_layers(&m, c, s), 13);
+	}
+	pipette_search_result_free(&r);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* Nothing fits: llama3-405b (406e9 parameters) on 8 GPUs needs at least
+ * 6 bytes each with the distributed optimizer = 304 GB per GPU; the limit
+ * is 0.8 * 80 GB.  Counted, with reasons, and nothing recommended. */
+START_TEST(test_infeasible)
+{
+	struct pipette_cluster *cl = nominal(1, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result r;
+	struct pipette_model m;
+	struct pipette_err err;
+	long sum = 0;
+	int i;
+
+	input(&in, &m, "llama3-405b", cl, 8, 4096, 5);
+	ck_assert_int_eq(pipette_search_run(&in, &r, &err), 0);
+	ck_assert_int_eq(r.n_top, 0);
+	ck_assert_int_gt(r.stats.pruned_memory, 0);
+	for (i = 0; i < PIPETTE_MEM_PART_COUNT; i++)
+		sum += r.stats.pruned_part[i];
+	ck_assert_int_eq(sum, r.stats.pruned_memory);
+	ck_assert(r.stats.least_excess_bytes > 200e9);
+	pipette_search_result_free(&r);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* The tie-break is the configuration's fields in a fixed order. */
+START_TEST(test_tie_break)
+{
+	struct pipette_candidate a, b;
+	struct pipette_cluster *cl = nominal(2, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result r1, r2;
+	struct pipette_model m;
+	struct pipette_err err;
+	int i;
+
+	memset(&a, 0, sizeof(a));
+	pipette_config_init(&a.cfg);
+	b = a;
+	a.time.iteration_s = b.time.iteration_s = 1.5;
+	ck_assert_int_eq(pipette_candidate_cmp(&a, &b), 0);
+	b.cfg.tp = 2;
+	ck_assert_int_lt(pipette_candidate_cmp(&a, &b), 0);
+	a.cfg.tp = 4;	/* tp decides before anything later */
+	a.cfg.micro_batch = 1;
+	b.cfg.micro_batch = 8;
+	ck_assert_int_gt(pipette_candidate_cmp(&a, &b), 0);
+	b.cfg.tp = 4;
+	ck_assert_int_lt(pipette_candidate_cmp(&a, &b), 0);
+	a.time.iteration_s = 1.4;	/* time first */
+	b.cfg.micro_batch = 1;
+	b.cfg.tp = 1;
+	ck_assert_int_lt(pipette_candidate_cmp(&a, &b), 0);
+
+	/* Two runs: the same list, element by element. */
+	input(&in, &m, "llama3-8b", cl, 32, 2048, 30);
+	ck_assert_int_eq(pipette_search_run(&in, &r1, &err), 0);
+	ck_assert_int_eq(pipette_search_run(&in, &r2, &err), 0);
+	ck_assert_int_eq(r1.n_top, r2.n_top);
+	for (i = 0; i < r1.n_top; i++) {
+		ck_assert_int_eq(pipette_config_cmp(&r1.top[i].cfg, &r2.top[i].cfg), 0);
+		ck_assert(r1.top[i].time.iteration_s == r2.top[i].time.iteration_s);
+	}
+	pipette_search_result_free(&r1);
+	pipette_search_result_free(&r2);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("search");
+	TCase *tc = tcase_create("search");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_valid_and_sorted);
+	tcase_add_test(tc, test_pins);
+	tcase_add_test(tc, test_uneven_split);
+	tcase_add_test(tc, test_infeasible);
+	tcase_add_test(tc, test_tie_break);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
