@@ -280,6 +280,55 @@ START_TEST(test_moe_params)
 }
 END_TEST
 
+/* MoE activations of one Mixtral layer (k/a = 8/32, top-2 of 8 experts,
+ * expert FFN 14336), t = 1, no SP, s = 4096, b = 1, per token:
+ *   replicated inputs 2h (QKV) + 2h (MLP) + 4h (norms)    =  32,768
+ *   Q 2qw + K,V 4kvw + attention output 2qw = 4*4096 + 4*1024 = 20,480
+ *   routed tokens: topk * (2h input copy + 4 tensors x 2 bytes x 14336)
+ *     = 2 * (8,192 + 114,688)                               = 245,760
+ *   router logits in fp32: 8 experts x 4 bytes               =      32
+ * = 299,040 bytes per token; x 4096 tokens. */
+START_TEST(test_moe_activations)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.seq_len = 4096;
+	c.dp = 4;
+	c.ep = 4;
+	c.global_batch = 4;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 4096.0 * 299040, 1);
+}
+END_TEST
+
+/* Expert optimizer states shard over the expert-data-parallel group,
+ * edp = dp*cp*tp/(ep*etp) (Megatron theoretical_memory_usage.py:298-303):
+ * Mixtral, dp 8, ep 4, distributed optimizer: edp = 2, so per GPU the
+ * experts' 12 bytes/param are halved while dense ones are divided by 8. */
+START_TEST(test_moe_optimizer_sharding)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory st;
+	double expert = 32.0 * 8 * 3 * 4096 * 14336 / 4;	/* ep 4 */
+	double dense;
+
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.dp = 8;
+	c.ep = 4;
+	c.global_batch = 8;
+	c.distributed_optimizer = 1;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	pipette_memory_stage(&m, &c, 0, -1, &st);
+	dense = st.params_bytes / 2 - expert;
+	ck_assert_double_eq_tol(st.optimizer_bytes, 12 * (dense / 8 + expert / 2), 64);
+}
+END_TEST
+
 START_TEST(test_config_errors)
 {
 	struct pipette_model m;
@@ -337,6 +386,8 @@ int main(void)
 	tcase_add_test(tc, test_distributed_optimizer);
 	tcase_add_test(tc, test_pipeline_stages);
 	tcase_add_test(tc, test_moe_params);
+	tcase_add_test(tc, test_moe_activations);
+	tcase_add_test(tc, test_moe_optimizer_sharding);
 	tcase_add_test(tc, test_config_errors);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -341,6 +341,45 @@ START_TEST(test_compression_parse)
 }
 END_TEST
 
+/* Expert all-to-all: Mixtral, ep 4 inside one H100 node, t = 1, b = 1,
+ * s = 4096.  Each MoE layer dispatches and combines T*topk hidden vectors
+ * per rank forward, and again backward: S = 2 bytes x 4096 x 2 x 4096 =
+ * 67,108,864 bytes per all-to-all.  NVLink 450 GB/s x 0.65 = 292.5 GB/s,
+ * 10 us per step: 3*10us + (3/4)*S/292.5e9 = 30 + 172.07 = 202.07 us.
+ * Four per layer, 32 layers, one micro-batch: 25.86 ms. */
+START_TEST(test_expert_alltoall)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(1, 8, "h100");
+	struct pipette_time tm;
+	struct pipette_err err;
+	double one = 30e-6 + 0.75 * 67108864.0 / 292.5e9;
+
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.seq_len = 4096;
+	c.dp = 4;
+	c.ep = 4;
+	c.global_batch = 4;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
+					    NULL, 0, &tm, &err) == 0, "%s", err.msg);
+	ck_assert_double_eq_tol(tm.ep_comm_s, 32 * 4 * one, 1e-9);
+	/* On 2 nodes x 2 GPUs the EP group spans both nodes: the all-to-all's
+	 * slowest edge is the NIC (50 x 0.9 = 45 GB/s, 20 us): 3*20us +
+	 * (3/4)*S/45e9 = 1178 us, 5.8x the NVLink figure. */
+	pipette_cluster_destroy(cl);
+	cl = nominal(2, 2, "h100");
+	ck_assert_int_eq(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
+					       NULL, 0, &tm, &err), 0);
+	ck_assert(tm.ep_comm_s > 4 * 32 * 4 * one);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
@@ -360,6 +399,7 @@ int main(void)
 	tcase_add_test(tc, test_too_few_gpus);
 	tcase_add_test(tc, test_compression);
 	tcase_add_test(tc, test_compression_parse);
+	tcase_add_test(tc, test_expert_alltoall);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
