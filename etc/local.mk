@@ -27,7 +27,10 @@ regen-examples: pipette$(EXEEXT)
 		-o $(srcdir)/etc/examples/hetero-128x8-h100.json
 .PHONY: regen-examples
 
-# The plugstack.conf example for spank_pipette.so (commented out; admins
-# copy or link it into their plugstack.conf.d).
-plugstackdir = $(sysconfdir)/plugstack.conf.d
+# The plugstack.conf snippet for spank_pipette.so, installed where Debian's
+# /etc/slurm/plugstack.conf includes it from ("include
+# /etc/slurm/plugstack.conf.d/*.conf", package slurm-wlm-basic-plugins) when
+# configured with --sysconfdir=/etc.  Every line is a comment, so installing
+# it enables nothing: the admin uncomments the plugin line.
+plugstackdir = $(sysconfdir)/slurm/plugstack.conf.d
 dist_plugstack_DATA = etc/plugstack.conf.d/pipette.conf

@@ -1,0 +1,131 @@
+/* spank_pipette: the site configuration, from the plugstack.conf arguments
+ * (the shape of pyxis config.c: defaults first, then key=value, an unknown
+ * key is an error).  No SPANK calls: unit-tested directly. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "plugin.h"
+
+/* Linux's default ephemeral range is 32768-60999
+ * (Documentation/networking/ip-sysctl.rst, ip_local_port_range), so ports
+ * from 61000 up never collide with outgoing connections; enroot's PyTorch
+ * hook uses 61000 + jobid % 4536 for the same reason (enroot
+ * conf/hooks/extra/50-slurm-pytorch.sh; NVIDIA/enroot#243). */
+#define DEFAULT_MASTER_PORT 61000
+#define DEFAULT_PORT_RANGE 4536
+
+void pipette_site_init(struct pipette_site *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->master_port = DEFAULT_MASTER_PORT;
+	s->port_range = DEFAULT_PORT_RANGE;
+	s->default_on = 1;
+	s->fallback_block = 0;
+}
+
+int pipette_parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "1", "true", "yes", "y", "on" };
+	static const char *const no[] = { "0", "false", "no", "n", "off" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int copy_value(char *dst, size_t size, const char *key, const char *v,
+		      struct pipette_err *err)
+{
+	if (!*v)
+		return pipette_fail(err, "plugstack argument %s: empty value", key);
+	if (pipette_strlcpy(dst, v, size))
+		return pipette_fail(err, "plugstack argument %s: value longer than %zu bytes",
+				    key, size - 1);
+	return 0;
+}
+
+static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err *err)
+{
+	char key[32];
+	const char *eq = strchr(arg, '='), *v;
+	size_t klen;
+	int b;
+
+	if (!eq || eq == arg)
+		return pipette_fail(err, "plugstack argument '%.64s': expected key=value", arg);
+	klen = (size_t)(eq - arg);
+	if (klen >= sizeof(key))
+		return pipette_fail(err, "plugstack argument '%.64s': unknown key", arg);
+	memcpy(key, arg, klen);
+	key[klen] = '\0';
+	v = eq + 1;
+
+	if (!strcmp(key, "bandwidth"))
+		return copy_value(s->bandwidth, sizeof(s->bandwidth), key, v, err);
+	if (!strcmp(key, "models"))
+		return copy_value(s->models, sizeof(s->models), key, v, err);
+	if (!strcmp(key, "gpu"))
+		return copy_value(s->gpu, sizeof(s->gpu), key, v, err);
+	if (!strcmp(key, "emulate_nodes"))
+		return copy_value(s->emulate_nodes, sizeof(s->emulate_nodes), key, v, err);
+	if (!strcmp(key, "mem_fraction"))
+		return pipette_parse_double(v, 0.05, 1.0, &s->mem_fraction,
+					    "plugstack argument mem_fraction", err);
+	if (!strcmp(key, "master_port"))
+		return pipette_parse_long(v, 1024, 65535, &s->master_port,
+					  "plugstack argument master_port", err);
+	if (!strcmp(key, "port_range"))
+		return pipette_parse_long(v, 1, 64512, &s->port_range,
+					  "plugstack argument port_range", err);
+	if (!strcmp(key, "budget"))
+		return pipette_parse_long(v, 1, 1000000000L, &s->budget,
+					  "plugstack argument budget", err);
+	if (!strcmp(key, "default")) {
+		if (pipette_parse_bool(v, &b))
+			return pipette_fail(err, "plugstack argument default: '%.32s': expected on or off", v);
+		s->default_on = b;
+		return 0;
+	}
+	if (!strcmp(key, "fallback")) {
+		if (!strcmp(v, "fail"))
+			s->fallback_block = 0;
+		else if (!strcmp(v, "block"))
+			s->fallback_block = 1;
+		else
+			return pipette_fail(err, "plugstack argument fallback: '%.32s': expected fail or block", v);
+		return 0;
+	}
+	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
+			    "gpu, mem_fraction, master_port, port_range, models, budget, default, "
+			    "fallback, emulate_nodes)", arg, key);
+}
+
+int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)
+{
+	int i;
+
+	pipette_site_init(s);
+	for (i = 0; i < ac; i++) {
+		if (!av[i])
+			return pipette_fail(err, "plugstack argument %d is missing", i + 1);
+		if (pipette_value_check("plugstack argument", av[i], PIPETTE_VALUE_MAX, err))
+			return -1;
+		if (parse_one(s, av[i], err))
+			return -1;
+	}
+	if (s->master_port + s->port_range - 1 > 65535)
+		return pipette_fail(err, "plugstack arguments master_port=%ld port_range=%ld: the "
+				    "range ends at %ld, past 65535", s->master_port, s->port_range,
+				    s->master_port + s->port_range - 1);
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* spank_pipette: from the user's options and the site's arguments to the
+ * core's request.  Precedence: option (or PIPETTE_* input) > site argument
+ * > the core's default (pipette_request_init). */
+#include <string.h>
+
+#include "model.h"
+#include "plugin.h"
+
+int pipette_request_build(const struct pipette_opts *o, const struct pipette_site *s,
+			  enum pipette_launch_mode launch, struct pipette_request *req,
+			  struct pipette_err *err)
+{
+	pipette_request_init(req);
+	if (pipette_strlcpy(req->model, o->model, sizeof(req->model)))
+		return pipette_fail(err, "--pipette-model: value too long");
+	if (pipette_strlcpy(req->models_dir, s->models, sizeof(req->models_dir)))
+		return pipette_fail(err, "plugstack argument models: value too long");
+	if (pipette_strlcpy(req->bandwidth, o->bandwidth[0] ? o->bandwidth : s->bandwidth,
+			    sizeof(req->bandwidth)))
+		return pipette_fail(err, "bandwidth cache path too long");
+	if (!s->gpu[0])
+		return pipette_fail(err, "the site has not named the GPU type: add gpu=TYPE to "
+				    "the pipette line of plugstack.conf");
+	if (pipette_strlcpy(req->gpu, s->gpu, sizeof(req->gpu)))
+		return pipette_fail(err, "plugstack argument gpu: value too long");
+	if (o->global_batch < 1)
+		return pipette_fail(err, "--pipette-global-batch=N is required (sequences per "
+				    "iteration)");
+	req->global_batch = o->global_batch;
+	if (o->seq_len > 0) {
+		req->seq_len = o->seq_len;
+	} else {
+		/* Default: the model's context length. */
+		struct pipette_model m;
+
+		if (pipette_model_load(o->model, s->models[0] ? s->models : NULL, &m, err))
+			return pipette_fail_prefix(err, "--pipette-model: ");
+		if (m.max_seq < 1)
+			return pipette_fail(err, "model %s names no context length: give "
+					    "--pipette-seq-len=N", m.name);
+		req->seq_len = m.max_seq;
+	}
+	if (o->mem_fraction > 0)
+		req->mem_fraction = o->mem_fraction;
+	else if (s->mem_fraction > 0)
+		req->mem_fraction = s->mem_fraction;
+	req->pins = o->pins;
+	if (o->schedule >= 0)
+		req->pins.schedule = o->schedule;
+	if (o->mapping >= 0)
+		req->mapping = (enum pipette_mapping_mode)o->mapping;
+	req->launch = launch;
+	if (s->budget > 0)
+		req->budget = s->budget;
+	return 0;
+}
