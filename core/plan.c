@@ -298,6 +298,8 @@ int pipette_plan_compute(const struct pipette_request *req,
 	in.seq_len = req->seq_len;
 	in.mem_fraction = req->mem_fraction;
 	in.pins = req->pins;
+	in.compress = req->compress;
+	in.allow_compression = req->allow_compression;
 	in.top_k = p->req.top_k > MAP_TOP ? p->req.top_k : MAP_TOP;
 	if (pipette_search_run(&in, &sr, err))
 		goto out;
@@ -487,6 +489,22 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		ARG(" --recompute-granularity full --recompute-method uniform "
 		    "--recompute-num-layers 1");
+	/* Compression exists only in the Optimus-CC fork of Megatron-LM;
+	 * its flag names (ecosystem.md §1.1). */
+	if (c->compress.pp_rank) {
+		ARG(" --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
+		    c->compress.pp_rank);
+		if (c->compress.pp_epilogue_only)
+			ARG(" --inter_grad_comp_epilogue_only");
+	}
+	if (c->compress.dp_rank) {
+		ARG(" --grad_comp --grad_comp_rank %d", c->compress.dp_rank);
+		if (c->compress.dp_stages)
+			ARG(" --selective_grad_comp --selective_grad_comp_way %d",
+			    c->compress.dp_stages);
+	}
+	if (c->compress.fused_embedding)
+		ARG(" --emb_comm_opt");
 #undef ARG
 	return n < len ? 0 : -1;
 }
@@ -688,6 +706,12 @@ static struct json_object *config_json(const struct pipette_config *c)
 			       json_object_new_int(c->first_stage_layers));
 	json_object_object_add(o, "last_stage_layers",
 			       json_object_new_int(c->last_stage_layers));
+	{
+		char spec[96];
+
+		pipette_compression_format(&c->compress, spec, sizeof(spec));
+		json_object_object_add(o, "compression", json_object_new_string(spec));
+	}
 	return o;
 }
 
@@ -974,6 +998,12 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		fprintf(f, " (%d chunks per rank)", pipette_config_chunks(c));
 	fprintf(f, ", micro-batch %d (%ld per pipeline), recompute %s\n", c->micro_batch,
 		pipette_config_microbatches(c), pipette_recompute_name(c->recompute));
+	if (pipette_compression_enabled(&c->compress)) {
+		char spec[96];
+
+		pipette_compression_format(&c->compress, spec, sizeof(spec));
+		fprintf(f, "compression: %s (Optimus-CC; changes training numerics)\n", spec);
+	}
 	fprintf(f, "memory, stage %d (peak): params %.2f + grads %.2f + optimizer %.2f + "
 		"activations %.2f + other %.2f = %.2f GiB of %.2f GiB limit\n",
 		plan->mem.peak_stage, pk->params_bytes / GIB, pk->grads_bytes / GIB,

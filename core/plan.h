@@ -41,6 +41,11 @@ struct pipette_request {
 	long budget;		/* search/mapping iteration budget (0 = default) */
 	int top_k;		/* runners-up kept */
 	double stale_days;	/* warn when the cache is older (0 = never) */
+	/* Communication compression (Optimus-CC): forced on every
+	 * configuration, or allowed where the search predicts a gain.  It
+	 * changes training numerics: off unless asked. */
+	struct pipette_compression compress;
+	int allow_compression;
 };
 
 /* The cluster the plan is for: Slurm node names in Slurm's order, and the

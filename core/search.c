@@ -29,6 +29,9 @@ const char *pipette_mem_part_name(enum pipette_mem_part p)
 	return (unsigned)p < PIPETTE_MEM_PART_COUNT ? part_names[p] : "?";
 }
 
+/* See the CP guideline in enumerate(). */
+#define CP_MIN_SEQ 8192
+
 #define CMP_FIELD(f) do { if (a->f != b->f) return a->f < b->f ? -1 : 1; } while (0)
 
 int pipette_config_cmp(const struct pipette_config *a, const struct pipette_config *b)
@@ -47,6 +50,11 @@ int pipette_config_cmp(const struct pipette_config *a, const struct pipette_conf
 	CMP_FIELD(distributed_optimizer);
 	CMP_FIELD(first_stage_layers);
 	CMP_FIELD(last_stage_layers);
+	CMP_FIELD(compress.pp_rank);
+	CMP_FIELD(compress.pp_epilogue_only);
+	CMP_FIELD(compress.dp_rank);
+	CMP_FIELD(compress.dp_stages);
+	CMP_FIELD(compress.fused_embedding);
 	return 0;
 }
 
@@ -299,6 +307,12 @@ static int enumerate(struct search *s, int world, int G)
 			if ((world / tp) % cp || !pinned_ok(pn->cp, cp) ||
 			    (pn->cp < 0 && cp > MAX_CP) || s->in->seq_len % cp)
 				continue;
+			/* Context parallelism only for long sequences unless pinned:
+			 * Megatron's guideline is CP from 8K tokens (MoE README,
+			 * ecosystem.md §2.3); below that the model does not see the
+			 * ring-attention kernels' inefficiency on short chunks. */
+			if (pn->cp < 0 && cp > 1 && s->in->seq_len < CP_MIN_SEQ)
+				continue;
 			for (pp = 1; pp <= world / (tp * cp) && pp <= m->layers; pp++) {
 				int dp;
 
@@ -435,6 +449,9 @@ static int insert_top(struct pipette_search_result *out, int k,
 	return 0;
 }
 
+static void try_compression(const struct pipette_search_input *in, struct pipette_timer *t,
+			    const struct pipette_cluster *cl, struct pipette_candidate *c);
+
 int pipette_search_run(const struct pipette_search_input *in,
 		       struct pipette_search_result *out, struct pipette_err *err)
 {
@@ -485,6 +502,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 	for (i = 0; i < s.n; i++) {
 		struct pipette_candidate *c = &s.cand[i];
 
+		c->cfg.compress = in->compress;
+
 		if (out->n_top == k && c->lower_bound_s >= out->top[k - 1].time.iteration_s) {
 			out->stats.pruned_bound = s.n - i;
 			break;
@@ -508,6 +527,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 			count_nofit(&out->stats, &c->cfg, &c->mem);
 			continue;
 		}
+		if (in->allow_compression && !pipette_compression_enabled(&in->compress))
+			try_compression(in, t, cl, c);
 		insert_top(out, k, c);
 	}
 	rv = 0;
@@ -518,6 +539,42 @@ out:
 	pipette_cluster_destroy(ideal);
 	pipette_timer_destroy(t);
 	return rv;
+}
+
+/* The Optimus-CC recipe for this configuration (ecosystem.md §1.1: CB at
+ * rank 16 on the cooldown sends, PowerSGD at rank 128 on all but the last
+ * stage, fused embedding sync), kept when it is predicted faster. */
+void pipette_compression_recipe(const struct pipette_model *m,
+				const struct pipette_config *c,
+				struct pipette_compression *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (c->pp > 1) {
+		k->pp_rank = 16;
+		k->pp_epilogue_only = 1;
+	}
+	if (c->dp * c->cp > 1) {
+		k->dp_rank = 128;
+		k->dp_stages = c->pp > 1 ? c->pp - 1 : 0;
+	}
+	k->fused_embedding = m->tied_embeddings && c->pp > 1 && c->dp * c->cp > 1;
+}
+
+static void try_compression(const struct pipette_search_input *in, struct pipette_timer *t,
+			    const struct pipette_cluster *cl, struct pipette_candidate *c)
+{
+	struct pipette_config k = c->cfg;
+	struct pipette_time tm;
+
+	pipette_compression_recipe(in->model, &c->cfg, &k.compress);
+	if (!pipette_compression_enabled(&k.compress))
+		return;
+	if (pipette_time_estimate(t, in->model, in->gpu, &k, cl, NULL, 0, &tm, NULL))
+		return;
+	if (tm.iteration_s < c->time.iteration_s) {
+		c->cfg = k;
+		c->time = tm;
+	}
 }
 
 void pipette_search_result_free(struct pipette_search_result *r)

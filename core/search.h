@@ -58,6 +58,12 @@ struct pipette_search_input {
 	double mem_fraction;
 	struct pipette_pins pins;
 	int top_k;		/* configurations kept (>= 1) */
+	/* Communication compression (Optimus-CC what-ifs): applied to every
+	 * configuration when set; with allow_compression the search may add
+	 * it to a configuration where it is predicted faster.  It changes
+	 * training numerics, so it is never chosen unasked. */
+	struct pipette_compression compress;
+	int allow_compression;
 };
 
 struct pipette_candidate {
@@ -102,5 +108,9 @@ int pipette_config_cmp(const struct pipette_config *a, const struct pipette_conf
 int pipette_search_run(const struct pipette_search_input *in,
 		       struct pipette_search_result *out, struct pipette_err *err);
 void pipette_search_result_free(struct pipette_search_result *r);
+/* The compression the search tries with allow_compression. */
+void pipette_compression_recipe(const struct pipette_model *m,
+				const struct pipette_config *c,
+				struct pipette_compression *k);
 
 #endif

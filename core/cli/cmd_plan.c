@@ -37,6 +37,10 @@ static const char usage_text[] =
 "  --mapping optimize|block search the rank-to-GPU mapping or keep Megatron's\n"
 "                           order (optimize)\n"
 "  --budget N               time estimates per mapping search (by GPU count)\n"
+"  --compress SPEC          apply communication compression to every candidate\n"
+"                           (pp:R[:epilogue],dp:R[:stages=K],emb; Optimus-CC)\n"
+"  --allow-compression      let the plan add Optimus-CC compression where it is\n"
+"                           predicted faster (it changes training numerics)\n"
 "  --format table|json|env|megatron   (table)\n"
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
@@ -128,6 +132,10 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 			o->req.pins.distributed_optimizer = a[2] != 'n';
 			continue;
 		}
+		if (!strcmp(a, "--allow-compression")) {
+			o->req.allow_compression = 1;
+			continue;
+		}
 		if (strncmp(a, "--", 2))
 			return cli_error("plan: unexpected argument '%.64s'", a);
 		if (opt_value(argc, argv, &i, name, sizeof(name), &v))
@@ -171,6 +179,9 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 			if (cli_int(name, v, 1, 1000, &n))
 				return PIPETTE_EXIT_USAGE;
 			o->req.top_k = (int)n;
+		} else if (!strcmp(name, "--compress")) {
+			if (pipette_compression_parse(v, &o->req.compress, &err))
+				return cli_error("%s", err.msg);
 		} else if (!strcmp(name, "--budget")) {
 			if (cli_int(name, v, 1, 1L << 30, &o->req.budget))
 				return PIPETTE_EXIT_USAGE;
