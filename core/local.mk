@@ -33,3 +33,15 @@ pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c
 core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \
 	core/mapping.h core/plan.c core/plan.h
 pipette_SOURCES += core/cli/cmd_plan.c
+
+# Expert placement from routing traces (experts.h).  The trace, the cost
+# model and the greedy are in libpipette; the GLPK integer program
+# (experts_ilp.c) is a library of its own so that GLPK (GPL-3+, and one
+# more runtime package) stays out of spank_pipette.so, which links
+# libpipette whole.  It comes before libpipette on link lines (it uses it).
+core_libpipette_la_SOURCES += core/experts.c core/experts.h core/experts_int.h
+noinst_LTLIBRARIES += core/libpipette_experts.la
+core_libpipette_experts_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+core_libpipette_experts_la_SOURCES = core/experts_ilp.c
+pipette_SOURCES += core/cli/cmd_experts.c
+pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)

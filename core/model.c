@@ -412,6 +412,8 @@ static struct json_object *read_json_file(const char *path, struct pipette_err *
 			     json_tokener_get_parse_end(tok) + total - n,
 			     json_tokener_error_desc(jerr));
 		obj = NULL;
+	} else if (!obj) {	/* "null": json-c's null is a NULL object */
+		pipette_fail(err, "%s: expected a JSON object at the top level, got null", path);
 	}
 out:
 	json_tokener_free(tok);
