@@ -28,6 +28,7 @@ static void usage(FILE *f)
 "       pipette bandwidth merge A B... -o OUT\n"
 "       pipette bandwidth generate --seed N --nodes N [--gpus-per-node G]\n"
 "                              [--gpu TYPE] [--efficiency E] [--noise F]\n"
+"                              [--inter-gbps G] [--intra-gbps G]\n"
 "                              [--slow-links FRAC] [--slow-range MIN,MAX]\n"
 "                              [--switch-size S] [--cross-factor F]\n"
 "                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
@@ -776,11 +777,26 @@ out:
 	return rc;
 }
 
+/* `pipette bandwidth SUB --help` anywhere in SUB's arguments: the usage. */
+static int wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 2; i < argc; i++)
+		if (is_opt(argv[i], "--help") || is_opt(argv[i], "-h"))
+			return 1;
+	return 0;
+}
+
 int cmd_bandwidth(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
 		return PIPETTE_EXIT_USAGE;
+	}
+	if (wants_help(argc, argv)) {
+		usage(stdout);
+		return PIPETTE_EXIT_OK;
 	}
 	if (is_opt(argv[1], "--help") || is_opt(argv[1], "-h") ||
 	    is_opt(argv[1], "help")) {
