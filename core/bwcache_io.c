@@ -1,6 +1,7 @@
 /* pipette: reading and writing "pipette-bw/1" files (format: bwcache.h). */
 #include "bwcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bwcache_int.h"
@@ -723,7 +725,7 @@ static void sb_add(struct sbuf *sb, const char *fmt, ...)
 		return;
 	for (;;) {
 		va_start(ap, fmt);
-		n = vsnprintf(sb->p + sb->len, sb->cap - sb->len, fmt, ap);
+		n = vsnprintf(sb->p ? sb->p + sb->len : NULL, sb->cap - sb->len, fmt, ap);
 		va_end(ap);
 		if (n < 0) {
 			sb->oom = 1;
@@ -1090,6 +1092,39 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* A writer killed between mkstemp and rename leaves ".BASE.tmp-XXXXXX"
+ * behind; nothing reads it, but repeated crashes would pile them up.
+ * Remove ours that are over an hour old: no live save takes that long, so
+ * a concurrent writer's file is never touched. */
+#define STALE_TEMP_S 3600
+
+static void remove_stale_temps(const char *dir, const char *base)
+{
+	char prefix[512], full[4096];
+	struct dirent *de;
+	struct stat st;
+	size_t plen;
+	time_t now = time(NULL);
+	DIR *d;
+
+	if (snprintf(prefix, sizeof(prefix), ".%s.tmp-", base) >= (int)sizeof(prefix))
+		return;
+	plen = strlen(prefix);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 6)
+			continue;
+		if (snprintf(full, sizeof(full), "%s/%s", dir, de->d_name) >= (int)sizeof(full))
+			continue;
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    now - st.st_mtime > STALE_TEMP_S)
+			unlink(full);
+	}
+	closedir(d);
+}
+
 int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
 			 struct pipette_err *err)
 {
@@ -1120,6 +1155,7 @@ int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
 		goto fail;
 	}
 	snprintf(tmp, tlen, "%s/.%s.tmp-XXXXXX", dir, base);
+	remove_stale_temps(dir, base);
 	if (stat(path, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			pipette_fail(err, "%s: is a directory", path);
