@@ -414,6 +414,22 @@ static struct json_object *read_json_file(const char *path, struct pipette_err *
 		obj = NULL;
 	} else if (!obj) {	/* "null": json-c's null is a NULL object */
 		pipette_fail(err, "%s: expected a JSON object at the top level, got null", path);
+	} else {
+		/* Nothing but white space may follow the document. */
+		size_t at = json_tokener_get_parse_end(tok), k;
+		int trailing = 0;
+
+		do {
+			for (k = at; k < n && !trailing; k++)
+				trailing = !strchr(" \t\r\n", buf[k]);
+			at = 0;
+		} while (!trailing && (n = fread(buf, 1, sizeof(buf), f)) > 0);
+		if (trailing) {
+			pipette_fail(err, "%s: invalid JSON: text after the top-level object",
+				     path);
+			json_object_put(obj);
+			obj = NULL;
+		}
 	}
 out:
 	json_tokener_free(tok);

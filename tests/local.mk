@@ -4,8 +4,10 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) -DTEST_DATADIR='"$(ab
 	-DPIPETTE_BIN='"$(abs_top_builddir)/pipette"'
 TEST_LDADD = core/libpipette.la $(CHECK_LIBS) $(JSONC_LIBS) -lm
 
-check_PROGRAMS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli
-TESTS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli
+check_PROGRAMS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli \
+	tests/unit/test_timing
+TESTS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli \
+	tests/unit/test_timing
 
 tests_unit_test_model_SOURCES = tests/unit/test_model.c
 tests_unit_test_model_CFLAGS = $(TEST_CFLAGS)
@@ -16,6 +18,9 @@ tests_unit_test_memory_LDADD = $(TEST_LDADD)
 tests_unit_test_cli_SOURCES = tests/unit/test_cli.c
 tests_unit_test_cli_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_cli_LDADD = $(TEST_LDADD)
+tests_unit_test_timing_SOURCES = tests/unit/test_timing.c
+tests_unit_test_timing_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_timing_LDADD = $(TEST_LDADD)
 
 EXTRA_DIST += tests/data
 
@@ -38,6 +43,7 @@ tests_bench_bench_estimate_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
 .PHONY: bench
 bench: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; ./$$b || exit 1; done
+	@echo "== tests/bench/plugin_load.sh"; $(PIPETTE_IT_ENV) bash '$(abs_top_srcdir)/tests/bench/plugin_load.sh'
 
 # Integration tests: a real Slurm 22.05 cluster with fake GPUs on loopback
 # (tests/integration/README.md).  Needs root.  `make check` runs it too,
@@ -45,9 +51,22 @@ bench: $(BENCH_BINS)
 # The whole directory is distributed, so later test_*.sh files come along.
 EXTRA_DIST += tests/integration
 TESTS += tests/integration/run.sh
-AM_TESTS_ENVIRONMENT = PIPETTE_BUILDDIR='$(abs_top_builddir)'; export PIPETTE_BUILDDIR;
+# The cluster's place and ports come from configure (PIPETTE_SLURM_BASE=...,
+# SLURM_LOCAL_CTLD_PORT=..., SLURM_LOCAL_PORT_BASE=...); unset, the
+# environment's or the script's defaults hold.  distcheck uses its own, so
+# that it never restarts or stops a cluster a developer has running.
+# PIPETTE_SKIP_INTEGRATION=1 in the environment makes run.sh SKIP (exit 77):
+# the Debian package build sets it (debian/rules); CI never does.
+PIPETTE_IT_ENV = PIPETTE_BUILDDIR='$(abs_top_builddir)'; export PIPETTE_BUILDDIR; \
+	for v in PIPETTE_SLURM_BASE='$(PIPETTE_SLURM_BASE)' \
+		SLURM_LOCAL_CTLD_PORT='$(SLURM_LOCAL_CTLD_PORT)' \
+		SLURM_LOCAL_PORT_BASE='$(SLURM_LOCAL_PORT_BASE)'; do \
+		case $$v in *=) ;; *) export "$$v";; esac; done;
+AM_TESTS_ENVIRONMENT = $(PIPETTE_IT_ENV)
+AM_DISTCHECK_CONFIGURE_FLAGS = PIPETTE_SLURM_BASE=/tmp/pipette-slurm-distcheck \
+	SLURM_LOCAL_CTLD_PORT=23817 SLURM_LOCAL_PORT_BASE=23900
 check-integration: all
-	PIPETTE_BUILDDIR='$(abs_top_builddir)' bash '$(abs_top_srcdir)/tests/integration/run.sh'
+	$(PIPETTE_IT_ENV) bash '$(abs_top_srcdir)/tests/integration/run.sh'
 integration: check-integration
 .PHONY: check-integration integration
 
@@ -83,3 +102,86 @@ tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
 .PHONY: validate
 validate: tests/validate/validate$(EXEEXT)
 	./tests/validate/validate$(EXEEXT)
+
+# spank_pipette's SPANK-free parts (plugstack arguments, option values,
+# PIPETTE_* inputs, step layout), linked from plugin/ directly.
+check_PROGRAMS += tests/unit/test_plugin_args
+TESTS += tests/unit/test_plugin_args
+tests_unit_test_plugin_args_SOURCES = tests/unit/test_plugin_args.c \
+	plugin/args.c plugin/parse.c
+tests_unit_test_plugin_args_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_args_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_args_LDADD = $(TEST_LDADD)
+
+# spank_pipette's request building and plan-to-environment writing, on a
+# real plan, through a fake env-ops table.
+check_PROGRAMS += tests/unit/test_plugin_apply
+TESTS += tests/unit/test_plugin_apply
+tests_unit_test_plugin_apply_SOURCES = tests/unit/test_plugin_apply.c \
+	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c
+tests_unit_test_plugin_apply_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_apply_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD)
+
+# Search, mapping and plan: quality against the default order and brute
+# force, and speed at 16 and 1024 nodes (make bench).
+BENCH_BINS += tests/bench/bench_plan
+tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c
+tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"'
+tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
+
+# spank_pipette's added launch time on the local Slurm cluster (root; starts
+# the cluster if it is not running): 4 nodes, and 128 emulated nodes.
+bench-plugin: all
+	PIPETTE_BUILDDIR='$(abs_top_builddir)' bash '$(abs_top_srcdir)/tests/bench/plugin_launch.sh'
+.PHONY: bench-plugin
+EXTRA_DIST += tests/bench/plugin_launch.sh
+# The added launch latency under load (50 concurrent steps; make bench runs
+# it; it prints "skipped: ..." without root or a cluster).
+EXTRA_DIST += tests/bench/plugin_load.sh
+
+# Search, mapping and plan (core/search.h, core/mapping.h, core/plan.h).
+check_PROGRAMS += tests/unit/test_search tests/unit/test_mapping tests/unit/test_plan
+TESTS += tests/unit/test_search tests/unit/test_mapping tests/unit/test_plan
+tests_unit_test_search_SOURCES = tests/unit/test_search.c
+tests_unit_test_search_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_search_LDADD = $(TEST_LDADD)
+tests_unit_test_mapping_SOURCES = tests/unit/test_mapping.c
+tests_unit_test_mapping_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_mapping_LDADD = $(TEST_LDADD)
+tests_unit_test_plan_SOURCES = tests/unit/test_plan.c
+tests_unit_test_plan_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plan_LDADD = $(TEST_LDADD)
+EXTRA_tests_unit_test_plan_DEPENDENCIES = pipette$(EXEEXT)
+
+# Fuzzing and sanitizers.  `make fuzz`: libFuzzer harnesses for every
+# parser of outside input, built with clang (tests/fuzz/run.sh; FUZZ_SECONDS
+# per harness, default 20).  `make sanitize`: the unit tests in a separate
+# ASan+UBSan build, then cppcheck (tests/sanitize.sh).  test_fuzz_regress
+# replays the fuzz corpora and past findings in the ordinary build.
+EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/lsan.supp
+check_PROGRAMS += tests/unit/test_fuzz_regress
+TESTS += tests/unit/test_fuzz_regress
+tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c \
+	plugin/args.c plugin/parse.c
+tests_unit_test_fuzz_regress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_fuzz_regress_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_fuzz_regress_LDADD = $(TEST_LDADD)
+fuzz:
+	FUZZ_BUILDDIR='$(abs_top_builddir)/tests/fuzz-build' \
+		bash '$(abs_top_srcdir)/tests/fuzz/run.sh'
+sanitize:
+	SANITIZE_BUILDDIR='$(abs_top_builddir)/tests/sanitize-build' \
+		bash '$(abs_top_srcdir)/tests/sanitize.sh'
+.PHONY: fuzz sanitize
+clean-local:
+	rm -rf tests/fuzz-build tests/sanitize-build
+
+# Expert placement (experts.h) and `pipette experts`; fixtures in
+# tests/data/routing.
+check_PROGRAMS += tests/unit/test_experts
+TESTS += tests/unit/test_experts
+tests_unit_test_experts_SOURCES = tests/unit/test_experts.c
+tests_unit_test_experts_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_experts_LDADD = core/libpipette_experts.la $(TEST_LDADD) $(GLPK_LIBS)
+EXTRA_tests_unit_test_experts_DEPENDENCIES = pipette$(EXEEXT)

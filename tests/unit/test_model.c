@@ -166,6 +166,7 @@ START_TEST(test_hf_errors)
 	expect_error(HF("bad-kv.json"), "'num_key_value_heads' (5) does not divide");
 	expect_error(HF("bad-unknown-type.json"), "'t5' is not supported");
 	expect_error(HF("bad-array.json"), "expected a JSON object");
+	expect_error(HF("bad-trailing.json"), "text after the top-level object");
 	expect_error(HF("does-not-exist.json"), "cannot open");
 	expect_error(TEST_DATADIR "/hf", "not a regular file");
 }
