@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bwcache_int.h"
+#include "json.h"
 
 /* ------------------------------------------------------------------ */
 /* parsing                                                             */
@@ -593,12 +594,9 @@ fail:
 int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 			  struct pipette_bwcache **out, struct pipette_err *err)
 {
-	struct json_tokener *tok;
 	struct pctx c;
 	json_object *root;
-	enum json_tokener_error jerr;
-	size_t off, i;
-	int line = 1, col = 1;
+	size_t i;
 
 	*out = NULL;
 	if (len > (size_t)PIPETTE_BW_MAX_FILE_BYTES)
@@ -609,39 +607,9 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 	if (i == len)
 		return pipette_fail(err, "%s: empty file, expected a JSON object "
 				    "with \"schema\": \"%s\"", source, PIPETTE_BW_SCHEMA);
-	tok = json_tokener_new_ex(64);
-	if (!tok)
-		return pipette_fail(err, "%s: out of memory", source);
-	root = json_tokener_parse_ex(tok, text, (int)len);
-	jerr = json_tokener_get_error(tok);
-	off = json_tokener_get_parse_end(tok);
-	if (!root || jerr != json_tokener_success) {
-		if (jerr == json_tokener_continue)
-			off = len;
-		for (i = 0; i < off && i < len; i++) {
-			if (text[i] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
-		json_tokener_free(tok);
-		json_object_put(root);
-		return pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s",
-				    source, line, col,
-				    jerr == json_tokener_continue ?
-				    "unexpected end of file" :
-				    json_tokener_error_desc(jerr));
-	}
-	json_tokener_free(tok);
-	for (i = off; i < len; i++)
-		if (!strchr(" \t\r\n", text[i]) || !text[i]) {
-			json_object_put(root);
-			return pipette_fail(err, "%s: malformed JSON: trailing data "
-					    "after the top-level object (byte %zu)",
-					    source, i);
-		}
+	root = pipette_json_parse(text, len, source, 64, err);
+	if (!root)
+		return -1;
 	c.src = source;
 	c.err = err;
 	c.bw = pipette_bwcache_create();

@@ -15,21 +15,7 @@
 #include <string.h>
 
 #include "bwcache_int.h"
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double unif(uint64_t *s)
-{
-	return (double)(splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
-}
+#include "rng.h"
 
 /* Round to 0.01 GB/s: measurements are not more precise, and the files
  * stay readable. */
@@ -134,8 +120,8 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 	/* Inter: per unordered pair, four draws in a fixed order. */
 	for (i = 0; i < g->nodes; i++)
 		for (j = i + 1; j < g->nodes; j++) {
-			double u_slow = unif(&s), u_fac = unif(&s);
-			double u_ij = unif(&s), u_ji = unif(&s);
+			double u_slow = pipette_rng_unit(&s), u_fac = pipette_rng_unit(&s);
+			double u_ij = pipette_rng_unit(&s), u_ji = pipette_rng_unit(&s);
 			double f = 1.0, gij, gji;
 
 			if (g->switch_size > 0) {
@@ -161,11 +147,11 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 				goto fail;
 		}
 	/* Intra: one GPU of the degraded node has NVLinks down. */
-	bad_gpu = (int)(splitmix64(&s) % (uint64_t)g->gpus_per_node);
+	bad_gpu = (int)(pipette_rng_next(&s) % (uint64_t)g->gpus_per_node);
 	for (i = 0; i < g->nodes; i++)
 		for (a = 0; a < g->gpus_per_node; a++)
 			for (b = 0; b < g->gpus_per_node; b++) {
-				double u = unif(&s), f = 1.0, v;
+				double u = pipette_rng_unit(&s), f = 1.0, v;
 
 				if (a == b)
 					continue;

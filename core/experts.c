@@ -17,7 +17,9 @@
 
 #include "experts.h"
 #include "experts_int.h"
+#include "json.h"
 #include "hardware.h"
+#include "rng.h"
 #include "timing.h"
 
 #define MAX_EXPERTS 4096
@@ -261,44 +263,13 @@ int pipette_routing_parse(const char *text, size_t len, const char *source,
 			  const struct pipette_model *m, struct pipette_routing **out,
 			  struct pipette_err *err)
 {
-	struct json_tokener *tok;
 	json_object *root;
-	enum json_tokener_error jerr;
-	size_t off, i;
-	int line = 1, col = 1, rv;
+	int rv;
 
 	*out = NULL;
-	if (len > (size_t)INT_MAX)
-		return pipette_fail(err, "%s: too large for a routing trace", source);
-	if (!(tok = json_tokener_new()))
-		return pipette_fail(err, "%s: out of memory", source);
-	root = json_tokener_parse_ex(tok, text, (int)len);
-	jerr = json_tokener_get_error(tok);
-	off = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!root || jerr != json_tokener_success) {
-		if (jerr == json_tokener_continue)
-			off = len;
-		for (i = 0; i < off && i < len; i++) {
-			if (text[i] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
-		json_object_put(root);
-		return pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s", source,
-				    line, col, jerr == json_tokener_success ? "empty document"
-				    : jerr == json_tokener_continue ? "unexpected end of file"
-				    : json_tokener_error_desc(jerr));
-	}
-	for (i = off; i < len; i++)
-		if (!strchr(" \t\r\n", text[i]) || !text[i]) {
-			json_object_put(root);
-			return pipette_fail(err, "%s: malformed JSON: trailing data after the "
-					    "top-level object (byte %zu)", source, i);
-		}
+	root = pipette_json_parse(text, len, source, JSON_TOKENER_DEFAULT_DEPTH, err);
+	if (!root)
+		return -1;
 	rv = parse_root(root, source, m, out, err);
 	json_object_put(root);
 	return rv;
@@ -411,31 +382,10 @@ int pipette_routing_write_json(const struct pipette_routing *r, const char *mode
 
 /* ---- generator -------------------------------------------------------------- */
 
-/* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
- * generators", OOPSLA 2014): tiny, portable, the same stream everywhere. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s)
-{
-	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static int rng_below(uint64_t *s, int n)
-{
-	return (int)(rng_next(s) % (uint64_t)n);
-}
-
 /* Index i with cum[i-1] <= u*total < cum[i]. */
 static int sample_cum(const double *cum, int n, uint64_t *s)
 {
-	double u = rng_unit(s) * cum[n - 1];
+	double u = pipette_rng_unit(s) * cum[n - 1];
 	int lo = 0, hi = n - 1;
 
 	while (lo < hi) {
@@ -468,7 +418,7 @@ static int sample_excluding(const double *w, int E, const int *chosen, int n, ui
 	for (e = 0; e < E; e++)
 		if (!contains(chosen, n, e))
 			total += w[e];
-	u = rng_unit(s) * total;
+	u = pipette_rng_unit(s) * total;
 	for (e = 0; e < E; e++) {
 		if (contains(chosen, n, e))
 			continue;
@@ -520,7 +470,7 @@ int pipette_routing_generate(const struct pipette_model *m,
 		for (e = 0; e < E; e++)
 			perm[e] = e;
 		for (e = E - 1; e > 0; e--) {
-			int x = rng_below(&s, e + 1), tmp = perm[e];
+			int x = pipette_rng_below(&s, e + 1), tmp = perm[e];
 
 			perm[e] = perm[x];
 			perm[x] = tmp;
@@ -534,8 +484,8 @@ int pipette_routing_generate(const struct pipette_model *m,
 		for (e = 0; e < E; e++) {
 			int *sc = &succ[((size_t)l * E + e) * 2];
 
-			sc[0] = rng_below(&s, E);
-			sc[1] = E > 1 ? (sc[0] + 1 + rng_below(&s, E - 1)) % E : 0;
+			sc[0] = pipette_rng_below(&s, E);
+			sc[1] = E > 1 ? (sc[0] + 1 + pipette_rng_below(&s, E - 1)) % E : 0;
 		}
 	}
 	for (t = 0; t < g->tokens; t++) {
@@ -548,9 +498,9 @@ int pipette_routing_generate(const struct pipette_model *m,
 
 				if (tries++ >= 32) {
 					c = sample_excluding(wl, E, cur, n, &s);
-				} else if (l > 0 && rng_unit(&s) < g->affinity) {
-					c = succ[((size_t)(l - 1) * E + prev[rng_below(&s, k)]) * 2 +
-						 rng_below(&s, 2)];
+				} else if (l > 0 && pipette_rng_unit(&s) < g->affinity) {
+					c = succ[((size_t)(l - 1) * E + prev[pipette_rng_below(&s, k)]) * 2 +
+						 pipette_rng_below(&s, 2)];
 				} else {
 					c = sample_cum(cl, E, &s);
 				}

@@ -4,7 +4,7 @@ noinst_LTLIBRARIES += core/libpipette.la
 core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) -lm
 core_libpipette_la_SOURCES = \
-	core/error.c core/error.h \
+	core/error.c core/error.h core/rng.h core/json.c core/json.h \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \
 	core/config.c core/config.h \

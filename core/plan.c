@@ -678,7 +678,7 @@ static struct json_object *jd(double v)
 	return json_object_new_double(v);
 }
 
-static struct json_object *config_json(const struct pipette_config *c)
+struct json_object *pipette_config_json(const struct pipette_config *c)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -778,7 +778,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(o, "bandwidth", json_object_new_string(
 		plan->req.bandwidth[0] ? plan->req.bandwidth : "nominal"));
 	json_object_object_add(root, "cluster", o);
-	json_object_object_add(root, "config", config_json(&plan->cfg));
+	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
 	json_object_object_add(root, "megatron_args", json_object_new_string(args));
 
 	pr = json_object_new_object();
@@ -829,7 +829,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 		const struct plan_entry *e = &plan->ranked[i];
 		struct json_object *r = json_object_new_object();
 
-		json_object_object_add(r, "config", config_json(&e->cfg));
+		json_object_object_add(r, "config", pipette_config_json(&e->cfg));
 		json_object_object_add(r, "iteration_s", jd(e->time.iteration_s));
 		json_object_object_add(r, "block_iteration_s", jd(e->block_s));
 		json_object_object_add(r, "mapped", json_object_new_boolean(e->mapped));

@@ -96,6 +96,10 @@ int pipette_plan_task_env(const struct pipette_plan *plan, int node, int local_t
 			  pipette_env_set_fn set, void *ctx, struct pipette_err *err);
 
 /* Renderers. */
+struct json_object;
+/* A configuration as the JSON object both `plan` and `estimate` print
+ * (tp ... schedule, recompute, compression); the caller owns it. */
+struct json_object *pipette_config_json(const struct pipette_config *c);
 int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f);

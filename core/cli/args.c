@@ -56,3 +56,23 @@ const char *cli_gib(double bytes, char *buf, unsigned size)
 	snprintf(buf, size, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
 	return buf;
 }
+
+int cli_opt_value(int argc, char **argv, int *i, char *name, size_t len,
+		     const char **val)
+{
+	const char *eq = strchr(argv[*i], '=');
+
+	if (eq) {
+		size_t n = (size_t)(eq - argv[*i]);
+
+		if (n >= len)
+			n = len - 1;
+		memcpy(name, argv[*i], n);
+		name[n] = '\0';
+		*val = eq + 1;
+		return 0;
+	}
+	snprintf(name, len, "%s", argv[*i]);
+	*val = *i + 1 < argc ? argv[++*i] : NULL;
+	return *val ? 0 : cli_error("%s needs a value", name);
+}

@@ -39,6 +39,10 @@ void cli_free_nodes(char **names, int n);
 /* Print "pipette: <msg>" to stderr and return PIPETTE_EXIT_USAGE. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_parse_format(const char *s, unsigned allowed_mask, enum pipette_format *out);
+/* "--name=VALUE" or "--name VALUE": the option's name into name[len] and
+ * its value into *val (argv[*i] advances past a separate value); an error
+ * naming the option when the value is missing. */
+int cli_opt_value(int argc, char **argv, int *i, char *name, size_t len, const char **val);
 /* Integer option "--name VALUE" in [min, max]. */
 int cli_int(const char *opt, const char *val, long min, long max, long *out);
 int cli_double(const char *opt, const char *val, double min, double max, double *out);

@@ -1,5 +1,7 @@
 /* pipette estimate: memory (and time) of one configuration. */
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "hardware.h"
 #include "memory.h"
 #include "model.h"
+#include "plan.h"
 #include "timing.h"
 
 static const char usage_text[] =
@@ -84,23 +87,6 @@ static int *int_field(struct pipette_config *c, const char *name)
 	return NULL;
 }
 
-/* Split "--opt=value" or take the next argument. */
-static const char *opt_value(int argc, char **argv, int *i, char *name, size_t len)
-{
-	const char *eq = strchr(argv[*i], '=');
-
-	if (eq) {
-		size_t n = (size_t)(eq - argv[*i]);
-		if (n >= len)
-			n = len - 1;
-		memcpy(name, argv[*i], n);
-		name[n] = '\0';
-		return eq + 1;
-	}
-	snprintf(name, len, "%s", argv[*i]);
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
 static int parse(int argc, char **argv, struct estimate_opts *o)
 {
 	struct pipette_err err;
@@ -129,9 +115,8 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		}
 		if (strncmp(a, "--", 2))
 			return cli_error("estimate: unexpected argument '%.64s'", a);
-		v = opt_value(argc, argv, &i, name, sizeof(name));
-		if (!v)
-			return cli_error("%s needs a value", name);
+		if (cli_opt_value(argc, argv, &i, name, sizeof(name), &v))
+			return PIPETTE_EXIT_USAGE;
 		if ((field = int_field(&o->cfg, name))) {
 			if (cli_int(name, v, strstr(name, "layers") ? -1 : 1, 1 << 20, &n))
 				return PIPETTE_EXIT_USAGE;
@@ -185,6 +170,12 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 	return 0;
 }
 
+/* Byte counts print as integers, not as 42028851865.599998. */
+static struct json_object *bytes_json(double v)
+{
+	return json_object_new_int64((int64_t)llround(v));
+}
+
 static struct json_object *stage_json(const struct pipette_stage_memory *s, int idx)
 {
 	struct json_object *o = json_object_new_object();
@@ -192,39 +183,12 @@ static struct json_object *stage_json(const struct pipette_stage_memory *s, int 
 	json_object_object_add(o, "stage", json_object_new_int(idx));
 	json_object_object_add(o, "layers", json_object_new_int(s->layers));
 	json_object_object_add(o, "inflight_microbatches", json_object_new_double(s->inflight));
-	json_object_object_add(o, "params_bytes", json_object_new_double(s->params_bytes));
-	json_object_object_add(o, "grads_bytes", json_object_new_double(s->grads_bytes));
-	json_object_object_add(o, "optimizer_bytes", json_object_new_double(s->optimizer_bytes));
-	json_object_object_add(o, "activations_bytes", json_object_new_double(s->activations_bytes));
-	json_object_object_add(o, "other_bytes", json_object_new_double(s->other_bytes));
-	json_object_object_add(o, "total_bytes", json_object_new_double(s->total_bytes));
-	return o;
-}
-
-static struct json_object *config_json(const struct pipette_config *c)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "tp", json_object_new_int(c->tp));
-	json_object_object_add(o, "pp", json_object_new_int(c->pp));
-	json_object_object_add(o, "dp", json_object_new_int(c->dp));
-	json_object_object_add(o, "cp", json_object_new_int(c->cp));
-	json_object_object_add(o, "ep", json_object_new_int(c->ep));
-	json_object_object_add(o, "etp", json_object_new_int(c->etp));
-	json_object_object_add(o, "vpp", json_object_new_int(c->vpp));
-	json_object_object_add(o, "micro_batch", json_object_new_int(c->micro_batch));
-	json_object_object_add(o, "global_batch", json_object_new_int64(c->global_batch));
-	json_object_object_add(o, "seq_len", json_object_new_int64(c->seq_len));
-	json_object_object_add(o, "recompute",
-			       json_object_new_string(pipette_recompute_name(c->recompute)));
-	json_object_object_add(o, "sequence_parallel",
-			       json_object_new_boolean(c->sequence_parallel));
-	json_object_object_add(o, "distributed_optimizer",
-			       json_object_new_boolean(c->distributed_optimizer));
-	json_object_object_add(o, "schedule",
-			       json_object_new_string(pipette_schedule_name(c->schedule)));
-	json_object_object_add(o, "microbatches",
-			       json_object_new_int64(pipette_config_microbatches(c)));
+	json_object_object_add(o, "params_bytes", bytes_json(s->params_bytes));
+	json_object_object_add(o, "grads_bytes", bytes_json(s->grads_bytes));
+	json_object_object_add(o, "optimizer_bytes", bytes_json(s->optimizer_bytes));
+	json_object_object_add(o, "activations_bytes", bytes_json(s->activations_bytes));
+	json_object_object_add(o, "other_bytes", bytes_json(s->other_bytes));
+	json_object_object_add(o, "total_bytes", bytes_json(s->total_bytes));
 	return o;
 }
 
@@ -344,20 +308,20 @@ static void print_json(const struct pipette_model *m, const struct pipette_gpu_s
 
 	json_object_object_add(root, "model", json_object_new_string(m->name));
 	json_object_object_add(root, "gpu", json_object_new_string(g->name));
-	json_object_object_add(root, "config", config_json(c));
+	json_object_object_add(root, "config", pipette_config_json(c));
 	jm = json_object_new_object();
-	json_object_object_add(jm, "peak_bytes", json_object_new_double(mem->peak_bytes));
+	json_object_object_add(jm, "peak_bytes", bytes_json(mem->peak_bytes));
 	json_object_object_add(jm, "peak_stage", json_object_new_int(mem->peak_stage));
-	json_object_object_add(jm, "capacity_bytes", json_object_new_double(mem->capacity_bytes));
-	json_object_object_add(jm, "limit_bytes", json_object_new_double(mem->limit_bytes));
+	json_object_object_add(jm, "capacity_bytes", bytes_json(mem->capacity_bytes));
+	json_object_object_add(jm, "limit_bytes", bytes_json(mem->limit_bytes));
 	json_object_object_add(jm, "fits", json_object_new_boolean(mem->fits));
-	json_object_object_add(jm, "params_bytes", json_object_new_double(mem->peak.params_bytes));
-	json_object_object_add(jm, "grads_bytes", json_object_new_double(mem->peak.grads_bytes));
+	json_object_object_add(jm, "params_bytes", bytes_json(mem->peak.params_bytes));
+	json_object_object_add(jm, "grads_bytes", bytes_json(mem->peak.grads_bytes));
 	json_object_object_add(jm, "optimizer_bytes",
-			       json_object_new_double(mem->peak.optimizer_bytes));
+			       bytes_json(mem->peak.optimizer_bytes));
 	json_object_object_add(jm, "activations_bytes",
-			       json_object_new_double(mem->peak.activations_bytes));
-	json_object_object_add(jm, "other_bytes", json_object_new_double(mem->peak.other_bytes));
+			       bytes_json(mem->peak.activations_bytes));
+	json_object_object_add(jm, "other_bytes", bytes_json(mem->peak.other_bytes));
 	arr = json_object_new_array();
 	for (s = 0; s < c->pp; s++)
 		json_object_array_add(arr, stage_json(&stages[s], s));

@@ -45,26 +45,6 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
 
-static int opt_value(int argc, char **argv, int *i, char *name, size_t len,
-		     const char **val)
-{
-	const char *eq = strchr(argv[*i], '=');
-
-	if (eq) {
-		size_t n = (size_t)(eq - argv[*i]);
-
-		if (n >= len)
-			n = len - 1;
-		memcpy(name, argv[*i], n);
-		name[n] = '\0';
-		*val = eq + 1;
-		return 0;
-	}
-	snprintf(name, len, "%s", argv[*i]);
-	*val = *i + 1 < argc ? argv[++*i] : NULL;
-	return *val ? 0 : cli_error("%s needs a value", name);
-}
-
 static int *pin_field(struct pipette_pins *p, const char *name)
 {
 	if (!strcmp(name, "--tp")) return &p->tp;
@@ -138,7 +118,7 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 		}
 		if (strncmp(a, "--", 2))
 			return cli_error("plan: unexpected argument '%.64s'", a);
-		if (opt_value(argc, argv, &i, name, sizeof(name), &v))
+		if (cli_opt_value(argc, argv, &i, name, sizeof(name), &v))
 			return PIPETTE_EXIT_USAGE;
 		if ((pin = pin_field(&o->req.pins, name))) {
 			if (cli_int(name, v, 1, 1 << 20, &n))
