@@ -14,14 +14,24 @@
 #define SA_TEND_FRAC 1e-3
 /* Moves sampled to calibrate the start temperature. */
 #define SA_CALIBRATION 16
+/* Shortest annealing run, and the least patience of one. */
+#define SA_MIN_RUN 50
+/* Runs after the first restart from the best order at this fraction of
+ * the start temperature (a reheat, not a new start): on the 8-node
+ * generated clusters of tests/unit/test_mapping.c's kind (36 seeds x 5
+ * shapes, llama2-13b, exhaustive optimum known), with n!/4 estimates,
+ * a full reheat missed the optimum in 10 of 180 cases and 0.05 in 2
+ * (by under 4e-4 of the time); the annealer before shift moves and
+ * further runs missed it in 10. */
+#define SA_REHEAT 0.05
 /* Work one mapping search may spend, in rank visits plus simulated
  * pipeline operations (one estimate is O(world + m*p*v)): ~0.2 s per
  * configuration at 8192 GPUs on one core (tests/bench/bench_plan.c). */
 #define BUDGET_WORK 3e6
 #define BUDGET_MIN 60
 #define BUDGET_MAX 1500
-/* Up to this many nodes the default budget covers a quarter of the node
- * orders (pipette-original.md §8 item 10 asks for brute force at <= 8). */
+/* Up to this many nodes the default budget covers every node order
+ * (pipette-original.md §8 item 10 asks for brute force at <= 8). */
 #define SMALL_NODES 8
 /* An annealing run ends early after this share of its iterations without
  * a new best (deterministic: counted in iterations). */
@@ -216,50 +226,138 @@ static int exhaustive(struct mapper *mp)
 	return 0;
 }
 
+/* Moves on the node order (positions 0 .. N-1; the first `blocks` hold
+ * rank blocks, the rest are unused nodes):
+ *  - swap two positions, one of them used (the original's move);
+ *  - reverse a used segment [i, j] (2-opt: a pipeline or DP chain walked
+ *    backwards keeps its links);
+ *  - move the used segment [i, i+len) to start at position j (or-opt: a
+ *    stage or replica of len nodes changes its place in the chain, the
+ *    others keep their order).
+ * Swaps and reversals are their own inverses; a move's inverse moves the
+ * segment back from j to i. */
+enum { MV_SWAP, MV_REVERSE, MV_SHIFT, MV_KINDS };
+/* Longest segment a shift move carries (a stage of up to 4 nodes). */
+#define SHIFT_MAX 4
+
 struct move {
-	int kind, i, j;		/* 0 swap, 1 reverse [i, j] */
+	int kind, i, j, len;
 };
 
-static void apply_move(struct mapper *mp, const struct move *mv)
+static void reverse_range(int *a, int i, int j)
 {
-	int i = mv->i, j = mv->j, tmp;
-
-	if (mv->kind == 0) {
-		tmp = mp->order[i];
-		mp->order[i] = mp->order[j];
-		mp->order[j] = tmp;
-		return;
-	}
 	for (; i < j; i++, j--) {
-		tmp = mp->order[i];
-		mp->order[i] = mp->order[j];
-		mp->order[j] = tmp;
+		int tmp = a[i];
+
+		a[i] = a[j];
+		a[j] = tmp;
 	}
 }
 
-/* One of the original's moves that matter for a block order: swap two
- * positions (one of them used), or reverse a used segment (2-opt). */
+static void apply_move(struct mapper *mp, const struct move *mv)
+{
+	int *a = mp->order, i = mv->i, j = mv->j, len = mv->len;
+
+	switch (mv->kind) {
+	case MV_SWAP: {
+		int tmp = a[i];
+
+		a[i] = a[j];
+		a[j] = tmp;
+		break;
+	}
+	case MV_REVERSE:
+		reverse_range(a, i, j);
+		break;
+	default:
+		/* rotate [min, max + len) so that the segment lands at j:
+		 * a rotation is three reversals */
+		if (j < i) {
+			reverse_range(a, j, i - 1);
+			reverse_range(a, i, i + len - 1);
+			reverse_range(a, j, i + len - 1);
+		} else if (j > i) {
+			reverse_range(a, i, i + len - 1);
+			reverse_range(a, i + len, j + len - 1);
+			reverse_range(a, i, j + len - 1);
+		}
+		break;
+	}
+}
+
+static void undo_move(struct mapper *mp, const struct move *mv)
+{
+	struct move inv = *mv;
+
+	if (mv->kind == MV_SHIFT) {
+		inv.i = mv->j;
+		inv.j = mv->i;
+	}
+	apply_move(mp, &inv);
+}
+
+/* A random move, each kind equally likely where it exists. */
 static void random_move(struct mapper *mp, unsigned long long *rng, struct move *mv)
 {
-	int i = rng_below(rng, mp->blocks), j = rng_below(rng, mp->N - 1);
+	int kinds = mp->blocks >= 3 ? 3 : mp->blocks >= 2 ? 2 : 1;
+	int kind = rng_below(rng, kinds), i, j;
 
+	mv->len = 1;
+	if (kind == MV_SHIFT) {
+		int lmax = mp->blocks - 1 < SHIFT_MAX ? mp->blocks - 1 : SHIFT_MAX;
+
+		mv->kind = MV_SHIFT;
+		mv->len = 1 + rng_below(rng, lmax);
+		i = rng_below(rng, mp->blocks - mv->len + 1);
+		j = rng_below(rng, mp->blocks - mv->len);
+		if (j >= i)
+			j++;
+		mv->i = i;
+		mv->j = j;
+		return;
+	}
+	if (kind == MV_REVERSE) {
+		i = rng_below(rng, mp->blocks);
+		j = rng_below(rng, mp->blocks - 1);
+	} else {
+		i = rng_below(rng, mp->blocks);
+		j = rng_below(rng, mp->N - 1);
+	}
 	if (j >= i)
 		j++;
-	mv->kind = (j < mp->blocks && rng_below(rng, 2)) ? 1 : 0;
+	mv->kind = kind;
 	mv->i = i < j ? i : j;
 	mv->j = i < j ? j : i;
 }
 
+/* Evaluations the final descent keeps back from annealing: about one
+ * pass over the swaps, reversals and shifts of the used positions. */
+static long descent_reserve(const struct mapper *mp)
+{
+	long b = mp->blocks, n = mp->N;
+
+	return b * (n - 1) / 2 + b * (b - 1) / 2 + b * (b - 1) * (SHIFT_MAX < b ? SHIFT_MAX : b) / 2;
+}
+
+/* Simulated annealing over the node order.  The first o->restarts runs
+ * share what the budget leaves after the descent's reserve; a run ends
+ * after SA_PATIENCE of its iterations without a new best, and what it
+ * leaves goes to further runs, until the budget is spent.  Every run
+ * after the first starts from the best order found, at SA_REHEAT of the
+ * calibrated start temperature (iterated annealing). */
 static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
 {
 	unsigned long long rng = o->seed;
 	int restarts = o->restarts > 0 ? o->restarts : 3, rs, k;
 	double fcur, t0 = 0, up = 0;
+	long reserve = descent_reserve(mp);
 	int n_up = 0;
 	struct move mv;
 
 	if (mp->N < 2)
 		return 0;
+	if (reserve > mp->budget / 4)
+		reserve = mp->budget / 4;
 	restore_best(mp);
 	fcur = mp->best;
 	/* Calibrate T0 on random moves from the start state. */
@@ -276,22 +374,22 @@ static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
 		} else if (better(f, mp->best)) {
 			keep_best(mp, f);
 		}
-		apply_move(mp, &mv);	/* both moves are involutions */
+		undo_move(mp, &mv);
 	}
 	t0 = n_up ? (up / n_up) / -log(SA_ACCEPT0) : mp->best * 1e-9;
-	for (rs = 0; rs < restarts; rs++) {
-		long left = mp->budget - mp->evals, iters = left / (restarts - rs), it;
-		double temp = t0, alpha;
-
-		if (iters < 1)
-			break;
+	for (rs = 0;; rs++) {
+		long left = mp->budget - reserve - mp->evals, it;
+		long iters = rs < restarts ? left / (restarts - rs) : left;
 		long patience = (long)(SA_PATIENCE * (double)iters), last_gain = 0;
+		double temp = rs ? t0 * SA_REHEAT : t0, alpha;
 
+		if (iters < SA_MIN_RUN)
+			break;
 		alpha = pow(SA_TEND_FRAC, 1.0 / (double)iters);
 		restore_best(mp);
 		fcur = mp->best;
-		if (patience < 50)
-			patience = 50;
+		if (patience < SA_MIN_RUN)
+			patience = SA_MIN_RUN;
 		for (it = 0; it < iters && it - last_gain < patience; it++, temp *= alpha) {
 			double f, d;
 
@@ -307,7 +405,7 @@ static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
 					last_gain = it;
 				}
 			} else {
-				apply_move(mp, &mv);
+				undo_move(mp, &mv);
 			}
 		}
 	}
@@ -315,34 +413,43 @@ static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
 	return 0;
 }
 
-/* Descent to a local optimum of the node order: every swap, then every
- * segment reversal, first improvement, until a full pass improves nothing
- * or the budget is spent.  After annealing this closes the last gap to
- * the optimum on small clusters (tests/bench/bench_plan.c). */
+/* Descent to a local optimum of the node order: every swap, segment
+ * reversal and segment shift (up to SHIFT_MAX nodes), first improvement,
+ * until a full pass improves nothing or the budget is spent.  After
+ * annealing this closes the last gap to the optimum on small clusters
+ * (tests/unit/test_mapping.c, tests/bench/bench_plan.c). */
 static int order_descent(struct mapper *mp)
 {
-	int improved = 1, kind, i, j;
+	int improved = 1, kind, i, j, len;
 
 	restore_best(mp);
 	while (improved && mp->evals < mp->budget) {
 		improved = 0;
-		for (kind = 0; kind < 2; kind++)
-			for (i = 0; i < mp->blocks && mp->evals < mp->budget; i++)
-				for (j = i + 1; j < (kind ? mp->blocks : mp->N) &&
-				     mp->evals < mp->budget; j++) {
-					struct move mv = { kind, i, j };
-					double f;
+		for (kind = 0; kind < MV_KINDS; kind++)
+			for (len = 1; len <= (kind == MV_SHIFT ? SHIFT_MAX : 1); len++)
+				for (i = 0; i < mp->blocks && mp->evals < mp->budget; i++) {
+					int jmax = kind == MV_SWAP ? mp->N : kind == MV_REVERSE
+						   ? mp->blocks : mp->blocks - len + 1;
 
-					if (kind && j == i + 1)
-						continue;	/* same as the swap */
-					apply_move(mp, &mv);
-					if (evaluate(mp, &f))
-						return -1;
-					if (better(f, mp->best)) {
-						keep_best(mp, f);
-						improved = 1;
-					} else {
+					if (kind == MV_SHIFT && i + len > mp->blocks)
+						break;
+					for (j = kind == MV_SHIFT ? 0 : i + 1;
+					     j < jmax && mp->evals < mp->budget; j++) {
+						struct move mv = { kind, i, j, len };
+						double f;
+
+						if ((kind == MV_REVERSE && j == i + 1) ||
+						    (kind == MV_SHIFT && (j == i || (len == 1 && abs(j - i) == 1))))
+							continue;	/* a swap already tried */
 						apply_move(mp, &mv);
+						if (evaluate(mp, &f))
+							return -1;
+						if (better(f, mp->best)) {
+							keep_best(mp, f);
+							improved = 1;
+						} else {
+							undo_move(mp, &mv);
+						}
 					}
 				}
 	}
@@ -485,13 +592,18 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	mp.blocks = (mp.world + mp.G - 1) / mp.G;
 	mp.budget = o->budget > 0 ? o->budget : pipette_mapping_default_budget(c);
 	if (o->budget <= 0 && mp.N <= SMALL_NODES) {
-		/* Small clusters: a quarter of the brute-force count, which
-		 * annealing + descent turns into the exact optimum on the
-		 * shipped 8-node example (tests/bench/bench_plan.c). */
-		long quarter = factorial_capped(mp.N, 1L << 30) / 4;
+		/* Small clusters: every node order (pipette-original.md §8
+		 * item 10), plus the block mapping's estimate, plus two
+		 * passes of the slot descent over every node (the slots
+		 * then searched from the optimal order gain as much again
+		 * as the order on hetero-8x8, tests/bench/bench_plan.c);
+		 * where some nodes stay unused (no brute force) annealing
+		 * gets as much.  8! = 40320 estimates: about 1 s of CPU at
+		 * 8 x 8 GPUs. */
+		long all = factorial_capped(mp.N, 1L << 30) + 1 + (long)mp.N * mp.G * (mp.G - 1);
 
-		if (quarter > mp.budget)
-			mp.budget = quarter;
+		if (all > mp.budget)
+			mp.budget = all;
 	}
 	mp.order = calloc((size_t)mp.N, sizeof(int));
 	mp.best_order = calloc((size_t)mp.N, sizeof(int));

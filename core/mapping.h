@@ -20,13 +20,15 @@
  *     b->a)), so consecutive rank blocks, which share DP rings and PP
  *     hops, sit on good links;
  *  2. node order: exhaustive over all permutations when n! fits the
- *     budget (or is forced; the default budget of n <= 8 nodes is at
- *     least n!/4), else simulated annealing (swap and segment
- *     reversal moves, start temperature calibrated so that 80% of uphill
- *     moves from the start are accepted, geometric cooling over the
- *     budget, restarts from the best state, a restart ends after a
- *     half of its iterations without a new best), then a swap and
- *     reversal descent to a local optimum within the budget;
+ *     budget (or is forced; the default budget of n <= 8 nodes is
+ *     n! + 1, so they always get it), else simulated annealing (swap,
+ *     segment reversal and segment shift moves, start temperature
+ *     calibrated so that 80% of uphill moves from the start are
+ *     accepted, geometric cooling over each run, a run ends after a
+ *     half of its iterations without a new best, further runs restart
+ *     from the best state at a twentieth of the start temperature until
+ *     the budget is spent), then a swap, reversal and shift descent to a
+ *     local optimum within the budget;
  *  3. slots: on every node whose intra-node links are not uniform, a
  *     best-improvement pairwise slot-swap descent.
  * The result is never worse than the block mapping (only strict

@@ -2,11 +2,14 @@
  *
  *  1. Every shipped example cache (etc/examples): the planned mapping's
  *     iteration time against Megatron's default order (ratio >= 1; fails
- *     when the plan is worse).
- *  2. The <= 8-node examples: the node order annealing finds (default
- *     budget, slots left alone) against the exhaustive optimum over node
- *     orders, on the plan's configuration and on a few pipeline-heavy ones
- *     (fails when they differ).
+ *     when the plan is worse), for the searched configuration and, on the
+ *     heterogeneous ones, for two pinned shapes whose pipelines and DP
+ *     rings span nodes.
+ *  2. The <= 8-node examples: the node order annealing finds (with n!/4
+ *     estimates, slots left alone; the plan itself brute-forces them)
+ *     against the exhaustive optimum over node orders, on the plan's
+ *     configuration and on a few pipeline-heavy ones (fails when they
+ *     differ).
  *  3. Speed: full pipette_plan_compute for llama3-70b on 16 x 8 GPUs
  *     (hetero-16x8 example; target 0.2 s) and on 1024 x 8 GPUs (a
  *     generated heterogeneous cache; targets 5 s and 512 MiB), single
@@ -60,8 +63,9 @@ static void free_names(char **v, int n)
 	free(v);
 }
 
-static int plan_for(const char *model, const char *bw, int nodes, long gb, long seq,
-		    struct pipette_plan **out, double *cpu_s)
+/* Plan with tp, pp, dp pinned (0 = searched). */
+static int plan_pinned(const char *model, const char *bw, int nodes, long gb, long seq,
+		       const int pin[3], struct pipette_plan **out, double *cpu_s)
 {
 	struct pipette_request req;
 	struct pipette_cluster_spec cs;
@@ -76,6 +80,11 @@ static int plan_for(const char *model, const char *bw, int nodes, long gb, long 
 	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", bw);
 	req.global_batch = gb;
 	req.seq_len = seq;
+	if (pin) {
+		req.pins.tp = pin[0];
+		req.pins.pp = pin[1];
+		req.pins.dp = pin[2];
+	}
 	memset(&cs, 0, sizeof(cs));
 	cs.nodes = nodes;
 	cs.node_names = (const char *const *)names;
@@ -89,7 +98,14 @@ static int plan_for(const char *model, const char *bw, int nodes, long gb, long 
 	return rc;
 }
 
-/* Annealing (the plan's default path) against brute force on one config. */
+static int plan_for(const char *model, const char *bw, int nodes, long gb, long seq,
+		    struct pipette_plan **out, double *cpu_s)
+{
+	return plan_pinned(model, bw, nodes, gb, seq, NULL, out, cpu_s);
+}
+
+/* Annealing (the path of clusters over 8 nodes, here with a quarter of
+ * the brute-force count) against brute force on one config. */
 static int compare_exhaustive(const char *path, int nodes, const struct pipette_config *c)
 {
 	struct pipette_err err;
@@ -101,7 +117,7 @@ static int compare_exhaustive(const char *path, int nodes, const struct pipette_
 	struct pipette_mapping_opts o;
 	struct pipette_mapping_stats sa, ex;
 	char **names = node_names(nodes);
-	int *sig = calloc((size_t)pipette_config_world(c), sizeof(int)), rv = -1;
+	int *sig = calloc((size_t)pipette_config_world(c), sizeof(int)), rv = -1, k;
 
 	if (pipette_model_preset("llama3-70b", &m, &err) || pipette_bwcache_load(path, &bw, &err) ||
 	    !(cl = pipette_cluster_create((const char *const *)names, nodes, 8, NULL, gpu, bw, 0,
@@ -113,8 +129,13 @@ static int compare_exhaustive(const char *path, int nodes, const struct pipette_
 	o.seed = 0x7069706574746531ULL;
 	o.force_anneal = 1;
 	o.no_slots = 1;		/* brute force covers node orders only */
+	o.budget = 1;
+	for (k = 2; k <= nodes; k++)
+		o.budget *= k;
+	o.budget /= 4;
 	if (pipette_mapping_search(t, &m, gpu, c, cl, &o, sig, &sa, &err))
 		goto out;
+	o.budget = 0;
 	o.force_anneal = 0;
 	o.force_exhaustive = 1;
 	if (pipette_mapping_search(t, &m, gpu, c, cl, &o, sig, &ex, &err))
@@ -136,18 +157,23 @@ out:
 
 int main(void)
 {
-	static const struct { const char *file; int nodes; const char *model; long gb, seq; }
+	/* pinned: tp, pp, dp of shapes that cross nodes with PP and DP */
+	static const struct { const char *file; int nodes; const char *model; long gb, seq;
+			      int pinned[2][3]; }
 	ex[] = {
-		{ "uniform-4x8-h100.json", 4, "llama3-8b", 256, 8192 },
-		{ "hetero-8x8-h100.json", 8, "llama3-70b", 256, 4096 },
-		{ "hetero-16x8-h100.json", 16, "llama3-70b", 1024, 8192 },
-		{ "hetero-128x8-h100.json", 128, "llama3-70b", 2048, 8192 },
+		{ "uniform-4x8-h100.json", 4, "llama3-8b", 256, 8192, { { 0 } } },
+		{ "hetero-8x8-h100.json", 8, "llama3-70b", 256, 4096,
+		  { { 8, 4, 2 }, { 8, 8, 1 } } },
+		{ "hetero-16x8-h100.json", 16, "llama3-70b", 1024, 8192,
+		  { { 8, 4, 4 }, { 8, 8, 2 } } },
+		{ "hetero-128x8-h100.json", 128, "llama3-70b", 2048, 8192,
+		  { { 8, 4, 32 }, { 8, 8, 16 } } },
 	};
 	struct pipette_plan *plan;
 	char path[1024];
 	double cpu;
 	size_t i;
-	int fail = 0;
+	int fail = 0, pk;
 
 	printf("mapping quality: planned vs default (Megatron order) iteration time\n");
 	for (i = 0; i < sizeof(ex) / sizeof(ex[0]); i++) {
@@ -165,6 +191,28 @@ int main(void)
 		       pipette_plan_iteration_s(plan), gain, gain < 1 ? "  WORSE" : "", cpu);
 		if (gain < 1)
 			fail = 1;
+		/* The searched configuration may keep every heavy transfer off
+		 * the inter-node links (TP and DP inside a node, PP hidden by
+		 * the schedule): pinned shapes whose DP rings and pipelines
+		 * span nodes show what the mapping does where links matter. */
+		for (pk = 0; pk < 2 && ex[i].pinned[pk][0]; pk++) {
+			struct pipette_plan *pp;
+			double pcpu, pg;
+
+			if (plan_pinned(ex[i].model, path, ex[i].nodes, ex[i].gb, ex[i].seq,
+					ex[i].pinned[pk], &pp, &pcpu))
+				return 1;
+			c = pipette_plan_config(pp);
+			pg = pipette_plan_mapping_gain(pp);
+			printf("  %-24s %-10s tp %d pp %d dp %d cp %d: default %.4f s, planned %.4f s, "
+			       "ratio %.4f%s  (pinned, %s)\n", "", ex[i].model, c->tp, c->pp, c->dp,
+			       c->cp, pipette_plan_block_iteration_s(pp), pipette_plan_iteration_s(pp),
+			       pg, pg < 1 ? "  WORSE" : "", pipette_schedule_name(c->schedule));
+			if (pg < 1)
+				fail = 1;
+			pipette_plan_destroy(pp);
+		}
+		c = pipette_plan_config(plan);
 		if (ex[i].nodes <= 8 && !strcmp(ex[i].model, "llama3-70b")) {
 			struct pipette_config v = *c;
 			static const int shapes[][3] = { { 8, 8, 1 }, { 4, 8, 2 }, { 8, 4, 2 },

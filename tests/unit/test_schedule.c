@@ -299,23 +299,100 @@ static double rnd(unsigned *x, double lo, double hi)
 	return lo + (hi - lo) * ((*x >> 8) / 16777216.0);
 }
 
-/* Every op exactly once; every op after its dependency plus the transfer;
- * the ops of a rank run in list order without overlap; busy time is the
- * sum of the op durations.  Uneven, random times and transfers. */
-static void check_valid(enum pipette_schedule_kind kind, int p, int v, long m, unsigned seed)
+/* The last simulation on s, of times t, is valid: every op exactly once;
+ * every op after its dependency plus the transfer (its dependency earlier
+ * in the event order, so the order is a topological one whatever the
+ * durations); the ops of a rank run in list order without overlap; busy
+ * time is the sum of the op durations. */
+static void check_events(struct pipette_sched *s, enum pipette_schedule_kind kind, int p, int v,
+			 long m, const struct times *t, const struct pipette_sched_result *r)
 {
-	struct pipette_sched *s = pipette_sched_create();
-	struct pipette_sched_result r;
 	struct pipette_sched_event ev, prev;
-	struct times t;
 	int S = p * v, i;
 	long n, k, per = (kind == PIPETTE_SCHED_1F1B || kind == PIPETTE_SCHED_INTERLEAVED ? 2 : 3) * v * m;
 	double *fin = calloc((size_t)3 * S * m, sizeof(double));
 	int *seen = calloc((size_t)3 * S * m, sizeof(int));
 	double *busy = calloc((size_t)p, sizeof(double));
+	char why[160] = "";
+
+	/* one assertion per call (Check marks every assertion, which costs a
+	 * write): the first violation is kept and reported at the end */
+#define EXPECT(cond, ...) do { if (!(cond) && !why[0]) snprintf(why, sizeof(why), __VA_ARGS__); } while (0)
+	ck_assert_int_eq(r->n_ops, per * p);
+	for (n = 0; !why[0] && pipette_sched_event(s, n, &ev) == 0; n++) {
+		long key = ((long)(ev.type == 'F' ? 0 : ev.type == 'B' ? 1 : 2) * S + ev.stage) * m + ev.mb;
+
+		EXPECT(ev.mb >= 0 && ev.mb < m && ev.stage >= 0 && ev.stage < S,
+		       "event %ld: stage %d micro-batch %ld out of range", n, ev.stage, ev.mb);
+		if (why[0])
+			break;
+		EXPECT(!seen[key], "event %ld: %c stage %d mb %ld runs twice", n, ev.type, ev.stage, ev.mb);
+		seen[key] = 1;
+		fin[key] = ev.end;
+		busy[ev.rank] += ev.end - ev.start;
+		/* dependencies come earlier in the event order, and the op
+		 * starts after them plus the transfer */
+		if (ev.type == 'F' && ev.stage > 0) {
+			long d = (0L * S + ev.stage - 1) * m + ev.mb;
+
+			EXPECT(seen[d] && ev.start >= fin[d] + t->cf[ev.stage - 1] - EPS,
+			       "event %ld: F stage %d mb %ld before its input", n, ev.stage, ev.mb);
+		}
+		if (ev.type == 'B') {
+			long d = ev.stage == S - 1 ? (0L * S + ev.stage) * m + ev.mb
+						   : (1L * S + ev.stage + 1) * m + ev.mb;
+			double c = ev.stage == S - 1 ? 0 : t->cb[ev.stage];
+
+			EXPECT(seen[d] && ev.start >= fin[d] + c - EPS,
+			       "event %ld: B stage %d mb %ld before its input", n, ev.stage, ev.mb);
+		}
+		if (ev.type == 'W') {
+			long d = (1L * S + ev.stage) * m + ev.mb;
+
+			EXPECT(seen[d] && ev.start >= fin[d] - EPS,
+			       "event %ld: W stage %d mb %ld before its B", n, ev.stage, ev.mb);
+		}
+	}
+	EXPECT(n == r->n_ops, "%ld events of %ld", n, r->n_ops);
+	/* V-ZB holds at most 1F1B's p full-stage micro-batches (2p chunks;
+	 * all m when m < p) whatever the times */
+	if (kind == PIPETTE_SCHED_V_ZB)
+		for (i = 0; i < p; i++)
+			EXPECT(r->peak_fw[i] <= 2 * (m < p ? m : p), "rank %d holds %d chunks", i,
+			       r->peak_fw[i]);
+	for (k = 0; k < 3L * S * m; k++)
+		if (k / ((long)S * m) < 2 || per == 3L * v * m)
+			EXPECT(seen[k], "op %ld never ran", k);
+	for (i = 0; i < p; i++) {
+		EXPECT(fabs(busy[i] - r->busy[i]) <= 1e-6, "rank %d busy %g, reported %g", i, busy[i],
+		       r->busy[i]);
+		for (k = 0; k < per; k++) {
+			EXPECT(pipette_sched_event(s, pipette_sched_rank_op(s, i, k), &ev) == 0 &&
+			       ev.rank == i, "rank %d op %ld: no such event", i, k);
+			if (k > 0)
+				EXPECT(ev.start >= prev.end - EPS, "rank %d op %ld overlaps the one before",
+				       i, k);
+			prev = ev;
+		}
+		EXPECT(pipette_sched_rank_op(s, i, per) == -1, "rank %d lists more than %ld ops", i, per);
+	}
+#undef EXPECT
+	free(fin);
+	free(seen);
+	free(busy);
+	ck_assert_msg(!why[0], "%s p=%d v=%d m=%ld: %s", pipette_schedule_name(kind), p, v, m, why);
+}
+
+/* check_events on uneven, random times and transfers. */
+static void check_valid(enum pipette_schedule_kind kind, int p, int v, long m, unsigned seed)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	int i;
 
 	memset(&t, 0, sizeof(t));
-	for (i = 0; i < S; i++) {
+	for (i = 0; i < p * v; i++) {
 		t.f[i] = rnd(&seed, 0.5, 1.5);
 		t.b[i] = rnd(&seed, 0.5, 2.5);
 		t.w[i] = rnd(&seed, 0.2, 1.0);
@@ -323,60 +400,7 @@ static void check_valid(enum pipette_schedule_kind kind, int p, int v, long m, u
 		t.cb[i] = rnd(&seed, 0, 0.3);
 	}
 	run(s, kind, p, v, m, &t, &r);
-	ck_assert_int_eq(r.n_ops, per * p);
-	for (n = 0; pipette_sched_event(s, n, &ev) == 0; n++) {
-		long key = ((long)(ev.type == 'F' ? 0 : ev.type == 'B' ? 1 : 2) * S + ev.stage) * m + ev.mb;
-
-		ck_assert(ev.mb >= 0 && ev.mb < m && ev.stage >= 0 && ev.stage < S);
-		ck_assert_int_eq(seen[key], 0);
-		seen[key] = 1;
-		fin[key] = ev.end;
-		busy[ev.rank] += ev.end - ev.start;
-		/* dependencies come earlier in the event order */
-		if (ev.type == 'F' && ev.stage > 0) {
-			long d = (0L * S + ev.stage - 1) * m + ev.mb;
-
-			ck_assert(seen[d]);
-			ck_assert(ev.start >= fin[d] + t.cf[ev.stage - 1] - EPS);
-		}
-		if (ev.type == 'B') {
-			long d = ev.stage == S - 1 ? (0L * S + ev.stage) * m + ev.mb
-						   : (1L * S + ev.stage + 1) * m + ev.mb;
-			double c = ev.stage == S - 1 ? 0 : t.cb[ev.stage];
-
-			ck_assert(seen[d]);
-			ck_assert(ev.start >= fin[d] + c - EPS);
-		}
-		if (ev.type == 'W') {
-			long d = (1L * S + ev.stage) * m + ev.mb;
-
-			ck_assert(seen[d]);
-			ck_assert(ev.start >= fin[d] - EPS);
-		}
-	}
-	ck_assert_int_eq(n, r.n_ops);
-	/* V-ZB holds at most 1F1B's p full-stage micro-batches (2p chunks;
-	 * all m when m < p) whatever the times */
-	if (kind == PIPETTE_SCHED_V_ZB)
-		for (i = 0; i < p; i++)
-			ck_assert_int_le(r.peak_fw[i], 2 * (m < p ? m : p));
-	for (k = 0; k < 3L * S * m; k++)
-		if (k / ((long)S * m) < 2 || per == 3L * v * m)
-			ck_assert_msg(seen[k], "op %ld never ran", k);
-	for (i = 0; i < p; i++) {
-		ck_assert_double_eq_tol(busy[i], r.busy[i], 1e-6);
-		for (k = 0; k < per; k++) {
-			ck_assert_int_eq(pipette_sched_event(s, pipette_sched_rank_op(s, i, k), &ev), 0);
-			ck_assert_int_eq(ev.rank, i);
-			if (k > 0)
-				ck_assert(ev.start >= prev.end - EPS);
-			prev = ev;
-		}
-		ck_assert_int_eq(pipette_sched_rank_op(s, i, per), -1);
-	}
-	free(fin);
-	free(seen);
-	free(busy);
+	check_events(s, kind, p, v, m, &t, &r);
 	pipette_sched_destroy(s);
 }
 
@@ -400,6 +424,132 @@ START_TEST(test_valid_all)
 			check_valid(PIPETTE_SCHED_INTERLEAVED, p, 3, m, 7u + i);
 		}
 	}
+}
+END_TEST
+
+/* Spread total over n entries of a with weights in [e^-1.5, e^1.5) (20x),
+ * a share zero_frac of them zero (at least one not); sum(a) = total. */
+static void spread(double *a, int n, int stride, double total, double zero_frac, unsigned *x)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		a[i * stride] = rnd(x, 0, 1) < zero_frac ? 0 : exp(rnd(x, -1.5, 1.5));
+		sum += a[i * stride];
+	}
+	if (sum == 0) {
+		a[0] = 1;
+		sum = 1;
+	}
+	for (i = 0; i < n; i++)
+		a[i * stride] *= total / sum;
+}
+
+/* Times for V-ZB on p ranks: per-stage F, B, W around F:B:W means of
+ * 1 : 0.3..3 : 0..2 (W = 0 in one draw of 8), transfers between ranks
+ * around 0.001..50 times an F (none on the turn of the V, boundary p-1,
+ * as callers pass it). */
+static void vzb_random_times(struct times *t, int p, unsigned *x)
+{
+	double f = rnd(x, 0.5, 1.5), b = f * rnd(x, 0.3, 3.0);
+	double w = rnd(x, 0, 1) < 0.125 ? 0 : f * rnd(x, 0, 2.0);
+	double c = f * exp(rnd(x, log(0.001), log(50.0)));
+	int S = 2 * p, k;
+
+	memset(t, 0, sizeof(*t));
+	spread(t->f, S, 1, f * S, 0, x);
+	spread(t->b, S, 1, b * S, 0, x);
+	spread(t->w, S, 1, w * S, 0, x);
+	for (k = 0; k + 1 < S; k++) {
+		t->cf[k] = k == p - 1 ? 0 : c * rnd(x, 0, 2);
+		t->cb[k] = k == p - 1 ? 0 : c * rnd(x, 0, 2);
+	}
+}
+
+/* The same chunk means of F, B, W and the same mean transfer between
+ * ranks (what the V-ZB order is built from), spread unevenly: per-stage
+ * times 20x apart, a third of the links free and the rest up to 20x apart,
+ * the forward and backward directions mixed. */
+static void vzb_same_means(struct times *t, int p, unsigned *x)
+{
+	double f = 0, b = 0, w = 0, c = 0, cs[2 * MAXS];
+	int S = 2 * p, k, nb = 0;
+
+	for (k = 0; k < S; k++) {
+		f += t->f[k];
+		b += t->b[k];
+		w += t->w[k];
+	}
+	for (k = 0; k + 1 < S; k++)
+		c += t->cf[k] + t->cb[k];
+	spread(t->f, S, 1, f, 0, x);
+	spread(t->b, S, 1, b, 0, x);
+	spread(t->w, S, 1, w, 0, x);
+	spread(cs, 2 * (S - 2), 1, c, 0.33, x);
+	for (k = 0; k + 1 < S; k++) {
+		if (k == p - 1) {
+			t->cf[k] = t->cb[k] = 0;
+			continue;
+		}
+		t->cf[k] = cs[nb++];
+		t->cb[k] = cs[nb++];
+	}
+}
+
+/* Regression (a plan on a 1024-node heterogeneous cache skipped V-ZB with
+ * "list scheduling stalled"): a V-ZB order is built from the durations
+ * (chunk means rounded to 1/48 of F + B + W, and the mean transfer), but it
+ * is a per-rank order of the pipeline's DAG and must be valid for ANY
+ * durations.  For 240 random shapes, p in 2..16 and m in 1..64: build for
+ * times A, check every op; simulate times B with A's means but per-stage
+ * times and per-link transfers spread 20x (the workspace reuses A's order,
+ * so the rank lists must be A's), check every op; then simulate times C
+ * drawn anew (a new order), check every op.  A stall fails run(); a
+ * dependency or rank-order violation fails check_events(). */
+START_TEST(test_v_zb_any_durations)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_sched_event ev;
+	struct times t;
+	unsigned x = 2024u;
+	long *list = malloc(sizeof(long) * 16 * 2 * 3 * 64), n, i;
+	int seed, rk, same;
+
+	for (seed = 0; seed < 240; seed++) {
+		int p = 2 + (int)rnd(&x, 0, 15);
+		long m = 1 + (long)rnd(&x, 0, 64);
+		long per = 6 * m;
+
+		if (seed < 15)
+			p = 2 + seed;	/* every p at least once */
+		vzb_random_times(&t, p, &x);
+		run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+		check_events(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+		for (rk = 0, n = 0; rk < p; rk++)
+			for (i = 0; i < per; i++, n++) {
+				pipette_sched_event(s, pipette_sched_rank_op(s, rk, i), &ev);
+				list[n] = (ev.mb * 2 + ev.chunk) * 3 + (ev.type == 'F' ? 0 : ev.type == 'B' ? 1 : 2);
+			}
+
+		vzb_same_means(&t, p, &x);
+		run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+		check_events(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+		for (rk = 0, n = 0, same = 1; rk < p; rk++)
+			for (i = 0; i < per; i++, n++)
+				same &= pipette_sched_event(s, pipette_sched_rank_op(s, rk, i), &ev) == 0 &&
+					list[n] == (ev.mb * 2 + ev.chunk) * 3 +
+						   (ev.type == 'F' ? 0 : ev.type == 'B' ? 1 : 2);
+		ck_assert_msg(same, "seed %d p=%d m=%ld: times with A's means got another order",
+			      seed, p, m);
+
+		vzb_random_times(&t, p, &x);
+		run(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+		check_events(s, PIPETTE_SCHED_V_ZB, p, 2, m, &t, &r);
+	}
+	free(list);
+	pipette_sched_destroy(s);
 }
 END_TEST
 
@@ -680,6 +830,7 @@ int main(void)
 	tcase_add_test(tc, test_v_zb_bubble);
 	tcase_add_test(tc, test_v_zb_unequal);
 	tcase_add_test(tc, test_valid_all);
+	tcase_add_test(tc, test_v_zb_any_durations);
 	tcase_add_test(tc, test_inflight_matches);
 	tcase_add_test(tc, test_uneven);
 	tcase_add_test(tc, test_comm_critical_path);
