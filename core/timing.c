@@ -78,6 +78,7 @@ struct pipette_timer {
 	double *dp_rs, *dp_win;	/* per stage: overlappable DP time, its window */
 	int cap_ranks;
 	int *ranks;
+	int *scratch;		/* GPUs of one group, sorted by node */
 };
 
 struct pipette_timer *pipette_timer_create(void)
@@ -108,6 +109,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	free(t->dp_rs);
 	free(t->dp_win);
 	free(t->ranks);
+	free(t->scratch);
 	free(t);
 }
 
@@ -131,6 +133,10 @@ static int reserve(struct pipette_timer *t, int stages, int ranks)
 		if (!p)
 			return -1;
 		t->ranks = p;
+		p = realloc(t->scratch, (size_t)ranks * sizeof(int));
+		if (!p)
+			return -1;
+		t->scratch = p;
 		t->cap_ranks = ranks;
 	}
 	return 0;
@@ -160,11 +166,66 @@ static int gpu_of(const struct placement *p, int rank)
 	return p->gpu_of_rank ? p->gpu_of_rank[rank] : rank;
 }
 
-/* Ring over `ranks` (n entries) in the given order. */
-static void ring_links(const struct placement *p, const int *ranks, int n,
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Inside a node NCCL picks the ring order itself (it searches the
+ * intra-node graph), so the members a group has on one node form the best
+ * ring among them, not the one in rank order.  In a ring every member uses
+ * two distinct neighbours, so no order beats, for each member, its
+ * second-fastest link to the others: the minimum of that over the members
+ * is the bound used here (exact when one GPU or one pair is slow).  A
+ * link's figure is its slower direction.  gpus: n GPU indices. */
+static double intra_ring_bw(const struct placement *p, int *gpus, int n)
+{
+	double worst = HUGE_VAL;
+	int i, j, start;
+
+	qsort(gpus, (size_t)n, sizeof(int), cmp_int);
+	for (start = 0; start < n; start = i) {
+		int node = gpus[start] / p->G, end;
+
+		for (end = start; end < n && gpus[end] / p->G == node; end++)
+			;
+		for (i = start; i < end && end - start > 1; i++) {
+			double best = 0, second = 0;
+
+			for (j = start; j < end; j++) {
+				double ab, ba, bw;
+
+				if (j == i)
+					continue;
+				ab = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
+				ba = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
+				bw = ab < ba ? ab : ba;
+				if (bw > best) {
+					second = best;
+					best = bw;
+				} else if (bw > second) {
+					second = bw;
+				}
+			}
+			if (end - start == 2)
+				second = best;	/* two members: one link, both ways */
+			if (second < worst)
+				worst = second;
+		}
+		i = end;
+	}
+	return worst;
+}
+
+/* Ring over `ranks` (n entries): between nodes in rank order (the order
+ * Megatron's groups and NCCL's inter-node rings follow), inside each node
+ * the best ring of its members (intra_ring_bw). */
+static void ring_links(const struct placement *p, const int *ranks, int n, int *scratch,
 		       struct group_links *g)
 {
-	int i, first_node = -1, nodes = 0, same_first = 0;
+	int i, first_node = -1, nodes = 0, same_first = 0, have_intra = 0;
 
 	memset(g, 0, sizeof(*g));
 	g->n = n;
@@ -176,13 +237,11 @@ static void ring_links(const struct placement *p, const int *ranks, int n,
 		struct pipette_link l = pipette_cluster_link(p->cl, a, b);
 		int na = a / p->G, nb = b / p->G;
 
-		if (l.gbps < g->bw)
-			g->bw = l.gbps;
+		scratch[i] = a;
 		if (l.lat_us > g->lat)
 			g->lat = l.lat_us;
 		if (na == nb) {
-			if (l.gbps < g->intra_bw)
-				g->intra_bw = l.gbps;
+			have_intra = 1;
 			if (l.lat_us > g->intra_lat)
 				g->intra_lat = l.lat_us;
 		} else {
@@ -198,6 +257,9 @@ static void ring_links(const struct placement *p, const int *ranks, int n,
 		if (i == 0 || na != gpu_of(p, ranks[i - 1]) / p->G)
 			nodes++;
 	}
+	if (have_intra)
+		g->intra_bw = intra_ring_bw(p, scratch, n);
+	g->bw = g->intra_bw < g->inter_bw ? g->intra_bw : g->inter_bw;
 	if (nodes > 1 && gpu_of(p, ranks[0]) / p->G == gpu_of(p, ranks[n - 1]) / p->G)
 		nodes--;	/* the ring closed inside the first node's run */
 	g->nodes = nodes > 0 ? nodes : 1;
@@ -246,7 +308,7 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 
 		for (j = 0; j < size; j++)
 			t->ranks[j] = start + j * stride;
-		ring_links(p, t->ranks, size, &g);
+		ring_links(p, t->ranks, size, t->scratch, &g);
 		tt = coll_time(coll, &g, bytes);
 		if (tt > worst_t) {
 			worst_t = tt;

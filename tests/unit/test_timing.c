@@ -380,6 +380,60 @@ START_TEST(test_expert_alltoall)
 }
 END_TEST
 
+/* One node of 8 H100 with a measured intra-node matrix, tp 8.  NCCL orders
+ * the ring inside a node itself, so one slow pair (0-1 at 30 GB/s, the
+ * rest 300) is routed around: every GPU still has two 300 GB/s links and
+ * the TP time equals the uniform node's.  A GPU whose every link is slow
+ * (GPU 0 at 30 GB/s to all) cannot be avoided: the ring runs at 30 GB/s. */
+static struct pipette_cluster *node_with(double slow01, double slow0all)
+{
+	struct pipette_bwcache *bw = pipette_bwcache_create();
+	struct pipette_bw_prov prov = { "test", "busbw", 1e8, 0 };
+	const char *names[] = { "n1" };
+	struct pipette_cluster *cl;
+	int a, b;
+
+	for (a = 0; a < 8; a++)
+		for (b = 0; b < 8; b++) {
+			double g = 300;
+
+			if (a == b)
+				continue;
+			if ((a == 0 && b == 1) || (a == 1 && b == 0))
+				g = slow01;
+			if (a == 0 || b == 0)
+				g = g < slow0all ? g : slow0all;
+			ck_assert_int_eq(pipette_bwcache_set_intra(bw, "n1", a, b, g, 10, &prov,
+								   NULL), 0);
+		}
+	cl = pipette_cluster_create(names, 1, 8, NULL, pipette_gpu_lookup("h100", NULL), bw,
+				    0, NULL);
+	pipette_bwcache_destroy(bw);
+	ck_assert_ptr_nonnull(cl);
+	return cl;
+}
+
+START_TEST(test_intra_node_ring)
+{
+	struct pipette_config c;
+	struct pipette_cluster *uni = node_with(300, 300), *pair = node_with(30, 300);
+	struct pipette_cluster *gpu0 = node_with(300, 30);
+	struct pipette_time a, b, d;
+
+	pipette_config_init(&c);
+	c.tp = 8;
+	c.global_batch = 1;
+	iter("llama2-13b", &c, uni, &a);
+	iter("llama2-13b", &c, pair, &b);
+	iter("llama2-13b", &c, gpu0, &d);
+	ck_assert_double_eq_tol(b.tp_comm_s, a.tp_comm_s, 1e-12);
+	ck_assert(d.tp_comm_s > 5 * a.tp_comm_s);
+	pipette_cluster_destroy(uni);
+	pipette_cluster_destroy(pair);
+	pipette_cluster_destroy(gpu0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
@@ -400,6 +454,7 @@ int main(void)
 	tcase_add_test(tc, test_compression);
 	tcase_add_test(tc, test_compression_parse);
 	tcase_add_test(tc, test_expert_alltoall);
+	tcase_add_test(tc, test_intra_node_ring);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
