@@ -498,6 +498,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s;
 		out->stats.bounded++;
 	}
+	/* Many candidates share a rank grid: read its links once. */
+	pipette_timer_cache_links(t, cl);
 	if (s.n > 1)	/* qsort wants a non-NULL base even for 0 items */
 		qsort(s.cand, (size_t)s.n, sizeof(*s.cand), cmp_bound);
 	for (i = 0; i < s.n; i++) {

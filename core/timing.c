@@ -1,6 +1,7 @@
 #include "timing.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,22 @@ static double coll_time(enum coll k, const struct group_links *g, double bytes)
 
 /* ---- the workspace -------------------------------------------------------- */
 
+/* A search evaluates many configurations on one rank grid (tp, cp, dp, pp,
+ * ep, etp): their groups and point-to-point links are the same, only the
+ * bytes differ.  Each grid's links are read from the cluster once. */
+#define GRID_CACHE 8
+enum { N_KINDS = 4 };
+
+struct grid_entry {
+	int key[6];		/* tp, cp, dp, pp, ep, etp; tp == 0: empty */
+	long used;
+	struct group_links *groups[N_KINDS];	/* stage-major, all groups */
+	int per_stage[N_KINDS];			/* groups per stage */
+	struct pipette_link *p2p;	/* [4][pp][per_stage]: s->s+1, s+1->s,
+					 * 0->pp-1, pp-1->0 (slot 2, 3 at s = 0) */
+	int filled_p2p;
+};
+
 struct pipette_timer {
 	struct pipette_sched *sched;
 	int cap_stages;
@@ -79,6 +96,11 @@ struct pipette_timer {
 	int cap_ranks;
 	int *ranks;
 	int *scratch;		/* GPUs of one group, sorted by node */
+	/* Links of every group of a rank grid, kept for one cluster under
+	 * the default placement (pipette_timer_cache_links). */
+	const struct pipette_cluster *cache_cl;
+	struct grid_entry *grids;	/* GRID_CACHE entries */
+	long clock;
 };
 
 struct pipette_timer *pipette_timer_create(void)
@@ -110,6 +132,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	free(t->dp_win);
 	free(t->ranks);
 	free(t->scratch);
+	pipette_timer_cache_links(t, NULL);
 	free(t);
 }
 
@@ -152,6 +175,28 @@ const struct pipette_sched *pipette_timer_sched(const struct pipette_timer *t)
 	return t->sched;
 }
 
+static void grid_clear(struct grid_entry *e)
+{
+	int k;
+
+	for (k = 0; k < N_KINDS; k++)
+		free(e->groups[k]);
+	free(e->p2p);
+	memset(e, 0, sizeof(*e));
+}
+
+void pipette_timer_cache_links(struct pipette_timer *t, const struct pipette_cluster *cl)
+{
+	int i;
+
+	if (t->grids)
+		for (i = 0; i < GRID_CACHE; i++)
+			grid_clear(&t->grids[i]);
+	free(t->grids);
+	t->grids = NULL;
+	t->cache_cl = cl;
+}
+
 /* ---- links of the groups a configuration forms ---------------------------- */
 
 struct placement {
@@ -183,9 +228,24 @@ static int cmp_int(const void *a, const void *b)
 static double intra_ring_bw(const struct placement *p, int *gpus, int n)
 {
 	double worst = HUGE_VAL;
-	int i, j, start;
+	uint64_t seen[PIPETTE_BW_MAX_NODES / 64];
+	int i, j, start, grouped = 1;
 
-	qsort(gpus, (size_t)n, sizeof(int), cmp_int);
+	/* Members of one node usually sit together already (TP groups); sort
+	 * only when a node's members are split into several runs. */
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < n && grouped; i++) {
+		int node = gpus[i] / p->G;
+
+		if (i > 0 && node == gpus[i - 1] / p->G)
+			continue;
+		if (node >= PIPETTE_BW_MAX_NODES || (seen[node / 64] >> (node % 64) & 1))
+			grouped = 0;
+		else
+			seen[node / 64] |= 1ULL << (node % 64);
+	}
+	if (!grouped)
+		qsort(gpus, (size_t)n, sizeof(int), cmp_int);
 	for (start = 0; start < n; start = i) {
 		int node = gpus[start] / p->G, end;
 
@@ -278,37 +338,92 @@ static void ring_links(const struct placement *p, const int *ranks, int n, int *
 enum group_kind { G_TP, G_CP, G_DPCP, G_EP };
 
 /* The slowest group of a kind in stage s, judged at `bytes`. */
+static void group_shape(const struct pipette_config *c, enum group_kind kind, int *size,
+			int *stride)
+{
+	switch (kind) {
+	case G_TP: *size = c->tp; *stride = 1; break;
+	case G_CP: *size = c->cp; *stride = c->tp; break;
+	case G_DPCP: *size = c->cp * c->dp; *stride = c->tp; break;
+	default: *size = c->ep; *stride = c->etp; break;	/* expert grid */
+	}
+}
+
+/* Links of group i of a kind in stage s: the ranks whose index along the
+ * kind varies, all other coordinates fixed.  With stride st and size n the
+ * members of group i start at (i % st) + (i / st) * st * n. */
+static void group_links_of(struct pipette_timer *t, const struct placement *p,
+			   const struct pipette_config *c, int s, int size, int stride,
+			   int i, struct group_links *g)
+{
+	int start = c->tp * c->cp * c->dp * s + (i % stride) + (i / stride) * stride * size;
+	int j;
+
+	for (j = 0; j < size; j++)
+		t->ranks[j] = start + j * stride;
+	ring_links(p, t->ranks, size, t->scratch, g);
+}
+
+/* The cached grid of c, or NULL when caching is off for this call. */
+static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct placement *p,
+				      const struct pipette_config *c)
+{
+	int key[6] = { c->tp, c->cp, c->dp, c->pp, c->ep, c->etp }, i, victim = 0;
+
+	if (!t->cache_cl || t->cache_cl != p->cl || p->gpu_of_rank)
+		return NULL;
+	if (!t->grids && !(t->grids = calloc(GRID_CACHE, sizeof(*t->grids))))
+		return NULL;
+	for (i = 0; i < GRID_CACHE; i++) {
+		if (t->grids[i].key[0] && !memcmp(t->grids[i].key, key, sizeof(key))) {
+			t->grids[i].used = ++t->clock;
+			return &t->grids[i];
+		}
+		if (t->grids[i].used < t->grids[victim].used)
+			victim = i;
+	}
+	grid_clear(&t->grids[victim]);
+	memcpy(t->grids[victim].key, key, sizeof(key));
+	t->grids[victim].used = ++t->clock;
+	return &t->grids[victim];
+}
+
+/* The slowest group of a kind in stage s, judged at `bytes`. */
 static void worst_group(struct pipette_timer *t, const struct placement *p,
 			const struct pipette_config *c, int s, enum group_kind kind,
 			enum coll coll, double bytes, struct group_links *worst)
 {
-	int per_stage = c->tp * c->cp * c->dp, base = per_stage * s;
-	int size, stride, i, j, groups;
+	int per_stage = c->tp * c->cp * c->dp, size, stride, i, groups;
+	struct grid_entry *e = grid_lookup(t, p, c);
 	double worst_t = -1;
 
-	switch (kind) {
-	case G_TP: size = c->tp; stride = 1; break;
-	case G_CP: size = c->cp; stride = c->tp; break;
-	case G_DPCP: size = c->cp * c->dp; stride = c->tp; break;
-	default: size = c->ep; stride = c->etp; break;	/* expert grid */
-	}
+	group_shape(c, kind, &size, &stride);
 	memset(worst, 0, sizeof(*worst));
 	worst->n = size;
 	worst->bw = 1;
 	if (size <= 1)
 		return;
 	groups = per_stage / size;
+	if (e && !e->groups[kind]) {
+		e->groups[kind] = malloc((size_t)c->pp * groups * sizeof(struct group_links));
+		if (e->groups[kind]) {
+			int s2;
+
+			e->per_stage[kind] = groups;
+			for (s2 = 0; s2 < c->pp; s2++)
+				for (i = 0; i < groups; i++)
+					group_links_of(t, p, c, s2, size, stride, i,
+						       &e->groups[kind][s2 * groups + i]);
+		}
+	}
 	for (i = 0; i < groups; i++) {
 		struct group_links g;
 		double tt;
-		/* Group i: ranks whose index along `kind` varies, all other
-		 * coordinates fixed.  With stride st and size n the members of
-		 * group i start at (i % st) + (i / st) * st * n. */
-		int start = base + (i % stride) + (i / stride) * stride * size;
 
-		for (j = 0; j < size; j++)
-			t->ranks[j] = start + j * stride;
-		ring_links(p, t->ranks, size, t->scratch, &g);
+		if (e && e->groups[kind])
+			g = e->groups[kind][s * groups + i];
+		else
+			group_links_of(t, p, c, s, size, stride, i, &g);
 		tt = coll_time(coll, &g, bytes);
 		if (tt > worst_t) {
 			worst_t = tt;
@@ -318,17 +433,49 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 }
 
 /* Slowest of the parallel point-to-point links between stage s and s2. */
-static struct pipette_link worst_p2p(const struct placement *p,
+static struct pipette_link worst_p2p(struct pipette_timer *t, const struct placement *p,
 				     const struct pipette_config *c, int s, int s2,
 				     double bytes)
 {
-	int per_stage = c->tp * c->cp * c->dp, i;
+	int per_stage = c->tp * c->cp * c->dp, pp = c->pp, i, slot = -1, idx = 0;
 	struct pipette_link worst = { HUGE_VAL, 0 };
+	struct grid_entry *e = grid_lookup(t, p, c);
 	double worst_t = -1;
 
+	/* Cached pairs: slot 0 = s -> s+1 (mod pp), slot 1 = s+1 -> s. */
+	if (e && pp > 1) {
+		if (s2 == (s + 1) % pp)
+			slot = 0, idx = s;
+		else if (s == (s2 + 1) % pp)
+			slot = 1, idx = s2;
+		if (slot >= 0 && !e->p2p) {
+			e->p2p = malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link));
+			if (e->p2p) {
+				int a, k;
+
+				for (a = 0; a < pp; a++)
+					for (k = 0; k < per_stage; k++) {
+						int b = (a + 1) % pp;
+
+						e->p2p[((size_t)0 * pp + a) * per_stage + k] =
+							pipette_cluster_link(p->cl,
+								gpu_of(p, per_stage * a + k),
+								gpu_of(p, per_stage * b + k));
+						e->p2p[((size_t)1 * pp + a) * per_stage + k] =
+							pipette_cluster_link(p->cl,
+								gpu_of(p, per_stage * b + k),
+								gpu_of(p, per_stage * a + k));
+					}
+			}
+		}
+		if (!e->p2p)
+			slot = -1;
+	}
 	for (i = 0; i < per_stage; i++) {
-		struct pipette_link l = pipette_cluster_link(p->cl, gpu_of(p, per_stage * s + i),
-							     gpu_of(p, per_stage * s2 + i));
+		struct pipette_link l = slot >= 0
+			? e->p2p[((size_t)slot * pp + idx) * per_stage + i]
+			: pipette_cluster_link(p->cl, gpu_of(p, per_stage * s + i),
+					       gpu_of(p, per_stage * s2 + i));
 		double tt = pipette_p2p_s(bytes, l.gbps, l.lat_us);
 
 		if (tt > worst_t) {
@@ -763,9 +910,9 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			t->comm_f[k] = t->comm_b[k] = 0;
 			continue;
 		}
-		l = worst_p2p(&pl, c, ra, rb, pp_bytes);
+		l = worst_p2p(t, &pl, c, ra, rb, pp_bytes);
 		t->comm_f[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
-		l = worst_p2p(&pl, c, rb, ra, pp_bytes_b);
+		l = worst_p2p(t, &pl, c, rb, ra, pp_bytes_b);
 		t->comm_b[k] = pipette_p2p_s(pp_bytes_b, l.gbps, l.lat_us);
 		if (ra == busiest || rb == busiest)
 			out->pp_comm_s += (t->comm_f[k] + t->comm_b[k]) * mb / 2;
@@ -814,7 +961,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	/* Tied embeddings with pp > 1: all-reduce the embedding gradient
 	 * between the first and the last stage (Megatron). */
 	if (m->tied_embeddings && pipette_config_last_rank(c) != 0) {
-		struct pipette_link l = worst_p2p(&pl, c, 0, p - 1, 1.0);
+		struct pipette_link l = worst_p2p(t, &pl, c, 0, p - 1, 1.0);
 		double bytes = 4.0 * (double)m->vocab * h / c->tp;
 		int ranks = c->compress.fused_embedding ? 2 * c->dp * c->cp : 2;
 

@@ -58,6 +58,13 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			  const int *gpu_of_rank, int detail,
 			  struct pipette_time *out, struct pipette_err *err);
 
+/* Keep the links of every rank grid estimated on `cluster` under the
+ * default placement (gpu_of_rank NULL), for a search that evaluates many
+ * configurations on one cluster; NULL turns it off and frees the cache.
+ * The cluster must outlive the cache. */
+void pipette_timer_cache_links(struct pipette_timer *t,
+			       const struct pipette_cluster *cluster);
+
 /* Per-stage peak in-flight micro-batches of the last simulation (full-stage
  * units, c->pp entries), for the memory estimate. */
 const double *pipette_timer_inflight(const struct pipette_timer *t);
