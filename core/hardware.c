@@ -1,8 +1,13 @@
 #include "hardware.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "json.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -91,4 +96,93 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 		     "A100 (80GB), H100, H200, B200; 'pipette gpus' lists them)",
 		     name ? name : "");
 	return NULL;
+}
+
+/* End-to-end share of a raw large-GEMM rate: the A100 ceiling fitted on
+ * models.md §5.1/§5.2 (0.69, above) over the raw cuBLAS efficiency of
+ * large A100 GEMMs in Calculon's a100_80g.json (0.95 at >= 128 GFLOP). */
+#define FRAMEWORK_SHARE (0.69 / 0.95)
+/* A probe report is a few kilobytes. */
+#define PROBE_JSON_MAX (16 << 20)
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int json_number(struct json_object *o, const char *key, double *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    (json_object_get_type(v) != json_type_double &&
+	     json_object_get_type(v) != json_type_int))
+		return -1;
+	*out = json_object_get_double(v);
+	return isfinite(*out) ? 0 : -1;
+}
+
+int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
+			  struct pipette_gpu_spec *out, struct pipette_err *err)
+{
+	struct json_object *root = NULL, *gemm, *list;
+	double rmax, half, hbm[64];
+	char *text = NULL;
+	size_t len = 0, n;
+	int rv = -1, nh = 0, i;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
+	text = malloc(PROBE_JSON_MAX + 1);
+	if (!text) {
+		pipette_fail(err, "%s: out of memory", path);
+		goto out;
+	}
+	while ((n = fread(text + len, 1, PROBE_JSON_MAX + 1 - len, f)) > 0)
+		len += n;
+	if (len > PROBE_JSON_MAX) {
+		pipette_fail(err, "%s: larger than %d bytes; not a probe report", path,
+			     PROBE_JSON_MAX);
+		goto out;
+	}
+	if (!(root = pipette_json_parse(text, len, path, 32, err)))
+		goto out;
+	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
+	    json_number(gemm, "max_tflops", &rmax) || json_number(gemm, "half_gflop", &half)) {
+		pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "
+			     "numbers of pipette-probe --local --gemm", path);
+		goto out;
+	}
+	if (!(rmax > 0 && rmax <= 2 * base->peak_tflops) || !(half > 0 && half < 1e6)) {
+		pipette_fail(err, "%s: gemm.max_tflops %g / half_gflop %g are not plausible "
+			     "for %s (peak %g TFLOP/s)", path, rmax, half, base->name,
+			     base->peak_tflops);
+		goto out;
+	}
+	*out = *base;
+	out->gemm_eff_max = rmax / base->peak_tflops * FRAMEWORK_SHARE;
+	out->gemm_half_gflop = half;
+	if (json_object_object_get_ex(root, "gpus", &list) &&
+	    json_object_get_type(list) == json_type_array) {
+		for (i = 0; i < (int)json_object_array_length(list) && nh < 64; i++) {
+			double v;
+
+			if (!json_number(json_object_array_get_idx(list, (size_t)i), "hbm_gbps", &v) &&
+			    v > 0 && v <= 10 * base->hbm_gbps)
+				hbm[nh++] = v;
+		}
+		if (nh) {
+			qsort(hbm, (size_t)nh, sizeof(double), cmp_double);
+			out->hbm_gbps = hbm[nh / 2];
+		}
+	}
+	rv = 0;
+out:
+	json_object_put(root);
+	free(text);
+	fclose(f);
+	return rv;
 }

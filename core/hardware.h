@@ -36,4 +36,14 @@ const struct pipette_gpu_spec *pipette_gpu_at(size_t i);
 const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 						  struct pipette_err *err);
 
+/* Replace the time-model efficiencies of `base` with what pipette-probe
+ * measured on one node (`pipette-probe --local --json FILE`: gemm.max_tflops
+ * and gemm.half_gflop of the fitted curve, gpus[].hbm_gbps): the GEMM
+ * ceiling becomes the measured rate over the peak times the share of a raw
+ * GEMM rate that Megatron attains end to end (hardware.c), the half point
+ * the measured one, HBM bandwidth the median measured.  Errors name the
+ * file and the key. */
+int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *probe_json,
+			  struct pipette_gpu_spec *out, struct pipette_err *err);
+
 #endif

@@ -47,6 +47,7 @@ struct pipette_plan {
 	struct pipette_request req;
 	struct pipette_model model;
 	const struct pipette_gpu_spec *gpu;
+	struct pipette_gpu_spec gpu_calibrated;
 	int nodes, G, world;
 	char **names;
 	int *gpu_ids;
@@ -262,7 +263,13 @@ int pipette_plan_compute(const struct pipette_request *req,
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL,
 			       &p->model, err))
 		goto out;
-	if (!(p->gpu = pipette_gpu_lookup(req->gpu, err)))
+	if ((p->gpu = pipette_gpu_lookup(req->gpu, err)) && req->calibration[0]) {
+		if (pipette_gpu_calibrate(p->gpu, req->calibration, &p->gpu_calibrated, err))
+			p->gpu = NULL;
+		else
+			p->gpu = &p->gpu_calibrated;
+	}
+	if (!p->gpu)
 		goto out;
 	if (req->bandwidth[0]) {
 		if (pipette_bwcache_load(req->bandwidth, &bw, err))
@@ -958,6 +965,29 @@ static void write_mapping(const struct pipette_plan *plan, FILE *f)
 					  : ", simulated annealing");
 }
 
+/* Why the expert layout: how many experts each GPU holds and how, where
+ * the first EP group runs, and what its all-to-all costs. */
+static void write_experts_line(const struct pipette_plan *plan, FILE *f)
+{
+	const struct pipette_config *c = &plan->cfg;
+	const struct pipette_time *t = &plan->time;
+	int k, j, nodes = 0;
+
+	for (k = 0; k < c->ep; k++) {
+		int node = plan->gpu_of_rank[k * c->etp] / plan->G, seen = 0;
+
+		for (j = 0; j < k && !seen; j++)
+			seen = plan->gpu_of_rank[j * c->etp] / plan->G == node;
+		nodes += !seen;
+	}
+	fprintf(f, "experts: ep %d x etp %d: each GPU holds %d of %d experts%s; an EP group "
+		"spans %d node%s (%s); all-to-all %.3f s per iteration (%.1f%% of it)\n",
+		c->ep, c->etp, plan->model.experts / c->ep, plan->model.experts,
+		c->etp > 1 ? " sharded over its ETP group" : "", nodes, nodes == 1 ? "" : "s",
+		c->ep == 1 ? "no all-to-all" : nodes == 1 ? "NVLink" : "the network",
+		t->ep_comm_s, t->iteration_s > 0 ? 100.0 * t->ep_comm_s / t->iteration_s : 0.0);
+}
+
 int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -1004,6 +1034,8 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		pipette_compression_format(&c->compress, spec, sizeof(spec));
 		fprintf(f, "compression: %s (Optimus-CC; changes training numerics)\n", spec);
 	}
+	if (plan->model.experts)
+		write_experts_line(plan, f);
 	fprintf(f, "memory, stage %d (peak): params %.2f + grads %.2f + optimizer %.2f + "
 		"activations %.2f + other %.2f = %.2f GiB of %.2f GiB limit\n",
 		plan->mem.peak_stage, pk->params_bytes / GIB, pk->grads_bytes / GIB,

@@ -46,6 +46,9 @@ struct pipette_request {
 	 * changes training numerics: off unless asked. */
 	struct pipette_compression compress;
 	int allow_compression;
+	/* pipette-probe --local --json report for the GPU type ("" = the
+	 * table's efficiencies; pipette_gpu_calibrate). */
+	char calibration[PIPETTE_PATH_MAX];
 };
 
 /* The cluster the plan is for: Slurm node names in Slurm's order, and the

@@ -299,7 +299,6 @@ static int enumerate(struct search *s, int world, int G)
 	pipette_config_init(&c);
 	c.global_batch = s->in->global_batch;
 	c.seq_len = s->in->seq_len;
-	c.etp = pn->etp > 0 ? pn->etp : 1;
 	for (tp = 1; tp <= world; tp++) {
 		if (world % tp || !pinned_ok(pn->tp, tp) || (pn->tp < 0 && G % tp))
 			continue;
@@ -326,14 +325,25 @@ static int enumerate(struct search *s, int world, int G)
 				c.pp = pp;
 				c.dp = dp;
 				for (ep = 1; ep <= (m->experts ? m->experts : 1); ep++) {
+					int etp;
+
 					if (!pinned_ok(pn->ep, ep))
 						continue;
-					if (m->experts && (m->experts % ep ||
-							   (dp * cp * tp) % (ep * c.etp)))
+					if (m->experts && m->experts % ep)
 						continue;
-					c.ep = ep;
-					if (enumerate_tail(s, &c))
-						return -1;
+					/* Expert tensor parallelism: a divisor of tp
+					 * (Megatron's default is etp = tp; EP x ETP
+					 * experts sharded over the same ranks). */
+					for (etp = 1; etp <= (m->experts ? tp : 1); etp++) {
+						if (tp % etp || !pinned_ok(pn->etp, etp))
+							continue;
+						if (m->experts && (dp * cp * tp) % (ep * etp))
+							continue;
+						c.ep = ep;
+						c.etp = etp;
+						if (enumerate_tail(s, &c))
+							return -1;
+					}
 				}
 			}
 		}

@@ -43,6 +43,8 @@ static const char usage_text[] =
 "  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
 "  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
 "  --timeline FILE.svg      draw the simulated pipeline timeline\n"
+"  --calibration FILE       GEMM and HBM figures measured by\n"
+"                           pipette-probe --local --json FILE on this GPU type\n"
 "  --compress SPEC          what-if communication compression (Optimus-CC):\n"
 "                           pp:R[:epilogue] low-rank PP backward gradients,\n"
 "                           dp:R[:stages=K] PowerSGD DP gradients (first K\n"
@@ -57,6 +59,7 @@ struct estimate_opts {
 	const char *gpu;
 	const char *models_dir;
 	const char *timeline;
+	const char *calibration;
 	long nodes, gpus_per_node;
 	struct pipette_config cfg;
 	int global_batch_set, seq_len_set;
@@ -134,6 +137,8 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--compress")) {
 			if (pipette_compression_parse(v, &o->cfg.compress, &err))
 				return cli_error("%s", err.msg);
+		} else if (!strcmp(name, "--calibration")) {
+			o->calibration = v;
 		} else if (!strcmp(name, "--timeline")) {
 			o->timeline = v;
 		} else if (!strcmp(name, "--models-dir")) {
@@ -427,6 +432,7 @@ int cmd_estimate(int argc, char **argv)
 	struct pipette_cluster *cl = NULL;
 	struct pipette_timer *timer = NULL;
 	const struct pipette_gpu_spec *gpu;
+	struct pipette_gpu_spec calibrated;
 	int rc = parse(argc, argv, &o);
 
 	if (rc)
@@ -435,6 +441,11 @@ int cmd_estimate(int argc, char **argv)
 		return cli_error("--model: %s", err.msg);
 	if (!(gpu = pipette_gpu_lookup(o.gpu, &err)))
 		return cli_error("--gpu: %s", err.msg);
+	if (o.calibration) {
+		if (pipette_gpu_calibrate(gpu, o.calibration, &calibrated, &err))
+			return cli_error("--calibration: %s", err.msg);
+		gpu = &calibrated;
+	}
 	if (!o.seq_len_set)
 		o.cfg.seq_len = m.max_seq && m.max_seq < 2048 ? m.max_seq : 2048;
 	if (!o.global_batch_set)

@@ -37,6 +37,8 @@ static const char usage_text[] =
 "  --mapping optimize|block search the rank-to-GPU mapping or keep Megatron's\n"
 "                           order (optimize)\n"
 "  --budget N               time estimates per mapping search (by GPU count)\n"
+"  --calibration FILE       GEMM and HBM figures measured by\n"
+"                           pipette-probe --local --json FILE on this GPU type\n"
 "  --compress SPEC          apply communication compression to every candidate\n"
 "                           (pp:R[:epilogue],dp:R[:stages=K],emb; Optimus-CC)\n"
 "  --allow-compression      let the plan add Optimus-CC compression where it is\n"
@@ -159,6 +161,9 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 			if (cli_int(name, v, 1, 1000, &n))
 				return PIPETTE_EXIT_USAGE;
 			o->req.top_k = (int)n;
+		} else if (!strcmp(name, "--calibration")) {
+			if (pipette_strlcpy(o->req.calibration, v, sizeof(o->req.calibration)))
+				return cli_error("--calibration: path too long");
 		} else if (!strcmp(name, "--compress")) {
 			if (pipette_compression_parse(v, &o->req.compress, &err))
 				return cli_error("%s", err.msg);

@@ -137,4 +137,26 @@ assert_rc 0 "--export=NONE: step exits 0"
 check_srun_mode "--export=NONE"
 assert_eq "$uniform_map" "$(awk '{print $1, $3, $5, $12}' <<<"$OUT" | sort)" "--export=NONE: the same plan as with the full environment"
 
+# --- a mixture-of-experts model through the plugin -----------------------
+# Mixtral 8x7B on the 4 x 8 GPUs: every rank once, the expert sizes in the
+# environment and in the Megatron arguments, and the plan equal to what
+# `pipette plan` prints for the same inputs.
+MOE=(--pipette-model=mixtral-8x7b --pipette-global-batch=128 --pipette-seq-len=4096)
+srun_t -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "${MOE[@]}" bash -c "$TASK_LINE"
+assert_rc 0 "mixtral-8x7b: step exits 0"
+check_srun_mode "mixtral-8x7b"
+srun_t -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "${MOE[@]}" bash -c \
+    'echo "$PIPETTE_EP $PIPETTE_TP $PIPETTE_MEGATRON_ARGS"'
+assert_rc 0 "mixtral-8x7b: job variables step exits 0"
+assert_eq 1 "$(sort -u <<<"$OUT" | grep -c .)" "mixtral-8x7b: every task got the same plan"
+read -r moe_ep _ <<<"$(sort -u <<<"$OUT")"
+assert_match '^[1-8]$' "$moe_ep" "mixtral-8x7b: PIPETTE_EP is an expert parallel size dividing 8 experts"
+assert_match "--expert-model-parallel-size $moe_ep --expert-tensor-parallel-size [0-9]+" \
+    "$(sort -u <<<"$OUT")" "mixtral-8x7b: Megatron arguments carry the expert sizes"
+plan_args=$("$PIPETTE_BUILDDIR/pipette" plan --model mixtral-8x7b --nodes "node[1-$N]" \
+    --gpus-per-node "$G" --gpu H100 --global-batch 128 --seq-len 4096 \
+    --bandwidth "$UNIFORM" --format megatron 2>&1)
+assert_eq "$plan_args" "$(sort -u <<<"$OUT" | cut -d' ' -f3-)" \
+    "mixtral-8x7b: the plugin's Megatron arguments equal pipette plan's"
+
 finish

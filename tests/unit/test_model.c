@@ -210,6 +210,34 @@ START_TEST(test_gpus)
 }
 END_TEST
 
+/* A pipette-probe --local report replaces the time model's efficiencies:
+ * ceiling = 720 / 989 measured-over-peak x 0.69 / 0.95 (the A100 fit over
+ * Calculon's raw large-GEMM efficiency) = 0.52876; half point 4 GFLOP;
+ * HBM the measured 2900.5 GB/s. */
+START_TEST(test_calibration)
+{
+	const struct pipette_gpu_spec *h100 = pipette_gpu_lookup("h100", NULL);
+	struct pipette_gpu_spec c;
+	struct pipette_err err;
+
+	ck_assert_msg(pipette_gpu_calibrate(h100, TEST_DATADIR "/probe/local-h100.json", &c,
+					    &err) == 0, "%s", err.msg);
+	ck_assert_double_eq_tol(c.gemm_eff_max, 720.0 / 989.0 * 0.69 / 0.95, 1e-12);
+	ck_assert_double_eq(c.gemm_half_gflop, 4.0);
+	ck_assert_double_eq(c.hbm_gbps, 2900.5);
+	ck_assert_double_eq(c.peak_tflops, h100->peak_tflops);
+	ck_assert_int_eq(pipette_gpu_calibrate(h100, TEST_DATADIR "/probe/bad-implausible.json",
+					       &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "bad-implausible.json: gemm.max_tflops 5000"));
+	ck_assert_int_eq(pipette_gpu_calibrate(h100, TEST_DATADIR "/probe/bad-no-gemm.json",
+					       &c, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "gemm.max_tflops and gemm.half_gflop"));
+	ck_assert_int_eq(pipette_gpu_calibrate(h100, TEST_DATADIR "/probe/none.json", &c,
+					       &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cannot open"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model");
@@ -226,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, test_hf_errors);
 	tcase_add_test(tc, test_load_dispatch);
 	tcase_add_test(tc, test_gpus);
+	tcase_add_test(tc, test_calibration);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
