@@ -157,9 +157,10 @@ EXTRA_tests_unit_test_plan_DEPENDENCIES = pipette$(EXEEXT)
 # Fuzzing and sanitizers.  `make fuzz`: libFuzzer harnesses for every
 # parser of outside input, built with clang (tests/fuzz/run.sh; FUZZ_SECONDS
 # per harness, default 20).  `make sanitize`: the unit tests in a separate
-# ASan+UBSan build, then cppcheck (tests/sanitize.sh).  test_fuzz_regress
+# ASan+UBSan build, the integration tests against a gcc UBSan build (root;
+# tests/sanitize-plugin.sh), then cppcheck (tests/sanitize.sh).  test_fuzz_regress
 # replays the fuzz corpora and past findings in the ordinary build.
-EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/lsan.supp
+EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/sanitize-plugin.sh tests/lsan.supp
 check_PROGRAMS += tests/unit/test_fuzz_regress
 TESTS += tests/unit/test_fuzz_regress
 tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c \
@@ -175,7 +176,7 @@ sanitize:
 		bash '$(abs_top_srcdir)/tests/sanitize.sh'
 .PHONY: fuzz sanitize
 clean-local:
-	rm -rf tests/fuzz-build tests/sanitize-build
+	rm -rf tests/fuzz-build tests/sanitize-build tests/sanitize-build-plugin
 
 # Expert placement (experts.h) and `pipette experts`; fixtures in
 # tests/data/routing.

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Build pipette in a separate directory with AddressSanitizer and
-# UndefinedBehaviorSanitizer and run the Check unit tests there (not the
-# integration tests, whose plugin runs inside Slurm's daemons), failing on
-# any sanitizer report or leak; then run cppcheck over the sources.
+# UndefinedBehaviorSanitizer and run the Check unit tests there, failing on
+# any sanitizer report or leak; then the integration tests against a gcc
+# UBSan build, the plugin inside the test cluster's Slurm daemons
+# (tests/sanitize-plugin.sh; root only; why not ASan there:
+# tests/integration/README.md); then cppcheck over the sources.  Ends with
+# one line per part.
 #
 #   SANITIZE_BUILDDIR  the build directory (default ./sanitize-build)
 #   SANITIZE_CC        the compiler (default clang, else gcc)
 #   SANITIZE_JOBS      make -j (default: the CPU count)
+#   SANITIZE_PLUGIN    0 skips the integration tests (default 1)
 #   SANITIZE_CPPCHECK  0 skips cppcheck (default 1)
 set -uo pipefail
 
@@ -77,7 +81,26 @@ if grep -qE "$pat" tests/unit/*.log 2>/dev/null; then
 		grep -m1 -E -A8 "$pat" "$l"
 	done
 fi
-[ "$rc" -eq 0 ] && echo "sanitize: PASS unit tests ($(grep -h '^# PASS:' test-suite.log 2>/dev/null | awk '{print $3}') programs)"
+if [ "$rc" -eq 0 ]; then
+	summary="PASS unit tests under ASan+UBSan ($(grep -h '^# PASS:' test-suite.log 2>/dev/null | awk '{print $3}') programs)"
+else
+	summary="FAIL unit tests under ASan+UBSan"
+fi
+echo "sanitize: $summary"
+
+# The integration tests: the plugin under UBSan (a gcc build next to this
+# one), pipette and pipette-probe from this ASan+UBSan build.
+if [ "${SANITIZE_PLUGIN:-1}" != 0 ]; then
+	prc=0
+	SANITIZE_PLUGIN_BUILDDIR=${SANITIZE_PLUGIN_BUILDDIR:-$build-plugin} \
+		SANITIZE_ASAN_BUILDDIR=$build \
+		bash "$srcdir/tests/sanitize-plugin.sh" || prc=$?
+	case $prc in
+	0) summary="$summary"$'\n'"PASS integration tests: plugin under UBSan in srun/sbatch/salloc/slurmd/slurmstepd, pipette and pipette-probe under ASan+UBSan" ;;
+	77) summary="$summary"$'\n'"SKIP integration tests under UBSan (not root)" ;;
+	*) rc=1; summary="$summary"$'\n'"FAIL integration tests under UBSan" ;;
+	esac
+fi
 
 # Static analysis.  Suppressions are inline (// cppcheck-suppress id) next
 # to the code, each with the reason; none are global.
@@ -90,11 +113,15 @@ if [ "${SANITIZE_CPPCHECK:-1}" != 0 ]; then
 			cat cppcheck.log
 			echo "sanitize: FAIL: cppcheck" >&2
 			rc=1
+			summary="$summary"$'\n'"FAIL cppcheck"
 		else
-			echo "sanitize: PASS cppcheck"
+			summary="$summary"$'\n'"PASS cppcheck"
 		fi
 	else
 		echo "sanitize: cppcheck not installed; skipped" >&2
+		summary="$summary"$'\n'"SKIP cppcheck (not installed)"
 	fi
 fi
+echo "sanitize: summary:"
+printf '%s\n' "$summary" | sed 's/^/  /'
 exit "$rc"
