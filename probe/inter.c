@@ -569,11 +569,13 @@ static int root_run(const struct pipette_probe_inter_cfg *cfg, struct peer *pp,
 			st = pipette_probe_get_u32(b + 16);
 			peer = (int)pipette_probe_get_u32(b + 12);
 			if (st == REP_FAILED && peer > k) {
-				char why[PIPETTE_PROBE_REASON_MAX + 1];
+				char why[PIPETTE_PROBE_REASON_MAX];
 
 				r->link_failures++;
+				/* The reason field is REASON_MAX bytes at the end of
+				 * the report: never copy more than that. */
 				get_name(why, b + 24 + 8 * PIPETTE_PROBE_MAX_SIZES,
-					 sizeof(why));
+					 PIPETTE_PROBE_REASON_MAX);
 				if (cfg->progress)
 					fprintf(cfg->progress, "pipette-probe: %s\n",
 						why);

@@ -176,7 +176,7 @@ sanitize:
 		bash '$(abs_top_srcdir)/tests/sanitize.sh'
 .PHONY: fuzz sanitize
 clean-local:
-	rm -rf tests/fuzz-build tests/sanitize-build tests/sanitize-build-plugin
+	rm -rf tests/fuzz-build tests/sanitize-build tests/sanitize-build-plugin tests/sanitize-src
 
 # Expert placement (experts.h) and `pipette experts`; fixtures in
 # tests/data/routing.
