@@ -7,6 +7,7 @@
  * the others). */
 #include <arpa/inet.h>
 #include <check.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -124,7 +125,9 @@ static void cleanup(const char *out)
 }
 
 /* Count the measured directed links among nodes 0..n-1 and check each is
- * a plausible loopback figure (> 0.01 GB/s, latency ≥ 0). */
+ * a plausible loopback figure (> 0.1 MB/s: `make -j2 check` runs the Slurm
+ * integration tests beside this one, and a loaded 2-core box has measured
+ * loopback as low as 6.5 MB/s; latency >= 0). */
 static int measured(const struct pipette_bwcache *bw, int n, int skip)
 {
 	int i, j, m = 0;
@@ -143,7 +146,8 @@ static int measured(const struct pipette_bwcache *bw, int n, int skip)
 			ib = pipette_bwcache_node_index(bw, b);
 			if (ia < 0 || ib < 0 || pipette_bwcache_inter(bw, ia, ib, &f) != 1)
 				continue;
-			ck_assert_msg(f.gbps > 0.01, "%s->%s %g GB/s", a, b, f.gbps);
+			ck_assert_msg(f.gbps > 1e-4 && isfinite(f.gbps), "%s->%s %g GB/s", a, b,
+				      f.gbps);
 			ck_assert_msg(!(f.lat_us < 0), "%s->%s lat %g", a, b, f.lat_us);
 			ck_assert_str_eq(f.prov.tool, "pipette-probe tcp");
 			m++;
