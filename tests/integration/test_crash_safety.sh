@@ -240,8 +240,13 @@ assert_eq "$prev" "$(tmp_files "$D/m" bw.json | grep -c .)" "merge: ... and leav
 
 # ---- 2. pipette-probe --out (with 3, its syscall-exact kills) -------------
 echo "       (merge part: $((SECONDS - t_start)) s)"
+# A TCP port nobody listens on (ss from iproute2; no python on a bare box).
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    local p
+    for p in $(seq $((40000 + RANDOM % 10000)) 50000); do
+        ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+    done
+    echo 45000
 }
 # probe_start DIR: rank 1, then rank 0 with --out DIR/bw.json; sets PIDS
 # (rank 1) and PID0.
