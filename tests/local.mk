@@ -160,7 +160,8 @@ EXTRA_tests_unit_test_plan_DEPENDENCIES = pipette$(EXEEXT)
 # ASan+UBSan build, the integration tests against a gcc UBSan build (root;
 # tests/sanitize-plugin.sh), then cppcheck (tests/sanitize.sh).  test_fuzz_regress
 # replays the fuzz corpora and past findings in the ordinary build.
-EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/sanitize-plugin.sh tests/lsan.supp
+EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/sanitize-plugin.sh tests/sanitize-src.sh \
+	tests/lsan.supp
 check_PROGRAMS += tests/unit/test_fuzz_regress
 TESTS += tests/unit/test_fuzz_regress
 tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c \

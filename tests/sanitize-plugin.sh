@@ -20,20 +20,9 @@
 #   arguments                 passed to run.sh (test files; default all)
 set -uo pipefail
 
-srcdir=$(cd "$(dirname "$0")/.." && pwd)
-# configure refuses a separate build directory when the source tree is
-# configured in place (as .ci/run does): build from a clean copy of the
-# distributed sources then, made once by `make distdir` (SANITIZE_SRCDIR).
-if [ -n "${SANITIZE_SRCDIR:-}" ]; then
-	srcdir=$SANITIZE_SRCDIR
-elif [ -f "$srcdir/config.status" ]; then
-	copy=$srcdir/tests/sanitize-src
-	rm -rf "$copy"
-	make -s -C "$srcdir" distdir distdir="$copy" >/dev/null || {
-		echo "sanitize: FAIL: make distdir" >&2; exit 1; }
-	export SANITIZE_SRCDIR=$copy
-	srcdir=$copy
-fi
+# srcdir: a source tree that configures out of place (sanitize-src.sh).
+# shellcheck source-path=SCRIPTDIR source=sanitize-src.sh
+. "$(dirname "$0")/sanitize-src.sh"
 build=${SANITIZE_PLUGIN_BUILDDIR:-$PWD/sanitize-plugin-build}
 jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 2)}
 export PIPETTE_SLURM_BASE=${PIPETTE_SLURM_BASE:-/tmp/pipette-slurm-sanitize}
