@@ -18,6 +18,8 @@
 #include "bwcache.h"
 #include "cluster.h"
 
+#include "cli_run.h"
+
 #define BW_DIR TEST_DATADIR "/bw"
 #define EXAMPLES_DIR TEST_DATADIR "/../../etc/examples"
 #define OUT_MAX (1 << 20)
@@ -765,26 +767,9 @@ END_TEST
 
 /* ---------------------------------------------------------------- */
 
-static int run(const char *args, char *buf, size_t len)
-{
-	char cmd[4096];
-	size_t n = 0, r;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", PIPETTE_BIN, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (n + 1 < len && (r = fread(buf + n, 1, len - 1 - n, p)) > 0)
-		n += r;
-	buf[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void expect(const char *args, int code, const char *fragment)
 {
-	int rc = run(args, out, OUT_MAX);
+	int rc = cli_run(args, out, OUT_MAX);
 
 	ck_assert_msg(rc == code, "pipette %s: exit %d, expected %d; output:\n%s",
 		      args, rc, code, out);
@@ -886,7 +871,7 @@ START_TEST(test_examples_regenerate)
 		snprintf(regen, sizeof(regen), "%s/regen.json", tmpdir);
 		snprintf(args, sizeof(args), "%s -o %s",
 			 json_object_get_string(gen) + 8, regen);
-		ck_assert_int_eq(run(args, out, OUT_MAX), 0);
+		ck_assert_int_eq(cli_run(args, out, OUT_MAX), 0);
 		again = slurp(regen, &n2);
 		ck_assert_msg(n1 == n2 && !memcmp(orig, again, n1),
 			      "%s differs from what its generator makes", files[i]);

@@ -8,31 +8,15 @@
 
 #include <json-c/json.h>
 
+#include "cli_run.h"
+
 #define OUT_MAX (1 << 20)
-
-/* Run `pipette ARGS`, capture stdout+stderr, return the exit status. */
-static int run(const char *args, char *out, size_t len)
-{
-	char cmd[4096];
-	size_t n = 0, r;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", PIPETTE_BIN, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (n + 1 < len && (r = fread(out + n, 1, len - 1 - n, p)) > 0)
-		n += r;
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static char *out;
 
 static void expect(const char *args, int code, const char *fragment)
 {
-	int rc = run(args, out, OUT_MAX);
+	int rc = cli_run(args, out, OUT_MAX);
 
 	ck_assert_msg(rc == code, "pipette %s: exit %d, expected %d; output:\n%s", args, rc,
 		      code, out);
@@ -66,7 +50,7 @@ START_TEST(test_estimate_json)
 	};
 	size_t i;
 
-	ck_assert_int_eq(run("estimate --model llama3-70b --gpu h100 --tp 8 --pp 4 --dp 2 "
+	ck_assert_int_eq(cli_run("estimate --model llama3-70b --gpu h100 --tp 8 --pp 4 --dp 2 "
 			     "--micro-batch 1 --global-batch 64 --seq-len 4096 "
 			     "--sequence-parallel --distributed-optimizer --format json",
 			     out, OUT_MAX), 0);

@@ -35,6 +35,8 @@
 #include "model.h"
 #include "timing.h"
 
+#include "cli_run.h"
+
 #define DATA TEST_DATADIR "/routing"
 #define TINY_MODEL DATA "/tiny-moe.json"
 
@@ -473,27 +475,10 @@ END_TEST
 
 /* ---- the command ------------------------------------------------------------ */
 
-static int run(const char *args, char *out, size_t len)
-{
-	char cmd[4096];
-	size_t n = 0, k;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", PIPETTE_BIN, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (n + 1 < len && (k = fread(out + n, 1, len - 1 - n, p)) > 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void expect(const char *args, int code, const char *fragment)
 {
 	static char out[1 << 16];
-	int rc = run(args, out, sizeof(out));
+	int rc = cli_run(args, out, sizeof(out));
 
 	ck_assert_msg(rc == code, "pipette %s: exit %d, expected %d:\n%s", args, rc, code, out);
 	ck_assert_msg(strstr(out, fragment), "pipette %s: lacks '%s':\n%s", args, fragment, out);
@@ -519,12 +504,12 @@ START_TEST(test_cli)
 	expect(TINY_ARGS "--ep 2 --gpus-per-node 1 --format json", 0, "\"solver\": \"glpk\"");
 	expect(TINY_ARGS "--ep 2 --gpus-per-node 1 --solver greedy", 0, "solver greedy");
 	/* JSON output is byte-identical run to run. */
-	ck_assert_int_eq(run(TINY_ARGS "--ep 2 --gpus-per-node 1 --format json", out,
+	ck_assert_int_eq(cli_run(TINY_ARGS "--ep 2 --gpus-per-node 1 --format json", out,
 			     sizeof(out)), 0);
 	{
 		static char again[1 << 16];
 
-		ck_assert_int_eq(run(TINY_ARGS "--ep 2 --gpus-per-node 1 --format json", again,
+		ck_assert_int_eq(cli_run(TINY_ARGS "--ep 2 --gpus-per-node 1 --format json", again,
 				     sizeof(again)), 0);
 		ck_assert_str_eq(out, again);
 	}

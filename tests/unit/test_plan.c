@@ -8,6 +8,8 @@
 
 #include "plan.h"
 
+#include "cli_run.h"
+
 #define EXAMPLE(f) TEST_DATADIR "/../../etc/examples/" f
 
 static const char *const names8[] = { "node1", "node2", "node3", "node4",
@@ -255,27 +257,10 @@ START_TEST(test_errors)
 }
 END_TEST
 
-static int run(const char *args, char *out, size_t len)
-{
-	char cmd[4096];
-	size_t n = 0, r;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", PIPETTE_BIN, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (n + 1 < len && (r = fread(out + n, 1, len - 1 - n, p)) > 0)
-		n += r;
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void expect(const char *args, int code, const char *fragment)
 {
 	static char out[1 << 20];
-	int rc = run(args, out, sizeof(out));
+	int rc = cli_run(args, out, sizeof(out));
 
 	ck_assert_msg(rc == code, "pipette %s: exit %d, expected %d; output:\n%s", args, rc,
 		      code, out);
