@@ -164,7 +164,7 @@ EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/sanitize-plugin.sh tests/saniti
 	tests/lsan.supp
 check_PROGRAMS += tests/unit/test_fuzz_regress
 TESTS += tests/unit/test_fuzz_regress
-tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c \
+tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c tests/fuzz/small_moe.h \
 	plugin/args.c plugin/parse.c
 tests_unit_test_fuzz_regress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_fuzz_regress_CFLAGS = $(TEST_CFLAGS)

@@ -134,3 +134,14 @@ finish() {
     [ "$T_FAILED" -eq 0 ]
     exit
 }
+
+# require_plugin: set SRC (the source tree) and PLUGIN (the freshly built
+# spank_pipette.so under PIPETTE_BUILDDIR), or fail the file and finish.
+require_plugin() {
+    SRC=$(cd "$TESTS_DIR/../.." && pwd)
+    PLUGIN=${PIPETTE_BUILDDIR:-}/plugin/.libs/spank_pipette.so
+    if [ -z "${PIPETTE_BUILDDIR:-}" ] || [ ! -f "$PLUGIN" ]; then
+        fail "spank_pipette.so is built (PIPETTE_BUILDDIR='${PIPETTE_BUILDDIR:-}'; run make check-integration)"
+        finish
+    fi
+}

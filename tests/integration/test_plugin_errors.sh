@@ -7,12 +7,7 @@
 # shellcheck disable=SC2016  # the single-quoted commands expand in the tasks
 . "$(dirname "$0")/lib.sh"
 
-SRC=$(cd "$TESTS_DIR/../.." && pwd)
-PLUGIN=${PIPETTE_BUILDDIR:-}/plugin/.libs/spank_pipette.so
-if [ -z "${PIPETTE_BUILDDIR:-}" ] || [ ! -f "$PLUGIN" ]; then
-    fail "spank_pipette.so is built (PIPETTE_BUILDDIR='${PIPETTE_BUILDDIR:-}'; run make check-integration)"
-    finish
-fi
+require_plugin
 UNIFORM=$SRC/etc/examples/uniform-4x8-h100.json
 BW=$SRC/tests/data/bw
 pipette_on() { plugstack_set pipette "required $PLUGIN gpu=H100 $*"; }

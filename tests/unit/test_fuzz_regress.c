@@ -16,6 +16,7 @@
 #include "experts.h"
 #include "model.h"
 #include "plugin.h"
+#include "../fuzz/small_moe.h"
 
 #define FUZZ_DIR PIPETTE_SRCDIR "/tests/fuzz"
 
@@ -48,27 +49,6 @@ static void expect_clean(int rc, const struct pipette_err *err, const char *path
 
 /* The small MoE model of tests/fuzz/fuzz_routing.c: 3 MoE layers of 4
  * experts, top-2. */
-static void small_moe(struct pipette_model *m)
-{
-	memset(m, 0, sizeof(*m));
-	snprintf(m->name, sizeof(m->name), "fuzz-moe");
-	m->layers = 4;
-	m->hidden = 256;
-	m->heads = 4;
-	m->kv_heads = 4;
-	m->head_dim = 64;
-	m->ffn = 1024;
-	m->ffn_kind = PIPETTE_FFN_SWIGLU;
-	m->norm = PIPETTE_NORM_RMSNORM;
-	m->vocab = 1000;
-	m->max_seq = 4096;
-	m->experts = 4;
-	m->topk = 2;
-	m->expert_ffn = 512;
-	m->first_dense_layers = 1;
-	m->moe_layer_freq = 1;
-}
-
 static char *routing_text(const struct pipette_routing *r, size_t *len)
 {
 	char *buf = NULL;
