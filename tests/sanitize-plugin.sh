@@ -93,7 +93,7 @@ if ! grep -q ' __ubsan_default_options$' <<<"$syms" ||
 	echo "sanitize-plugin: FAIL: $plugin lacks the UBSan runtime or its options" >&2
 	exit 1
 fi
-rm -rf "$reports" && mkdir -m 1777 "$reports" || exit 1
+rm -rf "$reports" "$build/sanitizer-notes" && mkdir -m 1777 "$reports" || exit 1
 # The same options for the clients and pipette's own programs.  (The
 # directory is world-writable for tasks that run as another user.)
 export UBSAN_OPTIONS="$opts"
@@ -144,6 +144,23 @@ sl stop >/dev/null 2>&1
 # output (srun/sbatch stderr reaches it through the tests' failure messages)
 # or in the cluster's logs (a process that could not open its log file).
 pat='runtime error:|ERROR: (Address|Leak)Sanitizer'
+# A log_path file that holds nothing but LeakSanitizer's "Unable to get
+# registers from thread N." is no finding: the leak check's ptrace of a
+# thread failed, which LSan reports and then goes on without that thread's
+# registers (it can only add false leak reports, which would be a second,
+# real report).  It happens rarely and at random under load (llvm-project
+# pull request 116555, which turned the line into a verbose-only message);
+# it failed one CI run here, in a pipette task that exited normally.  Such
+# files are set aside and named, not counted.
+benign='^==[0-9]+==Unable to get registers from thread [0-9]+\.$'
+for f in "$reports"/*; do
+	[ -f "$f" ] || continue
+	if [ -s "$f" ] && ! grep -qvE "$benign" "$f"; then
+		mkdir -p "$build/sanitizer-notes" &&
+			mv "$f" "$build/sanitizer-notes/" &&
+			echo "sanitize-plugin: note: LSan could not read a thread's registers (not a finding): $(cat "$build/sanitizer-notes/${f##*/}")"
+	fi
+done
 found=$(find "$reports" -type f 2>/dev/null | wc -l)
 if [ "$found" -gt 0 ] || grep -qsE "$pat" "$log" "$PIPETTE_SLURM_BASE"/log/*; then
 	rc=1
