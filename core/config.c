@@ -5,6 +5,7 @@
 #include <strings.h>
 
 static const char *const recompute_names[] = { "none", "selective", "full" };
+static const char *const attention_names[] = { "flash", "unfused" };
 static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
 	"1f1b", "interleaved", "zb-h1", "v-min", "v-half", "v-zb",
 };
@@ -18,6 +19,7 @@ void pipette_config_init(struct pipette_config *c)
 	c->seq_len = 2048;
 	c->recompute = PIPETTE_RECOMPUTE_NONE;
 	c->schedule = PIPETTE_SCHED_1F1B;
+	c->attention = PIPETTE_ATTN_FLASH;
 }
 
 int pipette_config_world(const struct pipette_config *c)
@@ -215,6 +217,24 @@ int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 			return 0;
 		}
 	return pipette_fail(err, "recompute '%.32s': expected none, selective or full", s);
+}
+
+const char *pipette_attention_name(enum pipette_attention a)
+{
+	return (unsigned)a < 2 ? attention_names[a] : "?";
+}
+
+int pipette_attention_parse(const char *s, enum pipette_attention *out,
+			    struct pipette_err *err)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (!strcasecmp(s, attention_names[i])) {
+			*out = (enum pipette_attention)i;
+			return 0;
+		}
+	return pipette_fail(err, "attention '%.32s': expected flash or unfused", s);
 }
 
 const char *pipette_schedule_name(enum pipette_schedule_kind k)

@@ -28,6 +28,18 @@ enum pipette_schedule_kind {
 	PIPETTE_SCHED_COUNT
 };
 
+/* The attention kernel.  Memory-efficient fused attention (FlashAttention,
+ * Dao et al., NeurIPS 2022, or cuDNN's fused kernel: Megatron-Core's
+ * --attention-backend auto picks one) keeps no s x s score matrix and skips
+ * the masked half of a causal product; the unfused kernel of Megatron
+ * before 2022 (the runs of Narayanan et al. 2021 and Korthikanti et al.
+ * 2022) stores the scores, softmax and dropout (5as^2b bytes per layer)
+ * and computes the whole product. */
+enum pipette_attention {
+	PIPETTE_ATTN_FLASH,
+	PIPETTE_ATTN_UNFUSED,
+};
+
 /* Communication-compression what-ifs after Optimus-CC (Song et al.,
  * ASPLOS'23; ecosystem.md §1).  All zero = off.  They change training
  * numerics, so a plan uses them only when the user allows it. */
@@ -51,6 +63,7 @@ struct pipette_config {
 	int sequence_parallel;
 	int distributed_optimizer;
 	enum pipette_schedule_kind schedule;
+	enum pipette_attention attention;	/* a property of the stack, not searched */
 	/* Uneven pipeline split: layers of the first and the last virtual
 	 * stage (0 = even; with one chunk per rank these are the first and
 	 * last pipeline stages); -1 = no transformer layer, only the
@@ -71,7 +84,7 @@ void pipette_compression_format(const struct pipette_compression *c, char *buf,
 				size_t len);
 int pipette_compression_enabled(const struct pipette_compression *c);
 
-/* Defaults: everything 1, no recompute, 1F1B, BF16. */
+/* Defaults: everything 1, no recompute, 1F1B, flash attention, BF16. */
 void pipette_config_init(struct pipette_config *c);
 int pipette_config_world(const struct pipette_config *c);
 /* Micro-batches per pipeline per iteration: B / (dp * b). */
@@ -99,6 +112,9 @@ int pipette_config_check(const struct pipette_model *m,
 			 const struct pipette_config *c, struct pipette_err *err);
 
 const char *pipette_recompute_name(enum pipette_recompute r);
+const char *pipette_attention_name(enum pipette_attention a);
+int pipette_attention_parse(const char *s, enum pipette_attention *out,
+			    struct pipette_err *err);
 int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 			    struct pipette_err *err);
 const char *pipette_schedule_name(enum pipette_schedule_kind k);

@@ -40,7 +40,8 @@ static int gpt_style(const struct pipette_model *m)
  *   2sb*qw, MLP intermediates 2sb*ffn per tensor (2 tensors for GELU,
  *   4 for SwiGLU: gate, up, activation, product — Fujii's 8*h_ffn);
  *   attention scores 5as^2b (softmax 2, dropout mask 1, dropout output 2)
- *   without FlashAttention and without selective recompute. */
+ *   with the unfused attention kernel and without selective recompute
+ *   (fused attention keeps none). */
 double pipette_memory_layer_activations(const struct pipette_model *m,
 					const struct pipette_config *c, int layer)
 {
@@ -68,7 +69,7 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 		shard += s * b * 2 * ffn_tensors * m->ffn;
 		mlp = 0;
 	}
-	if (gpt_style(m) && c->recompute == PIPETTE_RECOMPUTE_NONE)
+	if (c->attention == PIPETTE_ATTN_UNFUSED && c->recompute == PIPETTE_RECOMPUTE_NONE)
 		scores = 5.0 * m->heads * s * s * b;
 	if (c->sequence_parallel)
 		return (repl + shard + scores) / t + mlp;

@@ -162,6 +162,8 @@ static int check_request(const struct pipette_request *req,
 				    "pins are 0, 1 or -1");
 	if (req->budget < 0)
 		return pipette_fail(err, "budget %ld must be >= 0", req->budget);
+	if ((unsigned)req->attention > PIPETTE_ATTN_UNFUSED)
+		return pipette_fail(err, "attention %d is unknown", (int)req->attention);
 	return 0;
 }
 
@@ -306,6 +308,7 @@ int pipette_plan_compute(const struct pipette_request *req,
 	in.mem_fraction = req->mem_fraction;
 	in.pins = req->pins;
 	in.compress = req->compress;
+	in.attention = req->attention;
 	in.allow_compression = req->allow_compression;
 	in.top_k = p->req.top_k > MAP_TOP ? p->req.top_k : MAP_TOP;
 	if (pipette_search_run(&in, &sr, err))
@@ -491,6 +494,10 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 		ARG(" --sequence-parallel");
 	if (c->distributed_optimizer)
 		ARG(" --use-distributed-optimizer");
+	/* Flash: Megatron-Core's default backend (auto) already picks a fused
+	 * kernel; only the unfused one needs asking for. */
+	if (c->attention == PIPETTE_ATTN_UNFUSED)
+		ARG(" --attention-backend unfused");
 	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
 		ARG(" --recompute-granularity selective");
 	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
@@ -709,6 +716,8 @@ struct json_object *pipette_config_json(const struct pipette_config *c)
 			       json_object_new_boolean(c->sequence_parallel));
 	json_object_object_add(o, "distributed_optimizer",
 			       json_object_new_boolean(c->distributed_optimizer));
+	json_object_object_add(o, "attention",
+			       json_object_new_string(pipette_attention_name(c->attention)));
 	json_object_object_add(o, "first_stage_layers",
 			       json_object_new_int(c->first_stage_layers));
 	json_object_object_add(o, "last_stage_layers",

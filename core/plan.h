@@ -35,6 +35,7 @@ struct pipette_request {
 	long global_batch;
 	long seq_len;
 	double mem_fraction;
+	enum pipette_attention attention;	/* the stack's kernel (flash) */
 	struct pipette_pins pins;
 	enum pipette_mapping_mode mapping;
 	enum pipette_launch_mode launch;

@@ -297,6 +297,7 @@ static int enumerate(struct search *s, int world, int G)
 	int tp, cp, pp, ep;
 
 	pipette_config_init(&c);
+	c.attention = s->in->attention;
 	c.global_batch = s->in->global_batch;
 	c.seq_len = s->in->seq_len;
 	for (tp = 1; tp <= world; tp++) {

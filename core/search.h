@@ -64,6 +64,8 @@ struct pipette_search_input {
 	 * training numerics, so it is never chosen unasked. */
 	struct pipette_compression compress;
 	int allow_compression;
+	/* The training stack's attention kernel, on every configuration. */
+	enum pipette_attention attention;
 };
 
 struct pipette_candidate {

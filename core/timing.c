@@ -517,9 +517,9 @@ struct layer_times {
 	double ep_f, ep_b;	/* expert all-to-all */
 };
 
-static int flash_attention(const struct pipette_model *m)
+static int flash_attention(const struct pipette_config *c)
 {
-	return m->ffn_kind == PIPETTE_FFN_SWIGLU;	/* see memory.c */
+	return c->attention == PIPETTE_ATTN_FLASH;
 }
 
 static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
@@ -562,7 +562,7 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	}
 	/* Attention core: QK^T and AV, 4*T*s*qw FLOPs (Narayanan et al.);
 	 * FlashAttention skips the causal half. */
-	attn_flops = 4.0 * T * c->seq_len * qw / t * (flash_attention(m) ? 0.5 : 1.0);
+	attn_flops = 4.0 * T * c->seq_len * qw / t * (flash_attention(c) ? 0.5 : 1.0);
 	attn = gemm_s(g, attn_flops);
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
@@ -575,7 +575,7 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	lt->w = gemm;				/* weight gradients */
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		lt->b += lt->f;
-	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && !flash_attention(m))
+	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && !flash_attention(c))
 		lt->b += attn + mem * 0.5;	/* attention core and its softmax */
 
 	/* TP: two all-reduces of the layer's activations forward and two

@@ -90,6 +90,11 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "budget"))
 		return pipette_parse_long(v, 1, 1000000000L, &s->budget,
 					  "plugstack argument budget", err);
+	if (!strcmp(key, "attention")) {
+		if (pipette_attention_parse(v, &s->attention, err))
+			return pipette_fail_prefix(err, "plugstack argument ");
+		return 0;
+	}
 	if (!strcmp(key, "default")) {
 		if (pipette_parse_bool(v, &b))
 			return pipette_fail(err, "plugstack argument default: '%.32s': expected on or off", v);
@@ -106,8 +111,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 		return 0;
 	}
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
-			    "gpu, mem_fraction, master_port, port_range, models, budget, default, "
-			    "fallback, emulate_nodes)", arg, key);
+			    "gpu, mem_fraction, master_port, port_range, models, budget, attention, "
+			    "default, fallback, emulate_nodes)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

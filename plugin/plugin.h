@@ -34,6 +34,7 @@ struct pipette_site {
 	long port_range;			/* ports in the range */
 	char models[PIPETTE_PATH_MAX];		/* site model configs ("" = none) */
 	long budget;				/* search budget (0 = core's) */
+	enum pipette_attention attention;	/* the site's attention kernel */
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */
 	/* Benchmarks only: plan for this hostlist instead of the step's nodes

@@ -36,6 +36,9 @@ static const char usage_text[] =
 "  --sequence-parallel      shard norms/dropout activations over TP\n"
 "  --distributed-optimizer  shard optimizer states over DP (ZeRO-1)\n"
 "  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb (1f1b)\n"
+"  --attention flash|unfused  fused memory-efficient attention (FlashAttention,\n"
+"                           cuDNN; the default) or the unfused kernel of\n"
+"                           Megatron before 2022 (stores the s x s scores)\n"
 "  --first-stage-layers N --last-stage-layers N   uneven pipeline split: layers\n"
 "                           of the first/last virtual stage (-1: embedding or\n"
 "                           loss only)\n"
@@ -160,6 +163,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--schedule")) {
 			if (pipette_schedule_parse(v, &o->cfg.schedule, &err))
 				return cli_error("--schedule: %s", err.msg);
+		} else if (!strcmp(name, "--attention")) {
+			if (pipette_attention_parse(v, &o->cfg.attention, &err))
+				return cli_error("--attention: %s", err.msg);
 		} else if (!strcmp(name, "--format")) {
 			if (cli_parse_format(v, 3, &o->fmt))
 				return cli_error("--format: '%.32s': expected table or json", v);
@@ -372,9 +378,10 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 	       "  seq %ld\n", c->tp, c->pp, c->dp, c->cp, c->ep, c->vpp, c->micro_batch,
 	       c->global_batch, c->seq_len);
 	printf("schedule %s  recompute %s  sequence parallel %s  distributed optimizer %s"
-	       "  micro-batches %ld\n\n", pipette_schedule_name(c->schedule),
+	       "  attention %s  micro-batches %ld\n\n", pipette_schedule_name(c->schedule),
 	       pipette_recompute_name(c->recompute), c->sequence_parallel ? "on" : "off",
-	       c->distributed_optimizer ? "on" : "off", pipette_config_microbatches(c));
+	       c->distributed_optimizer ? "on" : "off", pipette_attention_name(c->attention),
+	       pipette_config_microbatches(c));
 	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
 	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "TOTAL");
 	for (s = 0; s < c->pp; s++) {

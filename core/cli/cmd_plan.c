@@ -31,6 +31,8 @@ static const char usage_text[] =
 "  --recompute none|selective|full\n"
 "  --sequence-parallel | --no-sequence-parallel\n"
 "  --distributed-optimizer | --no-distributed-optimizer\n"
+"  --attention flash|unfused  the attention kernel of the training stack\n"
+"                           (flash: FlashAttention or cuDNN fused, the default)\n"
 "  --mem-fraction F         usable fraction of HBM (0.8)\n"
 "  --top K                  configurations listed (5)\n"
 "  --launch srun|torchrun   one task per GPU (any mapping) or per node (srun)\n"
@@ -176,6 +178,9 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 			if (pipette_schedule_parse(v, &k, &err))
 				return cli_error("--schedule: %s", err.msg);
 			o->req.pins.schedule = (int)k;
+		} else if (!strcmp(name, "--attention")) {
+			if (pipette_attention_parse(v, &o->req.attention, &err))
+				return cli_error("--attention: %s", err.msg);
 		} else if (!strcmp(name, "--recompute")) {
 			enum pipette_recompute r;
 

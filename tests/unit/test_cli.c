@@ -75,6 +75,8 @@ END_TEST
 START_TEST(test_estimate_table_and_nofit)
 {
 	expect("estimate --model llama3-8b --gpu h100 --tp 4 --global-batch 4", 0, "fits");
+	expect("estimate --model llama3-8b --gpu h100 --tp 4 --global-batch 4 "
+	       "--attention unfused", 0, "attention unfused");
 	/* 70B on one 80 GB GPU cannot fit: exit 1, said plainly. */
 	expect("estimate --model llama3-70b --gpu h100", 1, "DOES NOT FIT");
 	expect("estimate --model " TEST_DATADIR "/hf/mixtral-8x7b.json --gpu a100 --tp 2 --ep 8 "
@@ -99,6 +101,8 @@ START_TEST(test_estimate_errors)
 	expect("estimate --model llama3-8b --gpu h100 --mem-fraction 7", 2, "--mem-fraction");
 	expect("estimate --model llama3-8b --gpu h100 --recompute some", 2, "expected none");
 	expect("estimate --model llama3-8b --gpu h100 --schedule gpipe", 2, "expected 1f1b");
+	expect("estimate --model llama3-8b --gpu h100 --attention xformers", 2,
+	       "--attention: attention 'xformers': expected flash or unfused");
 	expect("estimate --model llama3-8b --gpu h100 --bogus 1", 2, "unknown option '--bogus'");
 	expect("estimate --model llama3-8b --gpu h100 --tp", 2, "--tp needs a value");
 	expect("estimate --model " TEST_DATADIR "/hf/bad-missing-hidden.json --gpu h100", 2,

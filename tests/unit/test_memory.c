@@ -24,6 +24,7 @@ static void korthikanti_config(const char *name, int tp, int pp, int vpp, int mb
 	c->micro_batch = mb;
 	c->global_batch = gbs;
 	c->seq_len = 2048;
+	c->attention = PIPETTE_ATTN_UNFUSED;	/* Megatron of 2022: no FlashAttention */
 	ck_assert_int_eq(pipette_config_check(m, c, NULL), 0);
 }
 
@@ -138,6 +139,28 @@ END_TEST
  * 12 + 4/4 + 28 = 41 sbh bytes per layer with TP+SP, divided by t*c.
  * Without SP the 8sbh of norm, QKV and MLP inputs stay replicated:
  * sbh(8 + 33/t).  CP divides s. */
+/* The attention kernel: fused (FlashAttention) keeps no s x s scores, for
+ * a GELU model too; unfused adds exactly 5as^2b/t per layer. */
+START_TEST(test_attention_kernel)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double s = 2048, b = 4, a = 64, t = 8, flash, unfused;
+
+	korthikanti_config("gpt-22b", 8, 1, 1, 4, 4, &m, &c);
+	unfused = pipette_memory_layer_activations(&m, &c, 0);
+	c.attention = PIPETTE_ATTN_FLASH;
+	flash = pipette_memory_layer_activations(&m, &c, 0);
+	ck_assert_double_eq_tol(unfused - flash, 5 * a * s * s * b / t, 1);
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	c.attention = PIPETTE_ATTN_UNFUSED;
+	unfused = pipette_memory_layer_activations(&m, &c, 0);
+	c.attention = PIPETTE_ATTN_FLASH;
+	flash = pipette_memory_layer_activations(&m, &c, 0);
+	ck_assert_double_eq_tol(unfused - flash, 5 * 32 * s * s * b / t, 1);
+}
+END_TEST
+
 START_TEST(test_fujii_llama)
 {
 	struct pipette_model m;
@@ -381,6 +404,7 @@ int main(void)
 
 	tcase_add_test(tc, test_korthikanti_fig1);
 	tcase_add_test(tc, test_korthikanti_table2);
+	tcase_add_test(tc, test_attention_kernel);
 	tcase_add_test(tc, test_fujii_llama);
 	tcase_add_test(tc, test_stage_by_hand);
 	tcase_add_test(tc, test_distributed_optimizer);

@@ -279,6 +279,13 @@ START_TEST(test_cli)
 	expect(a, 0, "PIPETTE_MAPPING_GAIN='1.0000'");
 	snprintf(a, sizeof(a), "%s --nodes 2 --format megatron --tp 4 --pp 2", base);
 	expect(a, 0, "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2");
+	snprintf(a, sizeof(a), "%s --nodes 2 --format megatron --tp 4 --pp 2 "
+		 "--attention unfused", base);
+	expect(a, 0, "--attention-backend unfused");
+	snprintf(a, sizeof(a), "%s --nodes 2 --format json", base);
+	expect(a, 0, "\"attention\":\"flash\"");
+	snprintf(a, sizeof(a), "%s --nodes 2 --attention sdpa", base);
+	expect(a, 2, "expected flash or unfused");
 	snprintf(a, sizeof(a), "%s --nodes 2 --format json", base);
 	expect(a, 0, "\"pipette-plan/1\"");
 	snprintf(a, sizeof(a), "%s --nodes 'node[1,9]' --bandwidth %s", base,

@@ -66,6 +66,7 @@ START_TEST(test_site_defaults)
 	ck_assert_int_eq(s.fallback_block, 0);
 	ck_assert_str_eq(s.bandwidth, "");
 	ck_assert(s.mem_fraction == 0.0);
+	ck_assert_int_eq(s.attention, PIPETTE_ATTN_FLASH);
 }
 END_TEST
 
@@ -74,11 +75,12 @@ START_TEST(test_site_all_keys)
 	char *av[] = { "bandwidth=/etc/pipette/bw.json", "gpu=H100", "mem_fraction=0.75",
 		       "master_port=30000", "port_range=100", "models=/etc/pipette/models",
 		       "budget=5000", "default=off", "fallback=block",
-		       "emulate_nodes=node[1-128]" };
+		       "emulate_nodes=node[1-128]", "attention=unfused" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 10, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 11, av, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(s.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(s.bandwidth, "/etc/pipette/bw.json");
 	ck_assert_str_eq(s.gpu, "H100");
 	ck_assert(s.mem_fraction == 0.75);
@@ -133,6 +135,7 @@ START_TEST(test_site_errors)
 	site_rejects("bandwidth=", "empty value");
 	site_rejects("default=maybe", "expected on or off");
 	site_rejects("fallback=retry", "expected fail or block");
+	site_rejects("attention=sdpa", "plugstack argument attention 'sdpa': expected flash");
 	site_rejects("master_port=80", "out of range");
 	site_rejects("master_port=6x", "not an integer");
 	site_rejects("port_range=0", "out of range");

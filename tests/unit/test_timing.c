@@ -209,6 +209,7 @@ START_TEST(test_calibration_guard)
 	double t;
 
 	pipette_config_init(&c);
+	c.attention = PIPETTE_ATTN_UNFUSED;	/* Megatron of 2022 */
 	c.tp = 8;
 	c.micro_batch = 4;
 	c.global_batch = 4;

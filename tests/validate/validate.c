@@ -1,12 +1,16 @@
 /* make validate: predicted vs published iteration time on every calibration
  * case of reference/models.md (§5.1 Narayanan et al. SC'21 Table 1, §5.2
  * Korthikanti et al. MLSys'23 Table 5, §5.8 the zero-bubble paper's
- * Tables 4 and 6), with the error per case and the MAPE.  Uses the same
- * library calls as `pipette estimate`. */
+ * Tables 4 and 6, §5.11 llm-foundry's H100 runs), with the error per case
+ * and the MAPE; then the per-layer compute against layers timed on an H100
+ * and an H200 (tests/validate/gpu/).  Uses the same library calls as
+ * `pipette estimate`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "cluster.h"
 #include "config.h"
@@ -84,6 +88,32 @@ static const struct zb_case zb_cases[] = {
 	{ "28.3B", 62, 48, 6144, 32, 2, 256, 0.95, 1.03, 1.06, "ZB T6" },
 };
 
+/* §5.11: MPT models trained by llm-foundry on H100 80GB, BF16, data
+ * parallel only with FSDP FULL_SHARD, tokens/s per GPU.  MPT: GELU MLP of
+ * 4h, no biases, tied embeddings, vocabulary 50368 (llm-foundry's yamls;
+ * the parameter counts of the table check it: 32 x 12 x 4096^2 + 50368 x
+ * 4096 = 6,648,... for 7b), ALiBi (no position table) and FlashAttention
+ * ("our models use Flash Attention", the same README).  pipette has no
+ * ZeRO-3: the runs are estimated with the distributed optimizer (ZeRO-1),
+ * i.e. without FSDP's per-layer parameter all-gathers, which the 13b run
+ * (one micro-batch per GPU on 64 GPUs) cannot hide. */
+struct mpt_case {
+	const char *name;
+	int d_model, layers, heads, seq, gpus, mb;
+	long gbs;
+	int act_ckpt;
+	double tokens_per_gpu_s;
+};
+
+static const struct mpt_case mpt_cases[] = {
+	{ "70b", 8192, 80, 64, 2048, 64, 8, 2048, 1, 1039 },
+	{ "30b", 7168, 48, 64, 2048, 32, 14, 1344, 1, 2308 },
+	{ "13b", 5120, 40, 40, 2048, 64, 2, 128, 0, 4800 },
+	{ "7b", 4096, 32, 32, 2048, 8, 6, 48, 0, 10643 },
+	{ "7b", 4096, 32, 32, 8192, 8, 8, 128, 1, 6935 },
+	{ "1b", 2048, 24, 16, 2048, 64, 20, 1280, 0, 44402 },
+};
+
 static void gpt_model(struct pipette_model *m, const char *name, int layers, int hidden,
 		      int heads, int vocab, int seq)
 {
@@ -140,9 +170,102 @@ static int estimate(struct pipette_timer *t, const struct pipette_model *m,
 	return rc;
 }
 
-int main(void)
+/* Per-layer compute (F and F+B+W, tp = 1 on the per-GPU shapes) of a
+ * model with `layers` layers: the difference of 2 and 1 layers cancels the
+ * embedding and the loss. */
+static int layer_compute(struct pipette_timer *t, const struct pipette_gpu_spec *g,
+			 struct json_object *r, double *f, double *fbw)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_time a, b;
+	struct json_object *v;
+	int swiglu;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "%s", json_object_object_get_ex(r, "name", &v) ?
+		 json_object_get_string(v) : "?");
+#define GETI(key) (json_object_object_get_ex(r, key, &v) ? json_object_get_int(v) : 0)
+	m.hidden = GETI("hidden");
+	m.heads = GETI("q_heads");
+	m.kv_heads = GETI("kv_heads");
+	m.ffn = GETI("ffn");
+	pipette_config_init(&c);
+	c.seq_len = GETI("seq");
+	c.micro_batch = c.global_batch = GETI("micro_batch");
+#undef GETI
+	swiglu = json_object_object_get_ex(r, "swiglu", &v) && json_object_get_boolean(v);
+	m.head_dim = 128;
+	m.ffn_kind = swiglu ? PIPETTE_FFN_SWIGLU : PIPETTE_FFN_GELU;
+	m.norm = swiglu ? PIPETTE_NORM_RMSNORM : PIPETTE_NORM_LAYERNORM;
+	m.bias = !swiglu;
+	m.vocab = 32000;
+	m.max_seq = c.seq_len;
+	m.moe_layer_freq = 1;
+	m.layers = 2;
+	if (estimate(t, &m, g, &c, &a))
+		return -1;
+	m.layers = 1;
+	if (estimate(t, &m, g, &c, &b))
+		return -1;
+	*f = a.stage_f_s - b.stage_f_s;
+	*fbw = *f + (a.stage_b_s + a.stage_w_s) - (b.stage_b_s + b.stage_w_s);
+	return 0;
+}
+
+/* The transformer layers that tests/validate/gpu/layers.py timed with
+ * torch.compile on one GPU (per-GPU shapes of TP shards), against the
+ * model's per-layer compute.  The model stands for a whole training step
+ * (its ceiling carries FRAMEWORK_SHARE, hardware.c), so an isolated,
+ * compiled layer runs faster: the ratio says by how much, per shape. */
+static int layer_check(struct pipette_timer *t, const char *file)
+{
+	FILE *fp = fopen(file, "r");
+	char line[2048];
+	const struct pipette_gpu_spec *g = NULL;
+	int failures = 0;
+
+	if (!fp) {
+		printf("%s: not found (run from the build tree of a source checkout)\n", file);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), fp)) {
+		struct json_object *r = json_tokener_parse(line), *v;
+		double f, fbw, mf, mfbw;
+
+		if (!r)
+			continue;
+		if (json_object_object_get_ex(r, "gpu", &v)) {
+			const char *name = json_object_get_string(v);
+
+			g = pipette_gpu_lookup(strstr(name, "H200") ? "h200" : "h100", NULL);
+			printf("%s (%s)\n", name, file);
+			printf("%-24s %9s %9s %9s %9s %6s %6s\n", "layer (per GPU)", "F model",
+			       "F meas", "FBW model", "FBW meas", "F", "FBW");
+		} else if (g && json_object_object_get_ex(r, "fwd_ms_per_layer", &v)) {
+			mf = json_object_get_double(v);
+			json_object_object_get_ex(r, "fwd_bwd_ms_per_layer", &v);
+			mfbw = json_object_get_double(v);
+			if (layer_compute(t, g, r, &f, &fbw)) {
+				failures++;
+			} else {
+				json_object_object_get_ex(r, "name", &v);
+				printf("%-24s %7.3fms %7.3fms %7.3fms %7.3fms %6.2f %6.2f\n",
+				       json_object_get_string(v), 1e3 * f, mf, 1e3 * fbw, mfbw,
+				       mf / (1e3 * f), mfbw / (1e3 * fbw));
+			}
+		}
+		json_object_put(r);
+	}
+	fclose(fp);
+	printf("(measured / model; FRAMEWORK_SHARE = %.3f)\n\n", 0.69 / 0.95);
+	return failures;
+}
+
+int main(int argc, char **argv)
 {
 	const struct pipette_gpu_spec *a100 = pipette_gpu_lookup("a100", NULL);
+	const struct pipette_gpu_spec *h100 = pipette_gpu_lookup("h100", NULL);
 	struct pipette_timer *t = pipette_timer_create();
 	double sum = 0, worst = 0;
 	int n = 0, order_ok = 0, order_total = 0, failures = 0;
@@ -170,6 +293,7 @@ int main(void)
 		c.seq_len = k->seq;
 		c.recompute = k->rc;
 		c.sequence_parallel = k->sp;
+		c.attention = PIPETTE_ATTN_UNFUSED;	/* Megatron of 2021-22 */
 		if (estimate(t, &m, a100, &c, &tm)) {
 			failures++;
 			continue;
@@ -212,6 +336,7 @@ int main(void)
 			c.micro_batch = k->mb;
 			c.global_batch = k->m * k->mb;
 			c.seq_len = 1024;
+			c.attention = PIPETTE_ATTN_UNFUSED;	/* their Megatron fork */
 			c.schedule = kinds[j];
 			/* "First and last stage carry one layer fewer"
 			 * (compensating for embedding and loss); for ZB-V the
@@ -242,7 +367,49 @@ int main(void)
 		printf("%-6s %4d %3d %4ld  %-20s %-20s %-20s %s\n", k->name, k->pp, k->mb, k->m,
 		       cell[0], cell[1], cell[2], ok ? "ok" : "WRONG");
 	}
-	printf("schedule ordering reproduced on %d of %d cases\n", order_ok, order_total);
+	printf("schedule ordering reproduced on %d of %d cases\n\n", order_ok, order_total);
+
+	printf("H100 throughput, llm-foundry MPT, FSDP data parallel (models.md §5.11): "
+	       "tokens/s per GPU\n");
+	printf("%-5s %6s %5s %4s %5s %10s %10s %8s\n", "model", "seq", "gpus", "mb", "ckpt",
+	       "published", "predicted", "error");
+	sum = worst = 0;
+	n = 0;
+	for (i = 0; i < sizeof(mpt_cases) / sizeof(mpt_cases[0]); i++) {
+		const struct mpt_case *k = &mpt_cases[i];
+		struct pipette_model m;
+		struct pipette_config c;
+		struct pipette_time tm;
+		double pred, e;
+
+		gpt_model(&m, k->name, k->layers, k->d_model, k->heads, 50368, k->seq);
+		m.bias = 0;
+		pipette_config_init(&c);
+		c.dp = k->gpus;
+		c.micro_batch = k->mb;
+		c.global_batch = k->gbs;
+		c.seq_len = k->seq;
+		c.distributed_optimizer = 1;
+		c.recompute = k->act_ckpt ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
+		if (estimate(t, &m, h100, &c, &tm)) {
+			failures++;
+			continue;
+		}
+		pred = (double)k->gbs * k->seq / tm.iteration_s / k->gpus;
+		e = pred / k->tokens_per_gpu_s - 1;
+		sum += fabs(e);
+		if (fabs(e) > worst)
+			worst = fabs(e);
+		n++;
+		printf("%-5s %6d %5d %4d %5s %10.0f %10.0f %+7.1f%%\n", k->name, k->seq, k->gpus,
+		       k->mb, k->act_ckpt ? "full" : "none", k->tokens_per_gpu_s, pred, 100 * e);
+	}
+	printf("MAPE %.1f%% over %d cases, worst %.1f%% (ZeRO-3's parameter gathers are not "
+	       "modelled)\n\n", n ? 100 * sum / n : 0, n, 100 * worst);
+
+	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
+	for (i = 1; i < (size_t)argc; i++)
+		failures += layer_check(t, argv[i]);
 	pipette_timer_destroy(t);
 	return failures ? 1 : 0;
 }
