@@ -37,9 +37,24 @@
  *  18 A100 runs of models.md §5.1 and §5.2 (Narayanan et al. Table 1,
  *  Korthikanti et al. Table 5; `make validate`): it is the end-to-end
  *  attained fraction of peak of large GEMMs inside Megatron, kernel
- *  launch gaps and non-GEMM kernels included.  Other GPUs reuse it, their
- *  half point scaled by peak (a faster GPU needs proportionally larger
- *  GEMMs to saturate), until pipette-probe measures them. */
+ *  launch gaps and non-GEMM kernels included, i.e. FRAMEWORK_SHARE (below)
+ *  of the raw cuBLAS ceiling, 0.95 of peak for A100 in Calculon.
+ *  [PROBE-H] H100 and H200: the raw ceiling measured by pipette-probe
+ *  --local --gemm (BF16 cuBLAS on random data, 12 shapes, fitted; one
+ *  H100 80GB HBM3 SXM at 700 W and one H200, driver 580.159, CUDA 13.0,
+ *  2026-11-22): H100 806.4 and 808.7 TFLOP/s on two machines, H200 800.7,
+ *  i.e. 0.817 and 0.810 of the 989 peak, not 0.95; times FRAMEWORK_SHARE.
+ *  Half points 5.05, 7.37 (H100) and 6.29 (H200) GFLOP: 6.2 for both (one
+ *  die).  Checked on models.md §5.11 (llm-foundry's H100 runs, `make
+ *  validate`).  V100 and B200 are unmeasured: A100's ceiling, their half
+ *  point scaled by peak (a faster GPU needs proportionally larger GEMMs to
+ *  saturate), until pipette-probe measures them. */
+/* End-to-end share of a raw large-GEMM rate: the A100 ceiling fitted on
+ * models.md §5.1/§5.2 (0.69, above) over the raw cuBLAS efficiency of
+ * large A100 GEMMs in Calculon's a100_80g.json (0.95 at >= 128 GFLOP). */
+#define FRAMEWORK_SHARE (0.69 / 0.95)
+#define H100_RAW ((806.4 + 808.7) / 2 / 989.0)	/* [PROBE-H] */
+#define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
 static const struct pipette_gpu_spec gpus[] = {
 	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * MIB, 900.0,
 	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]" },
@@ -48,10 +63,11 @@ static const struct pipette_gpu_spec gpus[] = {
 	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * MIB, 2039.0,
 	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]" },
 	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * MIB,
-	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 989.0 / 312.0, 0.65, 0.9,
-	  "[H100]" },
+	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
+	  "[H100] [PROBE-H]" },
 	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * MIB, 4800.0,
-	  450.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 989.0 / 312.0, 0.65, 0.9, "[H200]" },
+	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
+	  "[H200] [PROBE-H]" },
 	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
 	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]" },
 };
@@ -98,10 +114,6 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 	return NULL;
 }
 
-/* End-to-end share of a raw large-GEMM rate: the A100 ceiling fitted on
- * models.md §5.1/§5.2 (0.69, above) over the raw cuBLAS efficiency of
- * large A100 GEMMs in Calculon's a100_80g.json (0.95 at >= 128 GFLOP). */
-#define FRAMEWORK_SHARE (0.69 / 0.95)
 /* A probe report is a few kilobytes. */
 #define PROBE_JSON_MAX (16 << 20)
 

@@ -98,10 +98,12 @@ EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
 # make validate: predicted vs published iteration times (models.md §5).
 noinst_PROGRAMS += tests/validate/validate
 tests_validate_validate_SOURCES = tests/validate/validate.c
+tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+EXTRA_DIST += tests/validate/gpu
 tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
 .PHONY: validate
 validate: tests/validate/validate$(EXEEXT)
-	./tests/validate/validate$(EXEEXT)
+	./tests/validate/validate$(EXEEXT) $(srcdir)/tests/validate/gpu/layers-*.jsonl
 
 # spank_pipette's SPANK-free parts (plugstack arguments, option values,
 # PIPETTE_* inputs, step layout), linked from plugin/ directly.

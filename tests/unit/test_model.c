@@ -238,6 +238,40 @@ START_TEST(test_calibration)
 }
 END_TEST
 
+/* The table's H100 and H200 GEMM figures are the probe's measurements
+ * (hardware.c [PROBE-H]): calibrating from each recorded report lands
+ * within 1% of the table's ceiling, the half point within the spread of
+ * the runs, and the HBM copy rate below the datasheet's. */
+START_TEST(test_table_matches_probe_reports)
+{
+	static const struct { const char *gpu, *file; } runs[] = {
+		{ "h100", TEST_DATADIR "/probe/h100-sxm-run1.json" },
+		{ "h100", TEST_DATADIR "/probe/h100-sxm-run2.json" },
+		{ "h200", TEST_DATADIR "/probe/h200-sxm.json" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		const struct pipette_gpu_spec *g = pipette_gpu_lookup(runs[i].gpu, NULL);
+		struct pipette_gpu_spec c;
+		struct pipette_err err;
+
+		ck_assert_msg(pipette_gpu_calibrate(g, runs[i].file, &c, &err) == 0, "%s",
+			      err.msg);
+		ck_assert_msg(fabs(c.gemm_eff_max / g->gemm_eff_max - 1) < 0.01,
+			      "%s: measured ceiling %.4f, table %.4f", runs[i].file,
+			      c.gemm_eff_max, g->gemm_eff_max);
+		ck_assert_msg(c.gemm_half_gflop > 0.75 * g->gemm_half_gflop &&
+			      c.gemm_half_gflop < 1.25 * g->gemm_half_gflop,
+			      "%s: half point %.2f, table %.2f", runs[i].file,
+			      c.gemm_half_gflop, g->gemm_half_gflop);
+		ck_assert_msg(c.hbm_gbps > 0.8 * g->hbm_gbps && c.hbm_gbps < g->hbm_gbps,
+			      "%s: HBM %.0f GB/s, datasheet %.0f", runs[i].file, c.hbm_gbps,
+			      g->hbm_gbps);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model");
@@ -255,6 +289,7 @@ int main(void)
 	tcase_add_test(tc, test_load_dispatch);
 	tcase_add_test(tc, test_gpus);
 	tcase_add_test(tc, test_calibration);
+	tcase_add_test(tc, test_table_matches_probe_reports);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
