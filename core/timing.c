@@ -571,7 +571,12 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 
 	lt->attn_f = attn;
 	lt->f = gemm + attn + mem;
-	lt->b = gemm + 2 * attn + 2 * mem;	/* input gradients */
+	/* Input gradients.  The attention core's backward is two products
+	 * per forward one (dQ, dK and dV from dS, dP); FlashAttention's also
+	 * recomputes the scores, five products against the forward's two
+	 * (Dao, "FlashAttention-2", ICLR 2024, §3.1, the backward pass):
+	 * 2.5x. */
+	lt->b = gemm + (flash_attention(c) ? 2.5 : 2.0) * attn + 2 * mem;
 	lt->w = gemm;				/* weight gradients */
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		lt->b += lt->f;
