@@ -2,8 +2,9 @@
 # check pipette's per-layer compute prediction; prints one JSON line per
 # shape (tests/validate/gpu/README.md).  Run by hand on a GPU machine:
 #   python3 layers.py > layers-GPU.jsonl
+#   python3 layers.py --long > layers-GPU-long.jsonl   (16K and 32K tokens)
 # Not part of the build.
-import json, torch, torch.nn as nn, torch.nn.functional as F
+import json, sys, torch, torch.nn as nn, torch.nn.functional as F
 
 class Layer(nn.Module):
     def __init__(s, h, nq, nkv, ffn, swiglu, d=128):
@@ -57,6 +58,13 @@ def bench(name, h, nq, nkv, ffn, swiglu, seq, mb, nl=4, d=128):
     print(json.dumps(out), flush=True)
 
 print(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
+if "--long" in sys.argv:
+    # Long sequences, where the attention core dominates: Llama-3-8B and
+    # Llama-3-70B at TP 8, one sequence of 16K and 32K tokens.
+    for seq in (16384, 32768):
+        bench("llama3-8b tp1 s%dk" % (seq // 1024), 4096, 32, 8, 14336, True, seq, 1, nl=2)
+        bench("llama3-70b tp8 s%dk" % (seq // 1024), 8192, 8, 1, 3584, True, seq, 1, nl=2)
+    sys.exit(0)
 # llama3-8b (Meta config: hidden 4096, 32/8 heads, FFN 14336), one GPU
 bench("llama3-8b tp1", 4096, 32, 8, 14336, True, 4096, 1)
 # llama3-70b (hidden 8192, 64/8 heads, FFN 28672) sharded TP=8: per-GPU shapes
