@@ -168,6 +168,11 @@ int main(void)
 		  { { 8, 4, 4 }, { 8, 8, 2 } } },
 		{ "hetero-128x8-h100.json", 128, "llama3-70b", 2048, 8192,
 		  { { 8, 4, 32 }, { 8, 8, 16 } } },
+		/* Small batches of a small model: few micro-batches per
+		 * pipeline, so the DP and PP transfers over the slow links are
+		 * a large share of the step (where the mapping pays). */
+		{ "hetero-16x8-h100.json", 16, "llama3-8b", 128, 4096, { { 0 } } },
+		{ "hetero-128x8-h100.json", 128, "llama3-8b", 256, 4096, { { 0 } } },
 	};
 	struct pipette_plan *plan;
 	char path[1024];
