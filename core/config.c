@@ -201,6 +201,17 @@ int pipette_config_check(const struct pipette_model *m,
 	return 0;
 }
 
+/* Index of s in names[0..n) (case-insensitive), or -1. */
+static int name_index(const char *s, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcasecmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 const char *pipette_recompute_name(enum pipette_recompute r)
 {
 	return (unsigned)r < 3 ? recompute_names[r] : "?";
@@ -209,14 +220,13 @@ const char *pipette_recompute_name(enum pipette_recompute r)
 int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 			    struct pipette_err *err)
 {
-	int i;
+	int i = name_index(s, recompute_names, 3);
 
-	for (i = 0; i < 3; i++)
-		if (!strcasecmp(s, recompute_names[i])) {
-			*out = (enum pipette_recompute)i;
-			return 0;
-		}
-	return pipette_fail(err, "recompute '%.32s': expected none, selective or full", s);
+	if (i < 0)
+		return pipette_fail(err, "recompute '%.32s': expected none, selective or "
+				    "full", s);
+	*out = (enum pipette_recompute)i;
+	return 0;
 }
 
 const char *pipette_attention_name(enum pipette_attention a)
@@ -227,14 +237,12 @@ const char *pipette_attention_name(enum pipette_attention a)
 int pipette_attention_parse(const char *s, enum pipette_attention *out,
 			    struct pipette_err *err)
 {
-	int i;
+	int i = name_index(s, attention_names, 2);
 
-	for (i = 0; i < 2; i++)
-		if (!strcasecmp(s, attention_names[i])) {
-			*out = (enum pipette_attention)i;
-			return 0;
-		}
-	return pipette_fail(err, "attention '%.32s': expected flash or unfused", s);
+	if (i < 0)
+		return pipette_fail(err, "attention '%.32s': expected flash or unfused", s);
+	*out = (enum pipette_attention)i;
+	return 0;
 }
 
 const char *pipette_schedule_name(enum pipette_schedule_kind k)
@@ -245,15 +253,13 @@ const char *pipette_schedule_name(enum pipette_schedule_kind k)
 int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
 			   struct pipette_err *err)
 {
-	int i;
+	int i = name_index(s, schedule_names, PIPETTE_SCHED_COUNT);
 
-	for (i = 0; i < PIPETTE_SCHED_COUNT; i++)
-		if (!strcasecmp(s, schedule_names[i])) {
-			*out = (enum pipette_schedule_kind)i;
-			return 0;
-		}
-	return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
-			    "zb-h1, v-min, v-half or v-zb", s);
+	if (i < 0)
+		return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
+				    "zb-h1, v-min, v-half or v-zb", s);
+	*out = (enum pipette_schedule_kind)i;
+	return 0;
 }
 
 int pipette_compression_enabled(const struct pipette_compression *c)
