@@ -19,6 +19,7 @@
 #include "cluster.h"
 
 #include "cli_run.h"
+#include "check_run.h"
 
 #define BW_DIR TEST_DATADIR "/bw"
 #define EXAMPLES_DIR TEST_DATADIR "/../../etc/examples"
@@ -914,11 +915,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

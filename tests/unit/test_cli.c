@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "cli_run.h"
+#include "check_run.h"
 
 #define OUT_MAX (1 << 20)
 
@@ -117,8 +118,7 @@ int main(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("cli");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	out = malloc(OUT_MAX);
 	tcase_set_timeout(tc, 60);
@@ -127,10 +127,7 @@ int main(void)
 	tcase_add_test(tc, test_estimate_table_and_nofit);
 	tcase_add_test(tc, test_estimate_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = check_run(s);
 	free(out);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -36,6 +36,7 @@
 #include "timing.h"
 
 #include "cli_run.h"
+#include "check_run.h"
 
 #define DATA TEST_DATADIR "/routing"
 #define TINY_MODEL DATA "/tiny-moe.json"
@@ -562,11 +563,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

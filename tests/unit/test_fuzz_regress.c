@@ -17,6 +17,7 @@
 #include "model.h"
 #include "plugin.h"
 #include "../fuzz/small_moe.h"
+#include "check_run.h"
 
 #define FUZZ_DIR PIPETTE_SRCDIR "/tests/fuzz"
 
@@ -257,17 +258,11 @@ int main(void)
 {
 	Suite *s = suite_create("fuzz_regress");
 	TCase *tc = tcase_create("replay");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_replay_seeds);
 	tcase_add_test(tc, test_replay_regressions);
 	tcase_add_test(tc, test_hf_null_names_the_problem);
 	tcase_add_test(tc, test_routing_negative_zero_written_as_zero);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

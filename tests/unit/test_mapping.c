@@ -9,6 +9,7 @@
 #include "cluster.h"
 #include "mapping.h"
 #include "timing.h"
+#include "check_run.h"
 
 static const char *const names4[] = { "n1", "n2", "n3", "n4" };
 
@@ -306,8 +307,6 @@ int main(void)
 {
 	Suite *s = suite_create("mapping");
 	TCase *tc = tcase_create("mapping");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_slow_pair_off_pipeline);
@@ -315,9 +314,5 @@ int main(void)
 	tcase_add_test(tc, test_anneal_equals_exhaustive);
 	tcase_add_test(tc, test_never_worse_and_deterministic);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -9,6 +9,7 @@
 #include "memory.h"
 #include "model.h"
 #include "schedule.h"
+#include "check_run.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -399,8 +400,6 @@ int main(void)
 {
 	Suite *s = suite_create("memory");
 	TCase *tc = tcase_create("memory");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_korthikanti_fig1);
 	tcase_add_test(tc, test_korthikanti_table2);
@@ -414,9 +413,5 @@ int main(void)
 	tcase_add_test(tc, test_moe_optimizer_sharding);
 	tcase_add_test(tc, test_config_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -6,6 +6,7 @@
 
 #include "hardware.h"
 #include "model.h"
+#include "check_run.h"
 
 #define HF(name) TEST_DATADIR "/hf/" name
 
@@ -276,8 +277,6 @@ int main(void)
 {
 	Suite *s = suite_create("model");
 	TCase *tc = tcase_create("model");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_every_preset_valid);
 	tcase_add_test(tc, test_required_presets);
@@ -291,9 +290,5 @@ int main(void)
 	tcase_add_test(tc, test_calibration);
 	tcase_add_test(tc, test_table_matches_probe_reports);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -9,6 +9,7 @@
 #include "plan.h"
 
 #include "cli_run.h"
+#include "check_run.h"
 
 #define EXAMPLE(f) TEST_DATADIR "/../../etc/examples/" f
 
@@ -307,8 +308,6 @@ int main(void)
 {
 	Suite *s = suite_create("plan");
 	TCase *tc = tcase_create("plan");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_srun_env);
@@ -318,9 +317,5 @@ int main(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_cli);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "check_run.h"
 
 #define NODES 2
 #define GPUS 8
@@ -382,8 +383,6 @@ int main(void)
 {
 	Suite *s = suite_create("plugin_apply");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_srun_mode_contract);
@@ -394,9 +393,5 @@ int main(void)
 	tcase_add_test(tc, test_request_precedence);
 	tcase_add_test(tc, test_plans_identical_across_calls);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

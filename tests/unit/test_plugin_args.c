@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "plugin.h"
+#include "check_run.h"
 
 /* ---- a fake environment: NAME=VALUE pairs in an array ----------------- */
 struct fake_env {
@@ -603,8 +604,6 @@ int main(void)
 {
 	Suite *s = suite_create("plugin_args");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_site_defaults);
 	tcase_add_test(tc, test_site_all_keys);
@@ -629,9 +628,5 @@ int main(void)
 	tcase_add_test(tc, test_master_port);
 	tcase_add_test(tc, test_master_port_concurrent_steps_distinct);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -16,6 +16,7 @@
 #include "inter.h"
 #include "results.h"
 #include "tournament.h"
+#include "check_run.h"
 
 /* ---- schedule ---- */
 
@@ -457,11 +458,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

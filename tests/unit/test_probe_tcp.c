@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bwcache.h"
+#include "check_run.h"
 
 /* A port nobody listens on right now. */
 static int free_port(void)
@@ -286,12 +287,6 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
 	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

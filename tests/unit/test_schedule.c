@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "schedule.h"
+#include "check_run.h"
 
 #define MAXS 256	/* virtual stages in these tests */
 #define EPS 1e-9
@@ -819,8 +820,6 @@ int main(void)
 {
 	Suite *s = suite_create("schedule");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_1f1b_formula);
@@ -838,9 +837,5 @@ int main(void)
 	tcase_add_test(tc, test_shape_cache);
 	tcase_add_test(tc, test_svg);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -7,6 +7,7 @@
 #include "cluster.h"
 #include "memory.h"
 #include "search.h"
+#include "check_run.h"
 
 static struct pipette_cluster *nominal(int nodes, int G)
 {
@@ -224,8 +225,6 @@ int main(void)
 {
 	Suite *s = suite_create("search");
 	TCase *tc = tcase_create("search");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_valid_and_sorted);
@@ -234,9 +233,5 @@ int main(void)
 	tcase_add_test(tc, test_infeasible);
 	tcase_add_test(tc, test_tie_break);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

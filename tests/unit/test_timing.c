@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "model.h"
 #include "timing.h"
+#include "check_run.h"
 
 /* alpha-beta forms (models.md §4.1), by hand:
  *   ring all-reduce, n = 8, 1 GB, 100 GB/s, 10 us:
@@ -439,8 +440,6 @@ int main(void)
 {
 	Suite *s = suite_create("timing");
 	TCase *tc = tcase_create("timing");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_collectives);
@@ -457,9 +456,5 @@ int main(void)
 	tcase_add_test(tc, test_expert_alltoall);
 	tcase_add_test(tc, test_intra_node_ring);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }
