@@ -311,7 +311,9 @@ START_TEST(test_request_precedence)
 	strcpy(site.bandwidth, "/site/bw.json");
 	site.mem_fraction = 0.7;
 	site.budget = 123;
+	site.attention = PIPETTE_ATTN_UNFUSED;
 	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_TORCHRUN, &req, &err), 0);
+	ck_assert_int_eq(req.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(req.bandwidth, "/site/bw.json");
 	ck_assert(req.mem_fraction == 0.7);
 	ck_assert_int_eq(req.budget, 123);
