@@ -1,10 +1,14 @@
 # libpipette: the model, hardware, memory, timing, schedules, cluster, search,
-# mapping and plan modules. C11 + json-c; no Slurm, no CUDA.
+# mapping and plan modules. C11 + json-c + GNU Nettle (SHA-256 of the
+# inputs, core/readfile.c); no Slurm, no CUDA.  Libtool hands LIBADD on to
+# whatever links the library (spank_pipette.so relies on that); the
+# programs' link lines name the libraries as well.
 noinst_LTLIBRARIES += core/libpipette.la
-core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-core_libpipette_la_LIBADD = $(JSONC_LIBS) -lm
+core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
+core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
 	core/error.c core/error.h core/rng.h core/json.c core/json.h \
+	core/readfile.c core/readfile.h \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \
 	core/config.c core/config.h \
@@ -15,7 +19,7 @@ core_libpipette_la_SOURCES = \
 # The `pipette` command: one file per subcommand under core/cli/.
 bin_PROGRAMS += pipette
 pipette_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(SLURM_CPPFLAGS)
-pipette_LDADD = core/libpipette.la $(JSONC_LIBS) $(SLURM_LDFLAGS) $(SLURM_LIBS) -lm
+pipette_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) $(SLURM_LDFLAGS) $(SLURM_LIBS) -lm
 pipette_SOURCES = \
 	core/cli/main.c core/cli/cli.h core/cli/args.c \
 	core/cli/cmd_list.c core/cli/cmd_estimate.c

@@ -2,7 +2,7 @@
 # tests/integration and run against a real Slurm on loopback.
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) -DTEST_DATADIR='"$(abs_top_srcdir)/tests/data"' \
 	-DPIPETTE_BIN='"$(abs_top_builddir)/pipette"'
-TEST_LDADD = core/libpipette.la $(CHECK_LIBS) $(JSONC_LIBS) -lm
+TEST_LDADD = core/libpipette.la $(CHECK_LIBS) $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli \
 	tests/unit/test_timing
@@ -36,9 +36,9 @@ tests_unit_test_schedule_LDADD = $(TEST_LDADD)
 BENCH_BINS = tests/bench/bench_schedule tests/bench/bench_estimate
 noinst_PROGRAMS += $(BENCH_BINS)
 tests_bench_bench_schedule_SOURCES = tests/bench/bench_schedule.c
-tests_bench_bench_schedule_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
+tests_bench_bench_schedule_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 tests_bench_bench_estimate_SOURCES = tests/bench/bench_estimate.c
-tests_bench_bench_estimate_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
+tests_bench_bench_estimate_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 
 .PHONY: bench
 bench: $(BENCH_BINS)
@@ -100,7 +100,7 @@ noinst_PROGRAMS += tests/validate/validate
 tests_validate_validate_SOURCES = tests/validate/validate.c
 tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 EXTRA_DIST += tests/validate/gpu
-tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
+tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 .PHONY: validate
 validate: tests/validate/validate$(EXEEXT)
 	./tests/validate/validate$(EXEEXT) $(srcdir)/tests/validate/gpu/layers-*.jsonl
@@ -130,7 +130,7 @@ tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD)
 BENCH_BINS += tests/bench/bench_plan
 tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c
 tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"'
-tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) -lm
+tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 
 # spank_pipette's added launch time on the local Slurm cluster (root; starts
 # the cluster if it is not running): 4 nodes, and 128 emulated nodes.
@@ -195,3 +195,10 @@ EXTRA_tests_unit_test_experts_DEPENDENCIES = pipette$(EXEEXT)
 # tarball's read-only tree would otherwise take as up to date.
 dist-hook:
 	rm -f $(distdir)/tests/integration/*.log $(distdir)/tests/integration/*.trs
+
+# The one reader of input files (readfile.h): limits, file types, SHA-256.
+check_PROGRAMS += tests/unit/test_readfile
+TESTS += tests/unit/test_readfile
+tests_unit_test_readfile_SOURCES = tests/unit/test_readfile.c tests/unit/check_run.h
+tests_unit_test_readfile_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_readfile_LDADD = $(TEST_LDADD)

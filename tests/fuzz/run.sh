@@ -34,15 +34,18 @@ fi
 [ -n "$cc" ] || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 jsonc_cflags=$(pkg-config --cflags json-c) || exit 1
 jsonc_libs=$(pkg-config --libs json-c) || exit 1
+# SHA-256 of the inputs (core/readfile.c) is GNU Nettle's.
+nettle_cflags=$(pkg-config --cflags nettle) || exit 1
+nettle_libs=$(pkg-config --libs nettle) || exit 1
 # The expert placement (core/experts.c) solves with GLPK (no .pc file).
-libs="$jsonc_libs -lm"
+libs="$jsonc_libs $nettle_libs -lm"
 grep -q '<glpk.h>' "$srcdir"/core/*.c && libs="$libs -lglpk"
 
 # -fno-sanitize-recover: UBSan aborts at the first report, so libFuzzer
 # records it as a crash.  ASan's leak check runs after every input.
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer $san -Wall -Wextra
-	-I$srcdir/core -I$srcdir/plugin $jsonc_cflags ${FUZZ_CFLAGS:-}"
+	-I$srcdir/core -I$srcdir/plugin $jsonc_cflags $nettle_cflags ${FUZZ_CFLAGS:-}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # The file-based harnesses write each input to a temporary file there.

@@ -1,0 +1,198 @@
+/* pipette: the one reader of input files (readfile.h). */
+#include "readfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+#include <nettle/version.h>
+
+/* The first buffer when the size fstat reports is no guide (0 for files
+ * in /proc and /sys, which have content all the same). */
+#define READ_CHUNK 4096
+
+static const char *sep(const char *what)
+{
+	return what ? ": " : "";
+}
+
+static const char *kind(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "a special file";
+}
+
+/* Open path for reading as a regular file, without blocking: POSIX open()
+ * returns at once for a FIFO opened O_RDONLY|O_NONBLOCK, where a plain
+ * O_RDONLY waits for a writer (POSIX.1-2017, open(), "O_NONBLOCK").  The
+ * type is checked on the open descriptor (no window between a stat and
+ * the open); only then is O_NONBLOCK cleared for the reads.  Returns the
+ * descriptor (with *st filled) or -1. */
+static int open_regular(const char *path, const char *what, struct stat *st,
+			struct pipette_err *err)
+{
+	const char *w = what ? what : "";
+	int fd, fl, e;
+
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		/* open() of a UNIX socket fails with ENXIO: say what it is. */
+		if (e == ENXIO && stat(path, st) == 0 && S_ISSOCK(st->st_mode))
+			return pipette_fail(err, "%s%s%s: is a socket, not a regular file",
+					    w, sep(what), path);
+		return pipette_fail(err, "%s%s%s: cannot open: %s", w, sep(what), path,
+				    strerror(e));
+	}
+	if (fstat(fd, st) < 0) {
+		e = errno;
+		close(fd);
+		return pipette_fail(err, "%s%s%s: cannot stat: %s", w, sep(what), path,
+				    strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return pipette_fail(err, "%s%s%s: is %s, not a regular file", w, sep(what),
+				    path, kind(st->st_mode));
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		e = errno;
+		close(fd);
+		return pipette_fail(err, "%s%s%s: cannot open: %s", w, sep(what), path,
+				    strerror(e));
+	}
+	return fd;
+}
+
+int pipette_check_file(const char *path, const char *what, struct pipette_err *err)
+{
+	struct stat st;
+	int fd = open_regular(path, what, &st, err);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int pipette_read_file(const char *path, const char *what, size_t max,
+		      struct pipette_file *f, struct pipette_err *err)
+{
+	const char *w = what ? what : "";
+	struct stat st;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap;
+	ssize_t r;
+	int fd, rv = -1;
+
+	memset(f, 0, sizeof(*f));
+	if (max > SIZE_MAX / 2)
+		max = SIZE_MAX / 2;	/* so that max + 1 cannot wrap */
+	fd = open_regular(path, what, &st, err);
+	if (fd < 0)
+		return -1;
+	if ((unsigned long long)st.st_size > (unsigned long long)max) {
+		pipette_fail(err, "%s%s%s: %lld bytes exceed the limit of %zu bytes", w,
+			     sep(what), path, (long long)st.st_size, max);
+		goto fail;
+	}
+	/* One byte more than the file had: a file that grew shows at once. */
+	cap = (size_t)st.st_size < READ_CHUNK ? READ_CHUNK : (size_t)st.st_size + 1;
+	if (cap > max + 1)
+		cap = max + 1;
+	if (!(buf = malloc(cap + 1))) {
+		pipette_fail(err, "%s%s%s: out of memory", w, sep(what), path);
+		goto fail;
+	}
+	for (;;) {
+		if (len == cap) {
+			size_t ncap = cap > (max + 1) / 2 ? max + 1 : 2 * cap;
+
+			if (!(nb = realloc(buf, ncap + 1))) {
+				pipette_fail(err, "%s%s%s: out of memory", w, sep(what), path);
+				goto fail;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			pipette_fail(err, "%s%s%s: read error: %s", w, sep(what), path,
+				     strerror(errno));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len > max) {
+			pipette_fail(err, "%s%s%s: grew beyond the limit of %zu bytes while "
+				     "being read", w, sep(what), path, max);
+			goto fail;
+		}
+	}
+	buf[len] = '\0';
+	pipette_sha256(buf, len, f->sha256);
+	f->data = buf;
+	f->len = len;
+	buf = NULL;
+	rv = 0;
+fail:
+	free(buf);
+	close(fd);
+	return rv;
+}
+
+void pipette_file_free(struct pipette_file *f)
+{
+	if (!f)
+		return;
+	free(f->data);
+	f->data = NULL;
+	f->len = 0;
+}
+
+void pipette_sha256(const void *data, size_t len, unsigned char out[PIPETTE_SHA256_LEN])
+{
+	struct sha256_ctx ctx;
+
+	sha256_init(&ctx);
+	sha256_update(&ctx, len, data);
+	/* Nettle 4.0 dropped the digest-size argument of the *_digest
+	 * functions (Nettle's NEWS, "Interface changes" of 4.0). */
+#if NETTLE_VERSION_MAJOR >= 4
+	sha256_digest(&ctx, out);
+#else
+	sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
+#endif
+}
+
+void pipette_sha256_hex(const unsigned char d[PIPETTE_SHA256_LEN],
+			char out[2 * PIPETTE_SHA256_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < PIPETTE_SHA256_LEN; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
+	out[2 * PIPETTE_SHA256_LEN] = '\0';
+}
