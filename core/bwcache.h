@@ -109,6 +109,11 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
 			 struct pipette_err *err);
 
+/* SHA-256 of the bytes the cache was loaded from (pipette_bwcache_load;
+ * changes made since do not alter it), or NULL when it was not loaded
+ * from a file. */
+const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw);
+
 /* ---- queries ---- */
 
 int pipette_bwcache_node_count(const struct pipette_bwcache *bw);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "bwcache.h"
+#include "readfile.h"
 
 /* One directed figure: gbps NaN = unmeasured, lat NaN = no latency. */
 struct bw_entry {
@@ -42,6 +43,8 @@ struct pipette_bwcache {
 	struct pipette_bw_defaults def;
 	time_t generated;
 	char *generator;
+	unsigned char sha256[PIPETTE_SHA256_LEN];	/* of the file loaded */
+	int has_sha256;
 };
 
 #define BW_INTER(bw, a, b) (&(bw)->inter[(size_t)(a) * (bw)->cap + (b)])

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "bwcache_int.h"
 #include "json.h"
+#include "readfile.h"
 
 /* ------------------------------------------------------------------ */
 /* parsing                                                             */
@@ -484,8 +486,6 @@ static int parse_doc(struct pctx *c, json_object *root)
 	int *ord = NULL, n = 0, rv = -1;
 	char path[320];
 
-	if (!json_object_is_type(root, json_type_object))
-		return perr(c, "$", "expected a JSON object, got %s", jtype(root));
 	if (!json_object_object_get_ex(root, "schema", &v)) {
 		if (json_object_object_get_ex(root, "gpus", NULL) &&
 		    json_object_object_get_ex(root, "bandwidth", NULL))
@@ -630,48 +630,24 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
 			 struct pipette_err *err)
 {
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-	ssize_t r;
-	int fd, rv;
+	struct pipette_file f;
+	int rv;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return pipette_fail(err, "%s: not a regular file", path);
+	if (pipette_read_file(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES, &f, err))
+		return -1;
+	rv = pipette_bwcache_parse(f.data, f.len, path, out, err);
+	if (rv == 0) {
+		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
+		(*out)->has_sha256 = 1;
 	}
-	if (st.st_size > PIPETTE_BW_MAX_FILE_BYTES) {
-		close(fd);
-		return pipette_fail(err, "%s: %lld bytes exceed the limit of %ld "
-				    "for a bandwidth cache", path,
-				    (long long)st.st_size, PIPETTE_BW_MAX_FILE_BYTES);
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return pipette_fail(err, "%s: out of memory", path);
-	}
-	while (got < (size_t)st.st_size) {
-		r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (got != (size_t)st.st_size) {
-		free(buf);
-		return pipette_fail(err, "%s: read error", path);
-	}
-	buf[got] = '\0';
-	rv = pipette_bwcache_parse(buf, got, path, out, err);
-	free(buf);
+	pipette_file_free(&f);
 	return rv;
+}
+
+const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw)
+{
+	return bw->has_sha256 ? bw->sha256 : NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,6 +1,8 @@
 /* pipette: converters into the bandwidth cache: the original Pipette JSON
- * and nccl-tests text output (formats: bwcache.h, ecosystem.md §5.1,
- * pipette-original.md §6.1). */
+ * (written by round_robin_test.py:117-125 of yimjinkyu1/date2024_pipette
+ * @a2b0683, Megatron-LM-2.5/strategy/nccl-test/nccl-test-a100/) and the
+ * text output of NVIDIA/nccl-tests (columns: src/util.cu:756-758 @a0b82b2).
+ * The cache format is in bwcache.h. */
 #include "bwcache.h"
 
 #include <ctype.h>
@@ -10,10 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-/* Pipette measures with one 30 MiB sendrecv_perf message
- * (pipette-original.md §6.1, NT/run_nccl_test.sh: -b 31457280). */
+#include "json.h"
+#include "readfile.h"
+
+/* Pipette measures with one 30 MiB sendrecv_perf message: "-b 31457280
+ * -e 31457280" (date2024_pipette @a2b0683, Megatron-LM-2.5/strategy/
+ * nccl-test/nccl-test-a100/run_nccl_test.sh:5-6, 28, 50). */
 #define LEGACY_BYTES 31457280.0
 #define LEGACY_TOOL "pipette-legacy nccl-tests sendrecv_perf"
 /* Latency is read from sendrecv rows of at most this size, where the
@@ -21,41 +26,11 @@
 #define NCCL_LAT_MAX_BYTES 65536.0
 #define NCCL_MAX_LINE 4096
 
-static int read_text(const char *path, char **out, size_t *len,
+/* The importers' inputs: as large as a bandwidth cache at most. */
+static int read_text(const char *path, const char *what, struct pipette_file *f,
 		     struct pipette_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	size_t got;
-
-	*out = NULL;
-	if (!f)
-		return pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return pipette_fail(err, "%s: not a regular file", path);
-	}
-	if (st.st_size > PIPETTE_BW_MAX_FILE_BYTES) {
-		fclose(f);
-		return pipette_fail(err, "%s: %lld bytes exceed the limit of %ld",
-				    path, (long long)st.st_size,
-				    PIPETTE_BW_MAX_FILE_BYTES);
-	}
-	*out = malloc((size_t)st.st_size + 1);
-	if (!*out) {
-		fclose(f);
-		return pipette_fail(err, "%s: out of memory", path);
-	}
-	got = fread(*out, 1, (size_t)st.st_size, f);
-	fclose(f);
-	if (got != (size_t)st.st_size) {
-		free(*out);
-		*out = NULL;
-		return pipette_fail(err, "%s: read error", path);
-	}
-	(*out)[got] = '\0';
-	*len = got;
-	return 0;
+	return pipette_read_file(path, what, PIPETTE_BW_MAX_FILE_BYTES, f, err);
 }
 
 /* A legacy cell: "123.4" or 123.4; NaN for null, "" or "nan". */
@@ -101,24 +76,20 @@ int pipette_bwcache_import_legacy(struct pipette_bwcache *bw, const char *path,
 {
 	struct pipette_bw_prov prov = { LEGACY_TOOL, "busbw", LEGACY_BYTES, when };
 	json_object *root = NULL, *gpus, *band;
-	enum json_tokener_error jerr = json_tokener_success;
-	char *text = NULL;
-	size_t len, n, i, j;
+	struct pipette_file f;
+	size_t n, i, j;
 	int rv = -1, a, b;
 
 	if (gpus_per_node < 0 || gpus_per_node > PIPETTE_BW_MAX_GPUS)
 		return pipette_fail(err, "%s: %d GPUs per node, expected 0..%d",
 				    path, gpus_per_node, PIPETTE_BW_MAX_GPUS);
-	if (read_text(path, &text, &len, err) < 0)
+	if (read_text(path, "Pipette bandwidth JSON", &f, err) < 0)
 		return -1;
-	root = json_tokener_parse_verbose(text, &jerr);
-	if (!root) {
-		pipette_fail(err, "%s: malformed JSON: %s", path,
-			     json_tokener_error_desc(jerr));
-		goto fail;
-	}
-	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "gpus", &gpus) ||
+	root = pipette_json_parse(f.data, f.len, path, JSON_TOKENER_DEFAULT_DEPTH, err);
+	pipette_file_free(&f);
+	if (!root)
+		return -1;
+	if (!json_object_object_get_ex(root, "gpus", &gpus) ||
 	    !json_object_object_get_ex(root, "bandwidth", &band) ||
 	    !json_object_is_type(gpus, json_type_array) ||
 	    !json_object_is_type(band, json_type_array)) {
@@ -196,7 +167,6 @@ int pipette_bwcache_import_legacy(struct pipette_bwcache *bw, const char *path,
 	rv = 0;
 fail:
 	json_object_put(root);
-	free(text);
 	return rv;
 }
 
@@ -237,16 +207,16 @@ int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
 	struct nccl_rank *ranks = NULL;
 	int n_ranks = 0, cap_ranks = 0, busbw_col = -1, time_col = -1, lineno = 0;
 	int best_line = 0, rv = -1, i;
-	char *text = NULL, *line, *save = NULL, program[64] = "", tool[128];
+	char *line, *save = NULL, program[64] = "", tool[128];
 	double best_bytes = -1, best_bw = NAN, lat = NAN, lat_bytes = INFINITY;
 	const char *hosts[2] = { NULL, NULL };
 	int n_hosts = 0;
-	size_t len;
+	struct pipette_file f;
 	struct pipette_bw_prov prov;
 
-	if (read_text(path, &text, &len, err) < 0)
+	if (read_text(path, "nccl-tests output", &f, err) < 0)
 		return -1;
-	for (line = strtok_r(text, "\n", &save); line;
+	for (line = strtok_r(f.data, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char buf[NCCL_MAX_LINE], *tok[32];
 		int nt;
@@ -291,7 +261,7 @@ int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
 			}
 			/* The column header: "#  size count type redop root time
 			 * algbw busbw #wrong time algbw busbw #wrong" (the first
-			 * busbw is out-of-place, ecosystem.md §5.1). */
+			 * busbw is out-of-place: nccl-tests src/util.cu:756-758). */
 			if (busbw_col < 0 && nt >= 3 && !strcmp(tok[0], "size")) {
 				for (i = 0; i < nt; i++) {
 					if (!strcmp(tok[i], "busbw") && busbw_col < 0)
@@ -441,6 +411,6 @@ fail_prefix:
 	pipette_fail_prefix(err, "%s: ", path);
 fail:
 	free(ranks);
-	free(text);
+	pipette_file_free(&f);
 	return rv;
 }

@@ -1,6 +1,5 @@
 #include "hardware.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,29 +138,12 @@ static int json_number(struct json_object *o, const char *key, double *out)
 int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 			  struct pipette_gpu_spec *out, struct pipette_err *err)
 {
-	struct json_object *root = NULL, *gemm, *list;
+	struct json_object *root, *gemm, *list;
 	double rmax, half, hbm[64];
-	char *text = NULL;
-	size_t len = 0, n;
 	int rv = -1, nh = 0, i;
-	FILE *f = fopen(path, "r");
 
-	if (!f)
-		return pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
-	text = malloc(PROBE_JSON_MAX + 1);
-	if (!text) {
-		pipette_fail(err, "%s: out of memory", path);
-		goto out;
-	}
-	while ((n = fread(text + len, 1, PROBE_JSON_MAX + 1 - len, f)) > 0)
-		len += n;
-	if (len > PROBE_JSON_MAX) {
-		pipette_fail(err, "%s: larger than %d bytes; not a probe report", path,
-			     PROBE_JSON_MAX);
-		goto out;
-	}
-	if (!(root = pipette_json_parse(text, len, path, 32, err)))
-		goto out;
+	if (!(root = pipette_json_read(path, "calibration", PROBE_JSON_MAX, 32, NULL, err)))
+		return -1;
 	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
 	    json_number(gemm, "max_tflops", &rmax) || json_number(gemm, "half_gflop", &half)) {
 		pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "
@@ -194,7 +176,5 @@ int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 	rv = 0;
 out:
 	json_object_put(root);
-	free(text);
-	fclose(f);
 	return rv;
 }

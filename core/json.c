@@ -8,6 +8,39 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+static const char *type_name(struct json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "a boolean";
+	case json_type_double:
+	case json_type_int: return "a number";
+	case json_type_object: return "an object";
+	case json_type_array: return "an array";
+	case json_type_string: return "a string";
+	}
+	return "something else";
+}
+
+/* "SOURCE: line L, column C: malformed JSON: why", at byte off of text. */
+static void malformed(const char *text, size_t len, size_t off, const char *source,
+		      const char *why, struct pipette_err *err)
+{
+	int line = 1, col = 1;
+	size_t i;
+
+	for (i = 0; i < off && i < len; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s", source, line, col,
+		     why);
+}
+
 struct json_object *pipette_json_parse(const char *text, size_t len, const char *source,
 				       int depth, struct pipette_err *err)
 {
@@ -15,7 +48,6 @@ struct json_object *pipette_json_parse(const char *text, size_t len, const char 
 	struct json_object *root;
 	enum json_tokener_error jerr;
 	size_t off, i;
-	int line = 1, col = 1;
 
 	if (len > (size_t)INT_MAX) {
 		pipette_fail(err, "%s: %zu bytes are too many for a JSON document", source, len);
@@ -28,31 +60,54 @@ struct json_object *pipette_json_parse(const char *text, size_t len, const char 
 	root = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);
 	off = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!root || jerr != json_tokener_success) {
-		if (jerr == json_tokener_continue)
-			off = len;
-		for (i = 0; i < off && i < len; i++) {
-			if (text[i] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
+	if (jerr == json_tokener_continue) {
+		/* A bare literal at the very end ("null", "12" without a
+		 * newline) is complete only once json-c sees a terminator:
+		 * hand it the string's NUL.  Anything else is truncated. */
+		root = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		if (jerr != json_tokener_success) {
+			json_object_put(root);
+			json_tokener_free(tok);
+			malformed(text, len, len, source, "unexpected end of file", err);
+			return NULL;
 		}
+		off = len;
+	}
+	json_tokener_free(tok);
+	if (jerr != json_tokener_success) {
 		json_object_put(root);
-		pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s", source, line,
-			     col, jerr == json_tokener_success ? "the document is null"
-			     : jerr == json_tokener_continue ? "unexpected end of file"
-			     : json_tokener_error_desc(jerr));
+		malformed(text, len, off, source, json_tokener_error_desc(jerr), err);
 		return NULL;
 	}
 	for (i = off; i < len; i++)
 		if (!is_space(text[i])) {
 			json_object_put(root);
-			pipette_fail(err, "%s: malformed JSON: trailing data after the "
-				     "top-level object (byte %zu)", source, i);
+			malformed(text, len, i, source, "text after the top-level object", err);
 			return NULL;
 		}
+	/* json-c's null is a NULL object. */
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		pipette_fail(err, "%s: top level is %s, expected a JSON object", source,
+			     type_name(root));
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+struct json_object *pipette_json_read(const char *path, const char *what, size_t max,
+				      int depth, unsigned char sha256[PIPETTE_SHA256_LEN],
+				      struct pipette_err *err)
+{
+	struct pipette_file f;
+	struct json_object *root;
+
+	if (pipette_read_file(path, what, max, &f, err))
+		return NULL;
+	root = pipette_json_parse(f.data, f.len, path, depth, err);
+	if (root && sha256)
+		memcpy(sha256, f.sha256, PIPETTE_SHA256_LEN);
+	pipette_file_free(&f);
 	return root;
 }

@@ -1,4 +1,4 @@
-/* pipette: reading JSON documents held in memory (json-c). */
+/* pipette: reading JSON documents (json-c), from memory or from a file. */
 #ifndef PIPETTE_JSON_H
 #define PIPETTE_JSON_H
 
@@ -7,14 +7,23 @@
 #include <json-c/json.h>
 
 #include "error.h"
+#include "readfile.h"
 
 /* Parse the whole of text[len] (at most INT_MAX bytes) with json-c, nesting
- * at most `depth` levels.  Only white space may follow the document.  NULL
- * on error with "SOURCE: line L, column C: malformed JSON: why" or
- * "SOURCE: malformed JSON: trailing data after the top-level object (byte
- * N)"; a bare `null` document is an error too.  The caller owns the
- * result. */
+ * at most `depth` levels.  The top level must be an object and only white
+ * space may follow it.  NULL on error, with one wording for every input:
+ *   "SOURCE: line L, column C: malformed JSON: REASON"
+ * where REASON is json-c's, "unexpected end of file" or "text after the
+ * top-level object"; or "SOURCE: top level is null, expected a JSON
+ * object" (an array, a number, ...).  The caller owns the result. */
 struct json_object *pipette_json_parse(const char *text, size_t len, const char *source,
 				       int depth, struct pipette_err *err);
+
+/* Read `path` with pipette_read_file (at most max bytes; `what` names the
+ * input in its errors) and parse it as above, the path as SOURCE.  When
+ * sha256 is not NULL it receives the digest of the bytes read. */
+struct json_object *pipette_json_read(const char *path, const char *what, size_t max,
+				      int depth, unsigned char sha256[PIPETTE_SHA256_LEN],
+				      struct pipette_err *err);
 
 #endif

@@ -9,8 +9,11 @@
 
 #include <json-c/json.h>
 
+#include "json.h"
+
 /* Presets.  Dimensions as published in each model's configuration; the
- * source field says where (reference/ecosystem.md §3.7, models.md §5). */
+ * source field says where: the paper and table, or the Hugging Face
+ * repository whose config.json gives them. */
 #define GPT(n, L, h, a, V, seq, src) \
 	{ .name = n, .source = src, .layers = L, .hidden = h, .heads = a, \
 	  .kv_heads = a, .head_dim = (h) / (a), .ffn = 4L * (h), \
@@ -43,8 +46,9 @@ static const struct pipette_model presets[] = {
 	      "meta-llama/Meta-Llama-3-8B config.json"),
 	LLAMA("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192,
 	      "meta-llama/Meta-Llama-3-70B config.json"),
-	/* 8 KV heads as in the config shipped with transformers >= 4.45
-	 * (older copies say 16; ecosystem.md §3.7). */
+	/* 8 KV heads (and head_dim 128) as in the config.json that
+	 * transformers 4.45 wrote for meta-llama/Meta-Llama-3.1-405B; copies
+	 * written by transformers 4.42-4.44 say 16. */
 	LLAMA("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 131072,
 	      "meta-llama/Meta-Llama-3.1-405B config.json"),
 	LLAMA("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768,
@@ -58,8 +62,11 @@ static const struct pipette_model presets[] = {
 	  .layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .head_dim = 128,
 	  .ffn = 29568, .ffn_kind = PIPETTE_FFN_SWIGLU, .norm = PIPETTE_NORM_RMSNORM,
 	  .vocab = 152064, .max_seq = 32768, .moe_layer_freq = 1 },
-	/* DeepSeek-V3: inference/configs/config_671B.json and the HF
-	 * DeepseekV3Config defaults (ecosystem.md §3.7). */
+	/* DeepSeek-V3: github.com/deepseek-ai/DeepSeek-V3 @9b4e978,
+	 * inference/configs/config_671B.json lines 2-20 (dimensions, experts,
+	 * MLA ranks); the context (max_position_embeddings 163840) and the one
+	 * MTP module (num_nextn_predict_layers 1) from the config.json of
+	 * huggingface.co/deepseek-ai/DeepSeek-V3. */
 	{ .name = "deepseek-v3", .source = "deepseek-ai/DeepSeek-V3 config_671B.json",
 	  .layers = 61, .hidden = 7168, .heads = 128, .kv_heads = 128, .head_dim = 128,
 	  .ffn = 18432, .ffn_kind = PIPETTE_FFN_SWIGLU, .norm = PIPETTE_NORM_RMSNORM,
@@ -363,80 +370,6 @@ static const struct {
 	{ "gpt_neox", hf_neox },
 };
 
-static struct json_object *read_json_file(const char *path, struct pipette_err *err)
-{
-	struct json_tokener *tok;
-	struct json_object *obj = NULL;
-	char buf[8192];
-	struct stat st;
-	size_t n, total = 0;
-	FILE *f;
-	enum json_tokener_error jerr = json_tokener_continue;
-
-	f = fopen(path, "r");
-	if (!f) {
-		pipette_fail(err, "%s: cannot open: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode)) {
-		fclose(f);
-		pipette_fail(err, "%s: not a regular file", path);
-		return NULL;
-	}
-	tok = json_tokener_new();
-	if (!tok) {
-		fclose(f);
-		pipette_fail(err, "%s: out of memory", path);
-		return NULL;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		total += n;
-		if (total > HF_MAX_BYTES) {
-			pipette_fail(err, "%s: larger than %d bytes; not a config.json",
-				     path, HF_MAX_BYTES);
-			goto out;
-		}
-		obj = json_tokener_parse_ex(tok, buf, (int)n);
-		jerr = json_tokener_get_error(tok);
-		if (jerr != json_tokener_continue)
-			break;
-	}
-	if (ferror(f)) {
-		pipette_fail(err, "%s: read error", path);
-		json_object_put(obj);
-		obj = NULL;
-	} else if (jerr == json_tokener_continue) {
-		pipette_fail(err, "%s: invalid JSON: unexpected end of file", path);
-	} else if (jerr != json_tokener_success) {
-		pipette_fail(err, "%s: invalid JSON at byte %zu: %s", path,
-			     json_tokener_get_parse_end(tok) + total - n,
-			     json_tokener_error_desc(jerr));
-		obj = NULL;
-	} else if (!obj) {	/* "null": json-c's null is a NULL object */
-		pipette_fail(err, "%s: expected a JSON object at the top level, got null", path);
-	} else {
-		/* Nothing but white space may follow the document. */
-		size_t at = json_tokener_get_parse_end(tok), k;
-		int trailing = 0;
-
-		do {
-			for (k = at; k < n && !trailing; k++)
-				trailing = !strchr(" \t\r\n", buf[k]);
-			at = 0;
-		} while (!trailing && (n = fread(buf, 1, sizeof(buf), f)) > 0);
-		if (trailing) {
-			pipette_fail(err, "%s: invalid JSON: text after the top-level object",
-				     path);
-			json_object_put(obj);
-			obj = NULL;
-		}
-	}
-out:
-	json_tokener_free(tok);
-	fclose(f);
-	return obj;
-}
-
 int pipette_model_load_hf(const char *path, struct pipette_model *out,
 			  struct pipette_err *err)
 {
@@ -447,13 +380,11 @@ int pipette_model_load_hf(const char *path, struct pipette_model *out,
 	int rc = -1;
 
 	memset(&m, 0, sizeof(m));
-	c.root = read_json_file(path, err);
+	c.root = pipette_json_read(path, "model config", HF_MAX_BYTES,
+				   JSON_TOKENER_DEFAULT_DEPTH, m.source_sha256, err);
 	if (!c.root)
 		return -1;
-	if (json_object_get_type(c.root) != json_type_object) {
-		pipette_fail(err, "%s: expected a JSON object at the top level", path);
-		goto out;
-	}
+	m.has_source_sha256 = 1;
 	type = hf_str(&c, "model_type");
 	if (!type) {
 		pipette_fail(err, "%s: missing key 'model_type' (a string such as "
@@ -491,41 +422,62 @@ static int is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Whether a site directory holds an entry of that name that is not a
+ * directory: the reader then says what is wrong with it (a FIFO, a
+ * device, too large), rather than the name falling through to "unknown
+ * model". */
 static int is_file(const char *path)
 {
 	struct stat st;
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int pipette_model_config_path(const char *name_or_path, const char *site_dir,
+			       char *path, size_t size, struct pipette_err *err)
+{
+	size_t i;
+
+	if (size)
+		path[0] = '\0';
+	if (!name_or_path || !*name_or_path)
+		return pipette_fail(err, "model: empty name");
+	if (size < PATH_MAX)
+		return pipette_fail(err, "model: %zu bytes are too few for a path", size);
+	if (strlen(name_or_path) >= PATH_MAX - 16)
+		return pipette_fail(err, "model: name or path too long");
+	if (strchr(name_or_path, '/') || strstr(name_or_path, ".json")) {
+		if (is_dir(name_or_path))
+			snprintf(path, size, "%s/config.json", name_or_path);
+		else
+			snprintf(path, size, "%s", name_or_path);
+		return 1;
+	}
+	for (i = 0; i < pipette_model_preset_count(); i++)
+		if (!strcasecmp(name_or_path, presets[i].name))
+			return 0;
+	if (site_dir && *site_dir && strlen(site_dir) < PATH_MAX - 300) {
+		snprintf(path, size, "%s/%s.json", site_dir, name_or_path);
+		if (is_file(path))
+			return 1;
+		snprintf(path, size, "%s/%s/config.json", site_dir, name_or_path);
+		if (is_file(path))
+			return 1;
+		path[0] = '\0';
+	}
+	return 0;
 }
 
 int pipette_model_load(const char *name_or_path, const char *site_dir,
 		       struct pipette_model *out, struct pipette_err *err)
 {
 	char path[PATH_MAX];
-	size_t i;
+	int r = pipette_model_config_path(name_or_path, site_dir, path, sizeof(path), err);
 
-	if (!name_or_path || !*name_or_path)
-		return pipette_fail(err, "model: empty name");
-	if (strlen(name_or_path) >= PATH_MAX - 16)
-		return pipette_fail(err, "model: name or path too long");
-	if (strchr(name_or_path, '/') || strstr(name_or_path, ".json")) {
-		if (is_dir(name_or_path)) {
-			snprintf(path, sizeof(path), "%s/config.json", name_or_path);
-			return pipette_model_load_hf(path, out, err);
-		}
-		return pipette_model_load_hf(name_or_path, out, err);
-	}
-	for (i = 0; i < pipette_model_preset_count(); i++)
-		if (!strcasecmp(name_or_path, presets[i].name))
-			return pipette_model_preset(name_or_path, out, err);
-	if (site_dir && *site_dir && strlen(site_dir) < PATH_MAX - 300) {
-		snprintf(path, sizeof(path), "%s/%s.json", site_dir, name_or_path);
-		if (is_file(path))
-			return pipette_model_load_hf(path, out, err);
-		snprintf(path, sizeof(path), "%s/%s/config.json", site_dir, name_or_path);
-		if (is_file(path))
-			return pipette_model_load_hf(path, out, err);
-	}
+	if (r < 0)
+		return -1;
+	if (r)
+		return pipette_model_load_hf(path, out, err);
 	return pipette_model_preset(name_or_path, out, err);
 }
 

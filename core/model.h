@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "readfile.h"
 
 enum pipette_ffn_kind {
 	PIPETTE_FFN_GELU,	/* two matrices, h -> ffn -> h (GPT-2/3, NeoX) */
@@ -52,6 +53,11 @@ struct pipette_model {
 	int qk_rope_dim;
 	int v_head_dim;
 	int mtp_layers;		/* multi-token-prediction modules */
+
+	/* SHA-256 of the config.json the model was loaded from (readfile.h);
+	 * presets leave has_source_sha256 = 0. */
+	unsigned char source_sha256[PIPETTE_SHA256_LEN];
+	int has_source_sha256;
 };
 
 /* Parameter counts of one transformer layer. */
@@ -74,6 +80,12 @@ int pipette_model_load_hf(const char *path, struct pipette_model *out,
  * NAME found as SITE_DIR/NAME.json or SITE_DIR/NAME/config.json. */
 int pipette_model_load(const char *name_or_path, const char *site_dir,
 		       struct pipette_model *out, struct pipette_err *err);
+/* The config.json pipette_model_load would read for the same arguments:
+ * 1 with its path in path[size] (size >= PATH_MAX), 0 when it would look
+ * NAME up among the presets (path empty), -1 on an empty or too long
+ * name.  For callers that check the file before the work that loads it. */
+int pipette_model_config_path(const char *name_or_path, const char *site_dir,
+			      char *path, size_t size, struct pipette_err *err);
 /* Check that the dimensions are positive, consistent and not absurd. */
 int pipette_model_validate(const struct pipette_model *m, struct pipette_err *err);
 

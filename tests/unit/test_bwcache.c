@@ -17,6 +17,7 @@
 
 #include "bwcache.h"
 #include "cluster.h"
+#include "readfile.h"
 
 #include "cli_run.h"
 #include "check_run.h"
@@ -145,7 +146,7 @@ static const struct {
 	const char *fragment;
 } bad_files[] = {
 	{ "bad-malformed.json", "line 4, column 1: malformed JSON" },
-	{ "bad-trailing.json", "trailing data" },
+	{ "bad-trailing.json", "text after the top-level object" },
 	{ "bad-empty.json", "empty file" },
 	{ "bad-schema.json", "$.schema: unsupported schema \"pipette-bw/2\"" },
 	{ "bad-legacy.json", "import --from pipette-legacy" },
@@ -175,8 +176,11 @@ START_TEST(test_load_bad)
 	snprintf(path, sizeof(path), "%s/%s", BW_DIR, bad_files[_i].file);
 	ck_assert_int_eq(pipette_bwcache_load(path, &bw, &err), -1);
 	ck_assert_ptr_null(bw);
-	/* The message starts with the file and carries the expected fragment. */
-	ck_assert_msg(strncmp(err.msg, path, strlen(path)) == 0, "%s", err.msg);
+	/* The message starts with the file (or, when the file cannot be read,
+	 * with what it is and the file) and carries the expected fragment. */
+	ck_assert_msg(strncmp(err.msg, path, strlen(path)) == 0 ||
+		      (strncmp(err.msg, "bandwidth cache: ", 17) == 0 &&
+		       strncmp(err.msg + 17, path, strlen(path)) == 0), "%s", err.msg);
 	ck_assert_msg(strstr(err.msg, bad_files[_i].fragment) != NULL,
 		      "%s: got '%s', expected '%s'", bad_files[_i].file, err.msg,
 		      bad_files[_i].fragment);
@@ -203,6 +207,26 @@ START_TEST(test_load_huge)
 	ck_assert_msg(strstr(err.msg, "junk: line 1") != NULL, "%s", err.msg);
 	ck_assert_int_eq(pipette_bwcache_load(tmpdir, &bw, &err), -1);
 	ck_assert_msg(strstr(err.msg, "not a regular file") != NULL, "%s", err.msg);
+}
+END_TEST
+
+/* A cache loaded from a file remembers the SHA-256 of its bytes; one
+ * built in memory has none. */
+START_TEST(test_sha256)
+{
+	struct pipette_bwcache *bw = load_ok(BW_DIR "/good-3.json"), *made;
+	unsigned char want[PIPETTE_SHA256_LEN];
+	size_t n;
+	char *text = slurp(BW_DIR "/good-3.json", &n);
+
+	pipette_sha256(text, n, want);
+	ck_assert_ptr_nonnull(pipette_bwcache_sha256(bw));
+	ck_assert(memcmp(pipette_bwcache_sha256(bw), want, sizeof(want)) == 0);
+	made = pipette_bwcache_create();
+	ck_assert_ptr_null(pipette_bwcache_sha256(made));
+	pipette_bwcache_destroy(made);
+	pipette_bwcache_destroy(bw);
+	free(text);
 }
 END_TEST
 
@@ -897,6 +921,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_load_bad, 0,
 			    (int)(sizeof(bad_files) / sizeof(bad_files[0])));
 	tcase_add_test(tc, test_load_huge);
+	tcase_add_test(tc, test_sha256);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_fallback_order);
 	tcase_add_test(tc, test_cluster_errors);

@@ -109,7 +109,7 @@ START_TEST(test_estimate_errors)
 	expect("estimate --model " TEST_DATADIR "/hf/bad-missing-hidden.json --gpu h100", 2,
 	       "missing key 'hidden_size'");
 	expect("estimate --model " TEST_DATADIR "/hf/bad-truncated.json --gpu h100", 2,
-	       "bad-truncated.json: invalid JSON");
+	       "bad-truncated.json: line 2, column 1: malformed JSON: unexpected end of file");
 	expect("estimate --help", 0, "--distributed-optimizer");
 }
 END_TEST

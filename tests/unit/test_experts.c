@@ -446,7 +446,7 @@ START_TEST(test_parse_errors)
 	parse_fails(HDR "\"topk\": 2, \"layers\": [" L1 ", " L1 "]}", "topk: 2");
 	parse_fails(HDR "\"layers\": [{\"layer\": 1, \"load\": [1,1,1,1]}, " L1 "]}",
 		    "layers[0].layer: expected 0");
-	parse_fails(HDR "\"layers\": [" L1 ", " L1 "]} x", "trailing data");
+	parse_fails(HDR "\"layers\": [" L1 ", " L1 "]} x", "text after the top-level object");
 	parse_fails(HDR "\"layers\": [" L1 ", " L1 "], \"zzz\": 1}", "unknown key \"zzz\"");
 }
 END_TEST

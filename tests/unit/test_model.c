@@ -1,8 +1,10 @@
 /* Unit tests: model presets, Hugging Face config.json loading, GPU table. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hardware.h"
 #include "model.h"
@@ -159,7 +161,7 @@ static void expect_error(const char *file, const char *fragment)
 
 START_TEST(test_hf_errors)
 {
-	expect_error(HF("bad-truncated.json"), "invalid JSON");
+	expect_error(HF("bad-truncated.json"), "line 2, column 1: malformed JSON: unexpected end of file");
 	expect_error(HF("bad-missing-hidden.json"), "missing key 'hidden_size'");
 	expect_error(HF("bad-type.json"), "'num_hidden_layers': expected an integer");
 	expect_error(HF("bad-negative.json"), "'hidden_size': -4096 is out of range");
@@ -170,6 +172,60 @@ START_TEST(test_hf_errors)
 	expect_error(HF("bad-trailing.json"), "text after the top-level object");
 	expect_error(HF("does-not-exist.json"), "cannot open");
 	expect_error(TEST_DATADIR "/hf", "not a regular file");
+}
+END_TEST
+
+/* Valid JSON that is not an object is named for what it is, newline or
+ * not: json-c completes a bare literal only once it sees a terminator,
+ * so "null" without one used to read as "unexpected end of file". */
+START_TEST(test_hf_not_an_object)
+{
+	static const char *const docs[][2] = {
+		{ "null", "config.json: top level is null, expected a JSON object" },
+		{ "null\n", "config.json: top level is null, expected a JSON object" },
+		{ "42", "config.json: top level is a number, expected a JSON object" },
+		{ "\"llama\"", "config.json: top level is a string, expected" },
+		{ " true ", "config.json: top level is a boolean, expected" },
+		{ "nul", "config.json: line 1, column 4: malformed JSON: unexpected end of file" },
+	};
+	char dir[] = "/tmp/test_model_XXXXXX", path[64];
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		ck_assert_ptr_nonnull(f);
+		fputs(docs[i][0], f);
+		fclose(f);
+		expect_error(path, docs[i][1]);
+	}
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* A model from a config.json records the file's SHA-256; a preset none. */
+START_TEST(test_hf_sha256)
+{
+	struct pipette_model m;
+	struct pipette_err err;
+	unsigned char want[PIPETTE_SHA256_LEN];
+	char text[1 << 16];
+	size_t n;
+	FILE *f = fopen(HF("pythia-1b.json"), "rb");
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof(text), f);
+	fclose(f);
+	ck_assert_uint_lt(n, sizeof(text));
+	pipette_sha256(text, n, want);
+	ck_assert_msg(pipette_model_load_hf(HF("pythia-1b.json"), &m, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(m.has_source_sha256, 1);
+	ck_assert(memcmp(m.source_sha256, want, sizeof(want)) == 0);
+	ck_assert_int_eq(pipette_model_load("llama3-8b", NULL, &m, &err), 0);
+	ck_assert_int_eq(m.has_source_sha256, 0);
 }
 END_TEST
 
@@ -285,6 +341,8 @@ int main(void)
 	tcase_add_test(tc, test_hf_llama);
 	tcase_add_test(tc, test_hf_families);
 	tcase_add_test(tc, test_hf_errors);
+	tcase_add_test(tc, test_hf_not_an_object);
+	tcase_add_test(tc, test_hf_sha256);
 	tcase_add_test(tc, test_load_dispatch);
 	tcase_add_test(tc, test_gpus);
 	tcase_add_test(tc, test_calibration);
