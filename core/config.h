@@ -51,6 +51,20 @@ struct pipette_compression {
 	int fused_embedding;	/* FE: one embedding all-reduce over 2*DP ranks */
 };
 
+enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
+/* srun: one task per GPU, any sigma; torchrun: one task per node, sigma is
+ * a node order plus a per-node GPU permutation. */
+enum pipette_launch_mode { PIPETTE_LAUNCH_SRUN, PIPETTE_LAUNCH_TORCHRUN };
+
+/* A pinned knob of a request; -1 leaves it to the search. */
+struct pipette_pins {
+	int tp, pp, dp, cp, ep, etp, vpp, micro_batch;
+	int schedule;		/* enum pipette_schedule_kind or -1 */
+	int recompute;		/* enum pipette_recompute or -1 */
+	int sequence_parallel;	/* 0/1 or -1 */
+	int distributed_optimizer;
+};
+
 struct pipette_config {
 	int tp, pp, dp, cp;
 	int ep;			/* expert parallel (MoE only; 1 otherwise) */

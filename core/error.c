@@ -16,7 +16,26 @@ int pipette_fail(struct pipette_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	err->code = PIPETTE_E_INPUT;
 	return -1;
+}
+
+int pipette_fail_code(struct pipette_err *err, enum pipette_err_code code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->code = code;
+	return -1;
+}
+
+enum pipette_err_code pipette_err_code(const struct pipette_err *err)
+{
+	return err ? err->code : PIPETTE_E_INPUT;
 }
 
 int pipette_fail_prefix(struct pipette_err *err, const char *fmt, ...)

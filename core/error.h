@@ -10,14 +10,31 @@
 
 #define PIPETTE_ERR_MAX 512
 
+/* What kind of failure: exit statuses and the plugin's reports derive
+ * from it, never from the message's text. */
+enum pipette_err_code {
+	PIPETTE_E_INPUT = 0,	/* bad input: arguments, files, options (the default) */
+	PIPETTE_E_NOFIT,	/* a valid request, but no configuration fits */
+	PIPETTE_E_CHANGED,	/* an input differs from the one pinned for the step */
+	PIPETTE_E_LIMIT,	/* the planner overran a limit the site set */
+	PIPETTE_E_INTERNAL,	/* out of memory, a failed system call */
+};
+
 struct pipette_err {
 	char msg[PIPETTE_ERR_MAX];
+	enum pipette_err_code code;
 };
 
 /* Format a message into err (if not NULL) and return -1, so that callers
  * can write `return pipette_fail(err, "...")`. */
 int pipette_fail(struct pipette_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* pipette_fail with a code other than PIPETTE_E_INPUT. */
+int pipette_fail_code(struct pipette_err *err, enum pipette_err_code code,
+		      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The code of the last failure (PIPETTE_E_INPUT when err is NULL). */
+enum pipette_err_code pipette_err_code(const struct pipette_err *err);
 
 /* Prefix the existing message with more context ("file.json: " + msg). */
 int pipette_fail_prefix(struct pipette_err *err, const char *fmt, ...)

@@ -1,5 +1,6 @@
 #include "json.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 
@@ -57,9 +58,19 @@ struct json_object *pipette_json_parse(const char *text, size_t len, const char 
 		pipette_fail(err, "%s: out of memory", source);
 		return NULL;
 	}
+	/* json-c reports a failed allocation as no error and no object, so
+	 * that the rest of the text looks like garbage: glibc's ENOMEM from
+	 * malloc tells it apart (a planner under plan_memory meets it). */
+	errno = 0;
 	root = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);
 	off = json_tokener_get_parse_end(tok);
+	if (!root && errno == ENOMEM) {
+		json_tokener_free(tok);
+		pipette_fail_code(err, PIPETTE_E_LIMIT, "%s: out of memory while parsing %zu "
+				  "bytes of JSON", source, len);
+		return NULL;
+	}
 	if (jerr == json_tokener_continue) {
 		/* A bare literal at the very end ("null", "12" without a
 		 * newline) is complete only once json-c sees a terminator:

@@ -104,7 +104,6 @@ int pipette_model_preset(const char *name, struct pipette_model *out,
 /* ---- Hugging Face config.json ------------------------------------------ */
 
 /* Refuse anything larger: a config.json is a few kilobytes. */
-#define HF_MAX_BYTES (4 << 20)
 
 struct hf_ctx {
 	const char *path;
@@ -380,7 +379,7 @@ int pipette_model_load_hf(const char *path, struct pipette_model *out,
 	int rc = -1;
 
 	memset(&m, 0, sizeof(m));
-	c.root = pipette_json_read(path, "model config", HF_MAX_BYTES,
+	c.root = pipette_json_read(path, "model config", PIPETTE_MODEL_MAX_FILE_BYTES,
 				   JSON_TOKENER_DEFAULT_DEPTH, m.source_sha256, err);
 	if (!c.root)
 		return -1;

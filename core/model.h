@@ -84,6 +84,8 @@ int pipette_model_load(const char *name_or_path, const char *site_dir,
  * 1 with its path in path[size] (size >= PATH_MAX), 0 when it would look
  * NAME up among the presets (path empty), -1 on an empty or too long
  * name.  For callers that check the file before the work that loads it. */
+/* Largest config.json read (Hugging Face configs are a few KiB). */
+#define PIPETTE_MODEL_MAX_FILE_BYTES (4 << 20)
 int pipette_model_config_path(const char *name_or_path, const char *site_dir,
 			      char *path, size_t size, struct pipette_err *err);
 /* Check that the dimensions are positive, consistent and not absurd. */

@@ -6,6 +6,7 @@
  * mapped time; estimate the winner in detail.  Everything is a function of
  * the request and the cluster: no clock enters the plan (the search time
  * is measured for the table only and never written to JSON or env). */
+#define _GNU_SOURCE	/* strverscmp */
 #include "plan.h"
 
 #include <json-c/json.h>
@@ -21,6 +22,7 @@
 #include "mapping.h"
 #include "memory.h"
 #include "model.h"
+#include "readfile.h"
 #include "search.h"
 #include "timing.h"
 
@@ -63,6 +65,7 @@ struct pipette_plan {
 	struct pipette_search_stats sstats;
 	char *warnings;
 	double search_wall_s;
+	char hash[PIPETTE_HASH_HEX + 1];
 };
 
 void pipette_request_init(struct pipette_request *req)
@@ -167,7 +170,18 @@ static int check_request(const struct pipette_request *req,
 	return 0;
 }
 
-static int copy_cluster_spec(struct pipette_plan *p, const struct pipette_cluster_spec *cs)
+static int cmp_name(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The plan is a function of the set of nodes, not of the order Slurm (or
+ * the user) listed them in: the nodes are planned in one canonical order,
+ * glibc's strverscmp (node2 before node10), and the mapping's baseline,
+ * Megatron's rank order, runs over the nodes in that order too.  Callers
+ * find a node's index with pipette_plan_node_index. */
+static int copy_cluster_spec(struct pipette_plan *p, const struct pipette_cluster_spec *cs,
+			     struct pipette_err *err)
 {
 	int i;
 
@@ -176,13 +190,27 @@ static int copy_cluster_spec(struct pipette_plan *p, const struct pipette_cluste
 	p->names = calloc((size_t)p->nodes, sizeof(char *));
 	p->gpu_ids = calloc((size_t)p->G, sizeof(int));
 	if (!p->names || !p->gpu_ids)
-		return -1;
+		return pipette_fail(err, "out of memory");
 	for (i = 0; i < p->nodes; i++)
 		if (!(p->names[i] = strdup(cs->node_names[i] ? cs->node_names[i] : "")))
-			return -1;
+			return pipette_fail(err, "out of memory");
+	qsort(p->names, (size_t)p->nodes, sizeof(char *), cmp_name);
+	for (i = 1; i < p->nodes; i++)
+		if (!strcmp(p->names[i - 1], p->names[i]))
+			return pipette_fail(err, "node %.64s is listed twice", p->names[i]);
 	for (i = 0; i < p->G; i++)
 		p->gpu_ids[i] = cs->gpu_ids ? cs->gpu_ids[i] : i;
 	return 0;
+}
+
+int pipette_plan_node_index(const struct pipette_plan *plan, const char *name)
+{
+	char *const *hit;
+
+	if (!name)
+		return -1;
+	hit = bsearch(&name, plan->names, (size_t)plan->nodes, sizeof(char *), cmp_name);
+	return hit ? (int)(hit - plan->names) : -1;
 }
 
 /* "no configuration fits" with the search's reasons. */
@@ -196,7 +224,7 @@ static int fail_nofit(const struct pipette_search_stats *st, const struct pipett
 		if (st->pruned_part[i] && (best < 0 || st->pruned_part[i] > st->pruned_part[best]))
 			best = i;
 	if (!st->considered)
-		return pipette_fail(err, PIPETTE_PLAN_NOFIT_PREFIX " %s on %d GPUs: no "
+		return pipette_fail_code(err, PIPETTE_E_NOFIT, PIPETTE_PLAN_NOFIT_PREFIX " %s on %d GPUs: no "
 				    "combination matches the pins (tp x cp x pp x dp must be "
 				    "the %d GPUs, tp unpinned divides the GPUs per node, pp at "
 				    "most the %d layers, global batch %ld a multiple of dp x "
@@ -211,7 +239,7 @@ static int fail_nofit(const struct pipette_search_stats *st, const struct pipett
 			 pipette_mem_part_name((enum pipette_mem_part)best), c->tp, c->pp,
 			 c->dp, c->cp, c->micro_batch, st->least_excess_bytes / GIB);
 	}
-	return pipette_fail(err, PIPETTE_PLAN_NOFIT_PREFIX " %s on %d GPUs (global batch "
+	return pipette_fail_code(err, PIPETTE_E_NOFIT, PIPETTE_PLAN_NOFIT_PREFIX " %s on %d GPUs (global batch "
 			    "%ld, seq len %ld): %ld combinations considered, %ld invalid "
 			    "(divisibility or pins)%s", m->name, world, req->global_batch,
 			    req->seq_len, st->considered, st->invalid, why);
@@ -227,6 +255,28 @@ static int cmp_entry(const void *pa, const void *pb)
 		return a->time.iteration_s < b->time.iteration_s ? -1 : 1;
 	return pipette_config_cmp(&a->cfg, &b->cfg);
 }
+
+/* The bytes read must be those pinned (a hex prefix of their SHA-256). */
+static int check_pin(const char *what, const char *path, const unsigned char *sha,
+		     const char *pin, struct pipette_err *err)
+{
+	char hex[2 * PIPETTE_SHA256_LEN + 1];
+
+	if (!sha)
+		return pipette_fail_code(err, PIPETTE_E_CHANGED, "%s %.200s: pinned by srun to "
+					 "content %s but not read from a file here", what, path,
+					 pin);
+	pipette_sha256_hex(sha, hex);
+	if (strncmp(hex, pin, strlen(pin)))
+		return pipette_fail_code(err, PIPETTE_E_CHANGED, "%s %.200s changed while the "
+					 "step started: srun read content %s, this node read "
+					 "%.*s; the nodes of a step must plan from the same file "
+					 "(run the step again)", what, path, pin, (int)strlen(pin),
+					 hex);
+	return 0;
+}
+
+static int compute_hash(struct pipette_plan *p);
 
 static double now_s(void)
 {
@@ -255,15 +305,21 @@ int pipette_plan_compute(const struct pipette_request *req,
 	if (check_request(req, cs, err))
 		return -1;
 	p = calloc(1, sizeof(*p));
-	if (!p || copy_cluster_spec(p, cs)) {
+	if (!p) {
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
+	if (copy_cluster_spec(p, cs, err))
+		goto out;
 	p->req = *req;
 	if (p->req.top_k < 1)
 		p->req.top_k = DEFAULT_TOP_K;
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL,
 			       &p->model, err))
+		goto out;
+	if (req->pin_model_sha256[0] &&
+	    check_pin("model config", req->model, p->model.has_source_sha256 ?
+		      p->model.source_sha256 : NULL, req->pin_model_sha256, err))
 		goto out;
 	if ((p->gpu = pipette_gpu_lookup(req->gpu, err)) && req->calibration[0]) {
 		if (pipette_gpu_calibrate(p->gpu, req->calibration, &p->gpu_calibrated, err))
@@ -275,6 +331,10 @@ int pipette_plan_compute(const struct pipette_request *req,
 		goto out;
 	if (req->bandwidth[0]) {
 		if (pipette_bwcache_load(req->bandwidth, &bw, err))
+			goto out;
+		if (req->pin_bandwidth_sha256[0] &&
+		    check_pin("bandwidth cache", req->bandwidth, pipette_bwcache_sha256(bw),
+			      req->pin_bandwidth_sha256, err))
 			goto out;
 		if (req->stale_days > 0) {
 			char msg[512];
@@ -396,6 +456,10 @@ int pipette_plan_compute(const struct pipette_request *req,
 		p->rank_at[best_sigma[r]] = r;
 	p->gpu_of_rank = best_sigma;
 	best_sigma = NULL;
+	if (compute_hash(p)) {
+		pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");
+		goto out;
+	}
 	p->search_wall_s = now_s() - t0;
 	*out = p;
 	p = NULL;
@@ -552,8 +616,59 @@ int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set
 	SETD("PIPETTE_PREDICTED_ITER_S", "%.4f", plan->time.iteration_s);
 	SETD("PIPETTE_PREDICTED_MEM_GIB", "%.2f", plan->mem.peak_bytes / GIB);
 	SETD("PIPETTE_MAPPING_GAIN", "%.4f", pipette_plan_mapping_gain(plan));
+	if (set(ctx, "PIPETTE_PLAN_HASH", plan->hash))
+		return -1;
 #undef SETI
 #undef SETD
+	return 0;
+}
+
+const char *pipette_plan_hash(const struct pipette_plan *plan)
+{
+	return plan->hash;
+}
+
+/* The plan's identity is everything a task receives, which derives from
+ * the model, the configuration, the predictions (exported too), the node
+ * names in the plan's order and the mapping.  Hash them in a canonical
+ * text, field by field, so that the hash does not depend on any renderer. */
+static int compute_hash(struct pipette_plan *p)
+{
+	const struct pipette_config *c = &p->cfg;
+	const struct pipette_compression *z = &c->compress;
+	unsigned char sha[PIPETTE_SHA256_LEN];
+	char hex[2 * PIPETTE_SHA256_LEN + 1], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int i;
+
+	if (!f)
+		return -1;
+	fprintf(f, "pipette-plan/1\nmodel=%s\ngpu=%s\nlaunch=%d\n", p->model.name, p->gpu->name,
+		(int)p->req.launch);
+	fprintf(f, "config=%d,%d,%d,%d,%d,%d,%d,%d,%ld,%ld,%d,%d,%d,%d,%d,%d,%d\n", c->tp, c->pp,
+		c->dp, c->cp, c->ep, c->etp, c->vpp, c->micro_batch, c->global_batch, c->seq_len,
+		(int)c->recompute, c->sequence_parallel, c->distributed_optimizer,
+		(int)c->schedule, (int)c->attention, c->first_stage_layers, c->last_stage_layers);
+	fprintf(f, "compress=%d,%d,%d,%d,%d\n", z->pp_rank, z->pp_epilogue_only, z->dp_rank,
+		z->dp_stages, z->fused_embedding);
+	fprintf(f, "predicted=%.4f,%.2f,%.4f\n", p->time.iteration_s, p->mem.peak_bytes / GIB,
+		pipette_plan_mapping_gain(p));
+	for (i = 0; i < p->nodes; i++)
+		fprintf(f, "node=%s\n", p->names[i]);
+	for (i = 0; i < p->G; i++)
+		fprintf(f, "gpu=%d\n", p->gpu_ids[i]);
+	for (i = 0; i < p->world; i++)
+		fprintf(f, "rank=%d\n", p->gpu_of_rank[i]);
+	if (fclose(f) != 0) {
+		free(text);
+		return -1;
+	}
+	pipette_sha256(text, len, sha);
+	pipette_sha256_hex(sha, hex);
+	memcpy(p->hash, hex, PIPETTE_HASH_HEX);
+	p->hash[PIPETTE_HASH_HEX] = '\0';
+	free(text);
 	return 0;
 }
 
@@ -781,6 +896,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "schema", json_object_new_string("pipette-plan/1"));
 	json_object_object_add(root, "model", json_object_new_string(plan->model.name));
 	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
+	json_object_object_add(root, "plan_hash", json_object_new_string(plan->hash));
 	o = json_object_new_object();
 	a = json_object_new_array();
 	for (i = 0; i < plan->nodes; i++)

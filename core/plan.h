@@ -12,20 +12,10 @@
 #include "error.h"
 
 #define PIPETTE_PATH_MAX 1024
+/* Hex digits of the digests that identify a plan and pin its inputs: 64
+ * bits of SHA-256, ample to tell the versions of one step's inputs apart. */
+#define PIPETTE_HASH_HEX 16
 
-enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
-/* srun: one task per GPU, any sigma; torchrun: one task per node, sigma is
- * a node order plus a per-node GPU permutation. */
-enum pipette_launch_mode { PIPETTE_LAUNCH_SRUN, PIPETTE_LAUNCH_TORCHRUN };
-
-/* A pinned knob; -1 leaves it to the search. */
-struct pipette_pins {
-	int tp, pp, dp, cp, ep, etp, vpp, micro_batch;
-	int schedule;		/* enum pipette_schedule_kind or -1 */
-	int recompute;		/* enum pipette_recompute or -1 */
-	int sequence_parallel;	/* 0/1 or -1 */
-	int distributed_optimizer;
-};
 
 struct pipette_request {
 	char model[PIPETTE_PATH_MAX];		/* preset name or config.json path */
@@ -50,10 +40,16 @@ struct pipette_request {
 	/* pipette-probe --local --json report for the GPU type ("" = the
 	 * table's efficiencies; pipette_gpu_calibrate). */
 	char calibration[PIPETTE_PATH_MAX];
+	/* The content the files must have (a prefix of their SHA-256 in hex,
+	 * "" = not pinned): every node of a Slurm step plans from the bytes
+	 * srun saw, or fails with PIPETTE_E_CHANGED. */
+	char pin_bandwidth_sha256[PIPETTE_HASH_HEX + 1];
+	char pin_model_sha256[PIPETTE_HASH_HEX + 1];
 };
 
-/* The cluster the plan is for: Slurm node names in Slurm's order, and the
- * GPU indices Slurm gave on each node (the same count on every node). */
+/* The cluster the plan is for: Slurm node names, in any order (the plan
+ * orders them canonically: pipette_plan_node_index), and the GPU indices
+ * Slurm gave on each node (the same count on every node). */
 struct pipette_cluster_spec {
 	int nodes;
 	const char *const *node_names;
@@ -74,6 +70,9 @@ void pipette_plan_destroy(struct pipette_plan *plan);
 
 const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan);
 int pipette_plan_world(const struct pipette_plan *plan);
+/* The plan's index of a node (its canonical position), or -1 if the plan
+ * has no node of that name.  Every node index below is this one. */
+int pipette_plan_node_index(const struct pipette_plan *plan, const char *name);
 /* Warnings gathered while planning (stale cache, fall-backs); "" if none. */
 const char *pipette_plan_warnings(const struct pipette_plan *plan);
 /* sigma: the node index and GPU slot (index into gpu_ids) of global rank r,
@@ -87,9 +86,13 @@ double pipette_plan_iteration_s(const struct pipette_plan *plan);
 double pipette_plan_block_iteration_s(const struct pipette_plan *plan);
 double pipette_plan_mapping_gain(const struct pipette_plan *plan);
 
+/* The plan's identity: PIPETTE_HASH_HEX hex digits of the SHA-256 of its
+ * job variables, node names and mapping; equal plans, equal hashes. */
+const char *pipette_plan_hash(const struct pipette_plan *plan);
+
 /* The environment a launcher needs.  `set` is called once per variable. */
 typedef int (*pipette_env_set_fn)(void *ctx, const char *name, const char *value);
-/* Job-level variables (PIPETTE_TP ... PIPETTE_MAPPING_GAIN). */
+/* Job-level variables (PIPETTE_TP ... PIPETTE_MAPPING_GAIN, PIPETTE_PLAN_HASH). */
 int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set,
 			 void *ctx);
 /* Per-task variables for the task at (node, local_task): in srun mode RANK,

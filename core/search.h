@@ -35,7 +35,6 @@
 #include "hardware.h"
 #include "memory.h"
 #include "model.h"
-#include "plan.h"
 #include "timing.h"
 
 /* What dominated the peak stage of a configuration that did not fit. */

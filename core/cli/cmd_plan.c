@@ -250,9 +250,8 @@ int cmd_plan(int argc, char **argv)
 	cs.gpus_per_node = G;
 	cs.gpu_ids = o.n_ids ? o.gpu_ids : NULL;
 	if (pipette_plan_compute(&o.req, &cs, &plan, &err)) {
-		rc = strncmp(err.msg, PIPETTE_PLAN_NOFIT_PREFIX,
-			     strlen(PIPETTE_PLAN_NOFIT_PREFIX)) ? PIPETTE_EXIT_USAGE
-								: PIPETTE_EXIT_NOFIT;
+		rc = pipette_err_code(&err) == PIPETTE_E_NOFIT ? PIPETTE_EXIT_NOFIT
+							       : PIPETTE_EXIT_USAGE;
 		cli_error("%s", err.msg);
 		goto out;
 	}

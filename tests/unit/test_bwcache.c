@@ -57,7 +57,7 @@ static void teardown(void)
 static struct pipette_bwcache *load_ok(const char *path)
 {
 	struct pipette_bwcache *bw = NULL;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 
 	ck_assert_msg(pipette_bwcache_load(path, &bw, &err) == 0, "%s", err.msg);
 	return bw;
@@ -171,7 +171,7 @@ START_TEST(test_load_bad)
 {
 	char path[512];
 	struct pipette_bwcache *bw = (struct pipette_bwcache *)&bw;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 
 	snprintf(path, sizeof(path), "%s/%s", BW_DIR, bad_files[_i].file);
 	ck_assert_int_eq(pipette_bwcache_load(path, &bw, &err), -1);

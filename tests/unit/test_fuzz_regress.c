@@ -63,7 +63,7 @@ static char *routing_text(const struct pipette_routing *r, size_t *len)
 
 static void bwcache_fixed_point(const struct pipette_bwcache *bw, const char *path)
 {
-	struct pipette_err err = { { 0 } };
+	struct pipette_err err = { .msg = "" };
 	struct pipette_bwcache *again = NULL;
 	char *t1 = pipette_bwcache_serialize(bw, &err), *t2;
 
@@ -80,7 +80,7 @@ static void bwcache_fixed_point(const struct pipette_bwcache *bw, const char *pa
 
 static void replay_one(const char *parser, const char *path)
 {
-	struct pipette_err err = { { 0 } };
+	struct pipette_err err = { .msg = "" };
 	struct pipette_bwcache *bw = NULL;
 	size_t len;
 	char *text = slurp(path, &len);
@@ -223,7 +223,7 @@ END_TEST
  * for null with json_tokener_success). */
 START_TEST(test_hf_null_names_the_problem)
 {
-	struct pipette_err err = { { 0 } };
+	struct pipette_err err = { .msg = "" };
 	struct pipette_model m;
 	const char *path = FUZZ_DIR "/regress/hf_config/top-level-null.json";
 
@@ -240,7 +240,7 @@ END_TEST
  * different bytes for the same contents. */
 START_TEST(test_routing_negative_zero_written_as_zero)
 {
-	struct pipette_err err = { { 0 } };
+	struct pipette_err err = { .msg = "" };
 	struct pipette_routing *r = NULL;
 	struct pipette_model m;
 	size_t len;

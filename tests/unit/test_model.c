@@ -152,7 +152,7 @@ END_TEST
 static void expect_error(const char *file, const char *fragment)
 {
 	struct pipette_model m;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 
 	ck_assert_int_eq(pipette_model_load_hf(file, &m, &err), -1);
 	ck_assert_msg(strstr(err.msg, fragment) != NULL, "'%s' lacks '%s'", err.msg, fragment);

@@ -1,6 +1,7 @@
 /* Unit tests: the plan (core/plan.h): task environments, job environment,
  * determinism of the JSON, errors, and the `pipette plan` command. */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,7 @@ START_TEST(test_job_env_and_args)
 		"PIPETTE_SCHEDULE", "PIPETTE_RECOMPUTE", "PIPETTE_SEQUENCE_PARALLEL",
 		"PIPETTE_DISTRIBUTED_OPTIMIZER", "PIPETTE_MEGATRON_ARGS",
 		"PIPETTE_PREDICTED_ITER_S", "PIPETTE_PREDICTED_MEM_GIB", "PIPETTE_MAPPING_GAIN",
+		"PIPETTE_PLAN_HASH",
 	};
 	struct env e = { 0 };
 	char args[1024], want[128];
@@ -225,6 +227,71 @@ START_TEST(test_json_deterministic)
 }
 END_TEST
 
+/* The plan is a function of the set of nodes: the 16 nodes of the uneven
+ * example cluster listed in 30 shuffled orders give one plan, byte for byte
+ * (before: 4 different configurations), with one PIPETTE_PLAN_HASH. */
+START_TEST(test_node_order_irrelevant)
+{
+	const char *names[16], *tmp;
+	char buf[16][16];
+	struct pipette_request req;
+	struct pipette_err err;
+	char *first = NULL, hash[PIPETTE_HASH_HEX + 1] = "";
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int i, j, round;
+
+	for (i = 0; i < 16; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "node%d", i + 1);
+		names[i] = buf[i];
+	}
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", EXAMPLE("hetero-16x8-h100.json"));
+	req.global_batch = 64;
+	req.seq_len = 4096;
+	for (round = 0; round < 30; round++) {
+		struct pipette_cluster_spec cs = { 16, names, 8, NULL };
+		struct pipette_plan *p = NULL;
+		size_t len;
+		char *json;
+
+		/* Fisher-Yates with a fixed xorshift stream: 30 fixed orders. */
+		for (i = 15; round > 0 && i > 0; i--) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			j = (int)(x % (uint64_t)(i + 1));
+			tmp = names[i];
+			names[i] = names[j];
+			names[j] = tmp;
+		}
+		ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+		json = json_of(p, &len);
+		if (!first) {
+			first = json;
+			snprintf(hash, sizeof(hash), "%s", pipette_plan_hash(p));
+		} else {
+			ck_assert_msg(!strcmp(first, json), "order %d gives another plan", round);
+			ck_assert_str_eq(hash, pipette_plan_hash(p));
+			free(json);
+		}
+		ck_assert_int_eq(pipette_plan_node_index(p, "node10"), 9);
+		pipette_plan_destroy(p);
+	}
+	free(first);
+	/* A name listed twice is an error, not two nodes. */
+	{
+		const char *dup[2] = { "node1", "node1" };
+		struct pipette_cluster_spec cs = { 2, dup, 8, NULL };
+		struct pipette_plan *p = NULL;
+
+		ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+		ck_assert_msg(strstr(err.msg, "node node1 is listed twice"), "%s", err.msg);
+	}
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct pipette_request req;
@@ -254,6 +321,7 @@ START_TEST(test_errors)
 	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
 	ck_assert_msg(!strncmp(err.msg, PIPETTE_PLAN_NOFIT_PREFIX,
 			       strlen(PIPETTE_PLAN_NOFIT_PREFIX)), "%s", err.msg);
+	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_NOFIT);
 	ck_assert_msg(strstr(err.msg, "exceed 80% of GPU memory") != NULL, "%s", err.msg);
 }
 END_TEST
@@ -314,6 +382,7 @@ int main(void)
 	tcase_add_test(tc, test_torchrun_env);
 	tcase_add_test(tc, test_job_env_and_args);
 	tcase_add_test(tc, test_json_deterministic);
+	tcase_add_test(tc, test_node_order_irrelevant);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_cli);
 	suite_add_tcase(s, tc);

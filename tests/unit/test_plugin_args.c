@@ -118,7 +118,7 @@ END_TEST
 static void site_rejects(const char *arg, const char *expect)
 {
 	struct pipette_site s;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 	char *av[1] = { (char *)arg };
 
 	ck_assert_msg(pipette_site_parse(&s, 1, av, &err) == -1, "accepted '%s'", arg);
@@ -208,7 +208,7 @@ END_TEST
 static void fix_rejects(const char *s, const char *expect)
 {
 	struct pipette_pins p = { .tp = 77 };
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 
 	ck_assert_msg(pipette_parse_fix(s, &p, &err) == -1, "accepted '%s'", s);
 	ck_assert_msg(strstr(err.msg, expect), "'%s': message '%s' lacks '%s'", s, err.msg,
@@ -297,7 +297,7 @@ END_TEST
 static void opt_rejects(enum pipette_opt_id id, const char *arg, const char *expect)
 {
 	struct pipette_opts o;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 
 	pipette_opts_init(&o);
 	ck_assert_msg(pipette_opts_set(&o, id, arg, &err) == -1, "accepted '%s'", arg);

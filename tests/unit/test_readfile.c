@@ -44,7 +44,7 @@ static void write_file(const char *path, const char *text)
 static void expect_error(const char *path, size_t max, const char *fragment)
 {
 	struct pipette_file f;
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 	char want[256];
 
 	ck_assert_int_eq(pipette_read_file(path, "--thing", max, &f, &err), -1);
