@@ -122,16 +122,14 @@ int pipette_apply_job(const struct pipette_plan *plan, const struct pipette_env_
 	return 0;
 }
 
-int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
-		       const struct pipette_env_ops *env, struct pipette_err *err)
+int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
+			    const struct pipette_env_ops *env, struct pipette_err *err)
 {
 	struct setter s = { .env = env, .task = t };
 
 	if (t->ngpus < 1 || t->ngpus > PIPETTE_MAX_GPUS)
 		return pipette_fail(err, "%d GPUs on this node: expected 1 to %d", t->ngpus,
 				    PIPETTE_MAX_GPUS);
-	if (pipette_apply_job(plan, env, err))
-		return -1;
 	if (pipette_plan_task_env(plan, t->node, t->local_task, set_one, &s, err))
 		return -1;
 	if (s.failed) {
@@ -148,4 +146,15 @@ int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_tas
 			return -1;
 	}
 	return 0;
+}
+
+int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
+		       const struct pipette_env_ops *env, struct pipette_err *err)
+{
+	if (t->ngpus < 1 || t->ngpus > PIPETTE_MAX_GPUS)
+		return pipette_fail(err, "%d GPUs on this node: expected 1 to %d", t->ngpus,
+				    PIPETTE_MAX_GPUS);
+	if (pipette_apply_job(plan, env, err))
+		return -1;
+	return pipette_apply_task_only(plan, t, env, err);
 }

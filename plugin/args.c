@@ -14,6 +14,13 @@
  * conf/hooks/extra/50-slurm-pytorch.sh; NVIDIA/enroot#243). */
 #define DEFAULT_MASTER_PORT 61000
 #define DEFAULT_PORT_RANGE 4536
+/* The planner child's limits.  The largest plan of `make bench` (1024
+ * nodes x 8 GPUs) peaks at 141 MiB and 4 s; 4096 x 8 at 2.1 GiB and 20 s
+ * (measured on a 2-core machine, README "Performance").  The defaults
+ * leave room for those and stop anything far beyond. */
+#define DEFAULT_PLAN_MEMORY_MIB 4096
+#define DEFAULT_PLAN_CPU_S 60
+#define DEFAULT_PLAN_TIMEOUT_S 60
 
 void pipette_site_init(struct pipette_site *s)
 {
@@ -22,6 +29,9 @@ void pipette_site_init(struct pipette_site *s)
 	s->port_range = DEFAULT_PORT_RANGE;
 	s->default_on = 1;
 	s->fallback_block = 0;
+	s->plan_memory_mib = DEFAULT_PLAN_MEMORY_MIB;
+	s->plan_cpu_s = DEFAULT_PLAN_CPU_S;
+	s->plan_timeout_s = DEFAULT_PLAN_TIMEOUT_S;
 }
 
 int pipette_parse_bool(const char *s, int *out)
@@ -87,6 +97,17 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "port_range"))
 		return pipette_parse_long(v, 1, 64512, &s->port_range,
 					  "plugstack argument port_range", err);
+	if (!strcmp(key, "test_cache_swap"))
+		return copy_value(s->test_cache_swap, sizeof(s->test_cache_swap), key, v, err);
+	if (!strcmp(key, "plan_memory"))
+		return pipette_parse_long(v, 64, 1048576, &s->plan_memory_mib,
+					  "plugstack argument plan_memory (MiB)", err);
+	if (!strcmp(key, "plan_cpu"))
+		return pipette_parse_long(v, 1, 86400, &s->plan_cpu_s,
+					  "plugstack argument plan_cpu (seconds)", err);
+	if (!strcmp(key, "plan_timeout"))
+		return pipette_parse_long(v, 1, 86400, &s->plan_timeout_s,
+					  "plugstack argument plan_timeout (seconds)", err);
 	if (!strcmp(key, "budget"))
 		return pipette_parse_long(v, 1, 1000000000L, &s->budget,
 					  "plugstack argument budget", err);
@@ -112,7 +133,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	}
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
 			    "gpu, mem_fraction, master_port, port_range, models, budget, attention, "
-			    "default, fallback, emulate_nodes)", arg, key);
+			    "default, fallback, plan_memory, plan_cpu, plan_timeout, emulate_nodes, "
+			    "test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

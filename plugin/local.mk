@@ -8,7 +8,8 @@ slurmplugin_LTLIBRARIES = plugin/spank_pipette.la
 plugin_spank_pipette_la_SOURCES = \
 	plugin/spank_pipette.c plugin/spank_pipette.h plugin/plugin.h \
 	plugin/options.c plugin/submit.c plugin/remote.c plugin/env.c \
-	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c
+	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
+	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c
 plugin_spank_pipette_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_spank_pipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 plugin_spank_pipette_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \

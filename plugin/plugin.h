@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 #include "plan.h"
@@ -37,9 +38,17 @@ struct pipette_site {
 	enum pipette_attention attention;	/* the site's attention kernel */
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */
+	/* The planner child's limits (child.c). */
+	long plan_memory_mib;
+	long plan_cpu_s;
+	long plan_timeout_s;
 	/* Benchmarks only: plan for this hostlist instead of the step's nodes
 	 * (tests/bench/plugin_launch.sh); "" in production. */
 	char emulate_nodes[PIPETTE_PATH_MAX];
+	/* Tests only (tests/integration/test_plugin_consistency.sh): node 0
+	 * renames this file over the bandwidth cache after it has planned, and
+	 * the other nodes wait for that before they plan; "" in production. */
+	char test_cache_swap[PIPETTE_PATH_MAX];
 };
 
 void pipette_site_init(struct pipette_site *s);
@@ -145,6 +154,23 @@ int pipette_launch_decide(long tasks_per_node, int gpus,
 /* MASTER_PORT for (job, step), inside [base, base + range). */
 long pipette_master_port(long base, long range, uint32_t job, uint32_t step);
 
+/* ---- pinning the step's inputs (digest.c) ------------------------------ */
+/* srun's local context exports it; each node checks against it. */
+#define PIPETTE_DIGEST_VAR "PIPETTE_INPUT_DIGEST"
+#define PIPETTE_DIGEST_MAX 80
+/* The hash of the options that change the plan. */
+void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX + 1]);
+/* "1:<options>:<bandwidth cache>:<model config>", files by content. */
+int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
+			 char *out, size_t len);
+/* Check this node's options against srun's digest ("" = none) and pin the
+ * files' content in the request; PIPETTE_E_CHANGED when they differ. */
+int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
+		       struct pipette_request *req, struct pipette_err *err);
+/* The test hooks of site->test_cache_swap (nothing when it is ""). */
+void pipette_test_hook_before(const struct pipette_site *s, uint32_t node_id);
+void pipette_test_hook_after(const struct pipette_site *s, uint32_t node_id);
+
 /* ---- from options to a core request (request.c) ----------------------- */
 int pipette_request_build(const struct pipette_opts *o, const struct pipette_site *s,
 			  enum pipette_launch_mode launch, struct pipette_request *req,
@@ -161,9 +187,60 @@ struct pipette_task_ctx {
 /* Job-level variables (PIPETTE_*); every value checked before it is set. */
 int pipette_apply_job(const struct pipette_plan *plan, const struct pipette_env_ops *env,
 		      struct pipette_err *err);
-/* Per-task variables; CUDA_VISIBLE_DEVICES is Slurm's list permuted by the
- * plan; MASTER_PORT never replaces one the user set. */
+/* Job and per-task variables; CUDA_VISIBLE_DEVICES is Slurm's list
+ * permuted by the plan; MASTER_PORT never replaces one the user set. */
 int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
 		       const struct pipette_env_ops *env, struct pipette_err *err);
+/* The per-task variables alone. */
+int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
+			    const struct pipette_env_ops *env, struct pipette_err *err);
+
+/* ---- planning in a child process (child.c) ----------------------------- */
+/* What the planner child may use; 0 = no limit (the site's keys
+ * plan_memory, plan_cpu and plan_timeout). */
+struct pipette_child_limits {
+	long memory_mib;	/* address space (RLIMIT_AS) */
+	long cpu_s;		/* CPU time (RLIMIT_CPU) */
+	long timeout_s;		/* wall clock, enforced by the parent */
+	size_t result_max;	/* bytes of result the parent accepts */
+	unsigned uid, gid;	/* the job's user: the child drops root for good */
+};
+/* fn runs in the child and writes its result to out; it returns 0 when
+ * the result is written (an error it found is a result too). */
+typedef int (*pipette_child_fn)(void *arg, FILE *out);
+/* Fork, run fn under the limits, and return its output (malloc'd, NUL
+ * terminated) once the child has exited 0.  A child that overruns a limit,
+ * crashes, or writes too much is an error naming the limit. */
+int pipette_child_run(const struct pipette_child_limits *lim, pipette_child_fn fn, void *arg,
+		      char **result, size_t *result_len, struct pipette_err *err);
+
+/* ---- the planner's result as text (outcome.c) --------------------------- */
+/* A plan's text for 64 tasks is a few tens of KiB; --pipette-explain adds
+ * the ranked table. */
+#define PIPETTE_RESULT_MAX (4u << 20)
+#define PIPETTE_OUTCOME_LINE_MAX 16384
+/* Writing, in the child: an error (the whole result), warnings and plan
+ * lines for the user, the job's and one task's variables, the end mark. */
+int pipette_outcome_error(FILE *out, const char *msg);
+int pipette_outcome_warnings(FILE *out, const char *text);
+int pipette_outcome_lines(FILE *out, const char *text);
+int pipette_outcome_record_job(FILE *out, const struct pipette_plan *plan,
+			       struct pipette_err *err);
+int pipette_outcome_record_task(FILE *out, const struct pipette_plan *plan,
+				const struct pipette_task_ctx *t, struct pipette_err *err);
+int pipette_outcome_end(FILE *out);
+/* Reading, in slurmstepd: the whole text is checked first. */
+struct pipette_outcome {
+	char *text;			/* not owned */
+	int failed;
+	char error[PIPETTE_ERR_MAX];
+};
+int pipette_outcome_parse(char *text, struct pipette_outcome *o, struct pipette_err *err);
+/* Each W (warning = 1) and L line, in order. */
+void pipette_outcome_say(const struct pipette_outcome *o,
+			 void (*say)(void *ctx, int warning, const char *line), void *ctx);
+/* Set the job variables and those of local task `task` (-1: job only). */
+int pipette_outcome_apply(const struct pipette_outcome *o, long task,
+			  const struct pipette_env_ops *env, struct pipette_err *err);
 
 #endif

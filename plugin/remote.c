@@ -1,21 +1,27 @@
 /* spank_pipette: slurmstepd (REMOTE context), once per node per step.
  *
  * user_init (as the user, before the tasks are forked) gathers the step's
- * nodes, GPUs and layout, loads the user's files and computes the plan; the
- * plan is deterministic, so every node computes the same one without
- * talking to the others.  It stays in a static: the tasks are forked from
- * this process.  task_init (in each forked task) writes the plan into the
- * task's environment.
+ * nodes, GPUs and layout from Slurm, then runs the planner in a child
+ * process under the site's memory, CPU and wall-clock limits (child.c):
+ * the child loads the user's files, computes the plan and renders every
+ * task's variables as text (outcome.c).  The plan is deterministic and a
+ * function of the set of nodes, so every node computes the same one
+ * without talking to the others; the inputs srun saw are pinned by the
+ * digest its local context exported (submit.c), and a node that read
+ * something else fails the step.  task_init (in each forked task) replays
+ * the text into the task's environment.
  *
- * A non-zero return from user_init does not fail srun (spank.md §1.1): any
- * error is stored and returned from task_init, so the step fails visibly,
- * with one "pipette:" line per error (from node 0 when every node reaches
- * the same error, from the node itself when the cause is local). */
+ * A non-zero return from user_init does not fail srun (Slurm's spank(8):
+ * the tasks just never start), so any error is stored and returned from
+ * task_init, and every node that fails says why in one "pipette: NODE:"
+ * line: when one node's failure ends the step, the others may be killed
+ * before they could speak. */
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spank_pipette.h"
 
@@ -23,17 +29,18 @@ static struct {
 	int active;			/* a plan (or an error) for this step */
 	int batch;			/* the batch step: job-level variables only */
 	int failed;
-	int fail_local;			/* the cause is this node's, not the plan's */
-	char msg[PIPETTE_ERR_MAX + 64];
-	struct pipette_plan *plan;	/* NULL with fallback=block and no plan */
+	char *result;			/* the planner's text; NULL: untouched */
+	struct pipette_outcome outcome;
 	enum pipette_launch_mode launch;
 	uint32_t node_id;
 	uint32_t job_id, step_id;
+	uint32_t local_tasks;
 	char **nodes;
 	int nnodes;
 	char gpu_buf[PIPETTE_MAX_GPUS * 48];
 	char *gpus[PIPETTE_MAX_GPUS];
 	int ngpus;
+	char digest[PIPETTE_DIGEST_MAX];	/* srun's pin; "" = none */
 } rs;
 
 int pipette_remote_init(spank_t sp, int ac, char **av)
@@ -43,16 +50,47 @@ int pipette_remote_init(spank_t sp, int ac, char **av)
 	return pipette_options_register(sp);
 }
 
-/* Most errors are the same on every node (the inputs are), so node 0
- * alone reports them; a cause found only on this node (its GPU list, an
- * item Slurm did not give) is reported by this node. */
-static int local_cause;
+/* This node's name for messages: from the layout once it is read, before
+ * that from the step's node list (errors found before the layout). */
+static const char *node_name(spank_t sp)
+{
+	static const char *const lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", NULL };
+	static char name[64];
+	char buf[PIPETTE_PATH_MAX * 4];
+	hostlist_t hl;
+	char *h = NULL;
+	uint32_t i;
+	int k;
 
-static void store_error(int local, const char *msg)
+	if (rs.nodes && (int)rs.node_id < rs.nnodes)
+		return rs.nodes[rs.node_id];
+	if (name[0])
+		return name;
+	snprintf(name, sizeof(name), "node index %u", rs.node_id);
+	for (k = 0; sp && lists[k]; k++)
+		if (spank_getenv(sp, lists[k], buf, (int)sizeof(buf)) == ESPANK_SUCCESS)
+			break;
+	if (!sp || !lists[k] || rs.node_id >= PIPETTE_MAX_NODES || !(hl = slurm_hostlist_create(buf)))
+		return name;
+	for (i = 0; i <= rs.node_id; i++) {
+		free(h);
+		if (!(h = slurm_hostlist_shift(hl)))
+			break;
+	}
+	if (h)
+		snprintf(name, sizeof(name), "%s", h);
+	free(h);
+	slurm_hostlist_destroy(hl);
+	return name;
+}
+
+/* Say why the step cannot run, now: in user_init, before any task of any
+ * node starts, so that no node's line is lost when another node's failure
+ * ends the step.  task_init then fails every task. */
+static void store_error(spank_t sp, const char *msg)
 {
 	rs.failed = 1;
-	rs.fail_local = local || local_cause;
-	snprintf(rs.msg, sizeof(rs.msg), "pipette: %s", msg);
+	slurm_error("pipette: %s: %s", node_name(sp), msg);
 }
 
 static int get_u32(spank_t sp, spank_item_t item, const char *what, uint32_t *out,
@@ -60,10 +98,8 @@ static int get_u32(spank_t sp, spank_item_t item, const char *what, uint32_t *ou
 {
 	spank_err_t rc = spank_get_item(sp, item, out);
 
-	if (rc != ESPANK_SUCCESS) {
-		local_cause = 1;
+	if (rc != ESPANK_SUCCESS)
 		return pipette_fail(err, "could not get the %s: %s", what, spank_strerror(rc));
-	}
 	return 0;
 }
 
@@ -153,10 +189,8 @@ static int read_gpus(const struct pipette_env_ops *env, struct pipette_err *err)
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {
-		if (pipette_split_gpus(rs.gpu_buf, rs.gpus, PIPETTE_MAX_GPUS, &rs.ngpus, err)) {
-			local_cause = 1;
+		if (pipette_split_gpus(rs.gpu_buf, rs.gpus, PIPETTE_MAX_GPUS, &rs.ngpus, err))
 			return pipette_fail_prefix(err, "%s: ", which);
-		}
 		return 0;
 	}
 	rc = getenv_first(env, count_var, rs.gpu_buf, sizeof(rs.gpu_buf), &which, err);
@@ -164,10 +198,8 @@ static int read_gpus(const struct pipette_env_ops *env, struct pipette_err *err)
 		return -1;
 	if (rc == 1)
 		return pipette_fail(err, "the step has no GPUs: request them with --gpus-per-node=N");
-	if (pipette_parse_long(rs.gpu_buf, 1, PIPETTE_MAX_GPUS, &n, "SLURM_GPUS_ON_NODE", err)) {
-		local_cause = 1;
+	if (pipette_parse_long(rs.gpu_buf, 1, PIPETTE_MAX_GPUS, &n, "SLURM_GPUS_ON_NODE", err))
 		return -1;
-	}
 	for (i = 0, p = rs.gpu_buf; i < n; i++) {
 		rs.gpus[i] = p;
 		p += sprintf(p, "%d", i) + 1;
@@ -207,6 +239,7 @@ static int read_layout(spank_t sp, const struct pipette_env_ops *env, struct pip
 		if (get_u32(sp, S_JOB_NNODES, "node count", &nnodes, err) ||
 		    get_u32(sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &local_tasks, err))
 			return -1;
+		rs.local_tasks = local_tasks;
 		if (!site->emulate_nodes[0] && (int)nnodes != rs.nnodes)
 			return pipette_fail(err, "%s names %d nodes but the step has %u", which,
 					    rs.nnodes, nnodes);
@@ -238,41 +271,27 @@ static int read_layout(spank_t sp, const struct pipette_env_ops *env, struct pip
 	return pipette_launch_decide(per_node, rs.ngpus, &rs.launch, err);
 }
 
-/* Copy a renderer's output to the user's stderr line by line. */
-static void log_lines(int (*write)(const struct pipette_plan *, FILE *),
+/* Copy a renderer's output into the result as plan lines. */
+static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE *),
 		      const struct pipette_plan *plan)
 {
-	char *text = NULL, *save = NULL;
+	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
+	int rv = -1;
 
 	if (!f)
-		return;
-	if (write(plan, f) == 0 && fflush(f) == 0) {
-		const char *line;
-
-		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-			slurm_spank_log("pipette: %s", line);
-	}
+		return -1;
+	if (write(plan, f) == 0 && fflush(f) == 0)
+		rv = pipette_outcome_lines(out, text);
 	fclose(f);
 	free(text);
+	return rv;
 }
 
-static void log_warnings(const struct pipette_plan *plan)
-{
-	const char *w = pipette_plan_warnings(plan);
-	char buf[PIPETTE_ERR_MAX * 4], *line, *save = NULL;
-
-	if (!w || !*w)
-		return;
-	/* A truncated copy still ends in a whole line or a cut one; both are
-	 * fine for a warning. */
-	(void)pipette_strlcpy(buf, w, sizeof(buf));
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		slurm_spank_log("pipette: warning: %s", line);
-}
-
-static int compute(struct pipette_err *err)
+/* The plan, or NULL with fallback=block when even the fall-back failed
+ * (the step then starts untouched); warnings go to out. */
+static int compute(FILE *out, struct pipette_plan **plan, struct pipette_err *err)
 {
 	const struct pipette_state *st = pipette_state();
 	struct pipette_cluster_spec spec = {
@@ -287,35 +306,129 @@ static int compute(struct pipette_err *err)
 	};
 	struct pipette_request req;
 	struct pipette_err first;
+	char msg[PIPETTE_ERR_MAX + 128];
 
-	if (pipette_request_build(&st->opts, &st->site, rs.launch, &req, err)) {
+	*plan = NULL;
+	if (pipette_request_build(&st->opts, &st->site, rs.launch, &req, err) ||
+	    pipette_pin_inputs(rs.digest, &st->opts, &req, err)) {
 		if (!st->site.fallback_block)
 			return -1;
 		goto untouched;
 	}
-	if (pipette_plan_compute(&req, &spec, &rs.plan, err) == 0)
+	if (pipette_plan_compute(&req, &spec, plan, err) == 0)
 		return 0;
-	rs.plan = NULL;
-	if (!st->site.fallback_block)
+	if (!st->site.fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
 		return -1;
 	/* fallback=block: retry on nominal links in Slurm's order; if even
-	 * that fails, start the step untouched.  Never fail the job. */
+	 * that fails, start the step untouched.  Never fail the job, unless
+	 * the nodes would disagree (an input changed under them). */
 	first = *err;
 	req.mapping = PIPETTE_MAP_BLOCK;
 	req.bandwidth[0] = '\0';
-	if (pipette_plan_compute(&req, &spec, &rs.plan, err) == 0) {
-		if (rs.node_id == 0)
-			slurm_spank_log("pipette: warning: %s; planned on nominal links in "
-					"Slurm's order instead (fallback=block)", first.msg);
-		return 0;
+	if (pipette_plan_compute(&req, &spec, plan, err) == 0) {
+		snprintf(msg, sizeof(msg), "%s; planned on nominal links in Slurm's order "
+			 "instead (fallback=block)", first.msg);
+		return pipette_outcome_warnings(out, msg);
 	}
-	rs.plan = NULL;
 	*err = first;
 untouched:
-	if (rs.node_id == 0)
-		slurm_spank_log("pipette: warning: %s; starting without a plan in Slurm's "
-				"order (fallback=block)", err->msg);
+	snprintf(msg, sizeof(msg), "%s; starting without a plan in Slurm's order "
+		 "(fallback=block)", err->msg);
+	return pipette_outcome_warnings(out, msg);
+}
+
+/* Every local task's variables: all of them in srun mode, the node's one
+ * task in torchrun mode. */
+static int record_tasks(FILE *out, const struct pipette_plan *plan, struct pipette_err *err)
+{
+	const struct pipette_site *site = &pipette_state()->site;
+	struct pipette_task_ctx t = { 0 };
+	uint32_t k, n = rs.launch == PIPETTE_LAUNCH_SRUN ? rs.local_tasks : 1;
+
+	t.node = pipette_plan_node_index(plan, rs.nodes[rs.node_id]);
+	if (t.node < 0)
+		return pipette_fail(err, "node %s is not in the plan", rs.nodes[rs.node_id]);
+	t.gpus = rs.gpus;
+	t.ngpus = rs.ngpus;
+	t.master_port = pipette_master_port(site->master_port, site->port_range, rs.job_id,
+					    rs.step_id);
+	for (k = 0; k < n; k++) {
+		t.local_task = (int)k;
+		if (pipette_outcome_record_task(out, plan, &t, err))
+			return -1;
+	}
 	return 0;
+}
+
+/* In the planner child: compute the plan and write everything the tasks
+ * and the user will get. */
+static int plan_in_child(void *arg, FILE *out)
+{
+	const struct pipette_opts *o = &pipette_state()->opts;
+	struct pipette_plan *plan = NULL;
+	struct pipette_err err;
+	int rv = -1;
+
+	(void)arg;
+	pipette_test_hook_before(&pipette_state()->site, rs.node_id);
+	if (compute(out, &plan, &err))
+		return pipette_outcome_error(out, err.msg);
+	pipette_test_hook_after(&pipette_state()->site, rs.node_id);
+	if (!plan)
+		return pipette_outcome_end(out);	/* fallback=block, untouched */
+	if (pipette_outcome_warnings(out, pipette_plan_warnings(plan)))
+		goto out;
+	if ((o->explain == 1 || o->dry_run == 1) &&
+	    plan_lines(out, pipette_plan_write_table, plan))
+		goto out;
+	if (o->dry_run == 1 && plan_lines(out, pipette_plan_write_env, plan))
+		goto out;
+	if (pipette_outcome_record_job(out, plan, &err) ||
+	    (!rs.batch && record_tasks(out, plan, &err))) {
+		rv = pipette_outcome_error(out, err.msg);
+		goto out;
+	}
+	rv = pipette_outcome_end(out);
+out:
+	pipette_plan_destroy(plan);
+	return rv;
+}
+
+static void say(void *ctx, int warning, const char *line)
+{
+	(void)ctx;
+	slurm_spank_log(warning ? "pipette: warning: %s" : "pipette: %s", line);
+}
+
+static int run_planner(struct pipette_err *err)
+{
+	const struct pipette_site *site = &pipette_state()->site;
+	struct pipette_child_limits lim = {
+		.memory_mib = site->plan_memory_mib,
+		.cpu_s = site->plan_cpu_s,
+		.timeout_s = site->plan_timeout_s,
+		.result_max = PIPETTE_RESULT_MAX,
+		.uid = (unsigned)geteuid(),
+		.gid = (unsigned)getegid(),
+	};
+	size_t len;
+
+	if (pipette_child_run(&lim, plan_in_child, NULL, &rs.result, &len, err) ||
+	    pipette_outcome_parse(rs.result, &rs.outcome, err))
+		goto fail;
+	if (rs.outcome.failed) {
+		pipette_fail(err, "%s", rs.outcome.error);
+		goto fail;
+	}
+	if (rs.node_id == 0)
+		pipette_outcome_say(&rs.outcome, say, NULL);
+	return 0;
+fail:
+	/* An allocation the limit refused shows as "out of memory". */
+	if (strstr(err->msg, "out of memory") && !strstr(err->msg, "plan_memory"))
+		pipette_fail_prefix(err, "(the planner's memory limit is %ld MiB: plugstack "
+				    "plan_memory) ", lim.memory_mib);
+	return -1;
 }
 
 int pipette_remote_user_init(spank_t sp)
@@ -325,11 +438,11 @@ int pipette_remote_user_init(spank_t sp)
 	struct pipette_err err;
 
 	pipette_env_spank(&env, sp);
+	if (get_u32(sp, S_JOB_NODEID, "node index", &rs.node_id, NULL))
+		rs.node_id = 0;
 	if (pipette_opts_fallback(&st->opts, &st->site, &env, &err)) {
 		rs.active = 1;
-		if (get_u32(sp, S_JOB_NODEID, "node index", &rs.node_id, NULL))
-			rs.node_id = 0;
-		store_error(0, err.msg);
+		store_error(sp, err.msg);
 		return 0;
 	}
 	if (!pipette_opts_wanted(&st->opts, &st->site))
@@ -337,36 +450,37 @@ int pipette_remote_user_init(spank_t sp)
 	rs.active = 1;
 	if (get_u32(sp, S_JOB_ID, "job id", &rs.job_id, &err) ||
 	    get_u32(sp, S_JOB_STEPID, "step id", &rs.step_id, &err)) {
-		store_error(1, err.msg);
+		store_error(sp, err.msg);
 		return 0;
 	}
 	rs.batch = rs.step_id == SLURM_BATCH_SCRIPT;
-	if (!rs.batch && get_u32(sp, S_JOB_NODEID, "node index", &rs.node_id, &err)) {
-		store_error(1, err.msg);
+	if (rs.batch)
+		rs.node_id = 0;
+	/* srun's pin of the inputs; the batch step has none (sbatch has no
+	 * local context), and any it inherited is not its own. */
+	rs.digest[0] = '\0';
+	if (!rs.batch && env.get(env.ctx, PIPETTE_DIGEST_VAR, rs.digest, sizeof(rs.digest),
+				 &err) < 0) {
+		store_error(sp, err.msg);
 		return 0;
 	}
 	if (pipette_opts_check(&st->opts, &err) || read_layout(sp, &env, &err) ||
-	    compute(&err)) {
-		store_error(0, err.msg);
+	    run_planner(&err)) {
+		store_error(sp, err.msg);
 		return 0;
 	}
-	if (rs.plan && rs.node_id == 0) {
-		log_warnings(rs.plan);
-		if (st->opts.explain == 1 || st->opts.dry_run == 1)
-			log_lines(pipette_plan_write_table, rs.plan);
-		if (st->opts.dry_run == 1)
-			log_lines(pipette_plan_write_env, rs.plan);
+	if (st->opts.dry_run == 1) {
+		/* The same on every node: node 0 says it, the others fail quietly. */
+		rs.failed = 1;
+		if (rs.node_id == 0)
+			slurm_error("pipette: dry run (--pipette-dry-run): the plan is printed "
+				    "above; no task was started");
 	}
-	if (st->opts.dry_run == 1)
-		store_error(0, "dry run (--pipette-dry-run): the plan is printed above; no "
-			    "task was started");
 	return 0;
 }
 
 int pipette_remote_task_init(spank_t sp)
 {
-	const struct pipette_site *site = &pipette_state()->site;
-	struct pipette_task_ctx t = { 0 };
 	struct pipette_env_ops env;
 	struct pipette_err err;
 	int task_id = 0;
@@ -374,48 +488,33 @@ int pipette_remote_task_init(spank_t sp)
 
 	if (!rs.active)
 		return 0;
-	if (rs.failed) {
-		if (spank_get_item(sp, S_TASK_ID, &task_id) != ESPANK_SUCCESS)
-			task_id = 0;
-		if (task_id == 0 && (rs.fail_local || rs.node_id == 0))
-			slurm_error("%s", rs.msg);
-		return -1;
-	}
-	if (!rs.plan)
+	if (rs.failed)
+		return -1;	/* said in user_init */
+	if (!rs.result)
 		return 0;	/* fallback=block without a plan: untouched */
 	pipette_env_spank(&env, sp);
-	if (rs.batch) {
-		if (pipette_apply_job(rs.plan, &env, &err))
-			goto fail;
-		return 0;
-	}
-	if (rs.launch == PIPETTE_LAUNCH_SRUN) {
+	if (!rs.batch && rs.launch == PIPETTE_LAUNCH_SRUN) {
 		rc = spank_get_item(sp, S_TASK_ID, &task_id);
 		if (rc != ESPANK_SUCCESS) {
 			pipette_fail(&err, "could not get the task id: %s", spank_strerror(rc));
 			goto fail;
 		}
+	} else {
+		task_id = rs.batch ? -1 : 0;
 	}
-	t.node = (int)rs.node_id;
-	t.local_task = rs.launch == PIPETTE_LAUNCH_SRUN ? task_id : 0;
-	t.gpus = rs.gpus;
-	t.ngpus = rs.ngpus;
-	t.master_port = pipette_master_port(site->master_port, site->port_range, rs.job_id,
-					    rs.step_id);
-	if (pipette_apply_task(rs.plan, &t, &env, &err))
+	if (pipette_outcome_apply(&rs.outcome, task_id, &env, &err))
 		goto fail;
 	return 0;
 fail:
-	slurm_error("pipette: %s", err.msg);
+	slurm_error("pipette: %s: %s", node_name(sp), err.msg);
 	return -1;
 }
 
 int pipette_remote_exit(spank_t sp)
 {
 	(void)sp;
-	if (rs.plan)
-		pipette_plan_destroy(rs.plan);
-	rs.plan = NULL;
+	free(rs.result);
+	rs.result = NULL;
 	free_nodes();
 	rs.active = 0;
 	return 0;

@@ -1,7 +1,8 @@
 /* spank_pipette: the SPANK entry points.  Each callback only switches on
  * spank_context() to the file of that context (pyxis_dispatch.c's shape):
  *
- *   srun (LOCAL), sbatch/salloc (ALLOCATOR)  submit.c   validate options
+ *   srun (LOCAL), sbatch/salloc (ALLOCATOR)  submit.c   validate options;
+ *                                                       srun pins the inputs
  *   slurmstepd (REMOTE)                      remote.c   plan in user_init,
  *                                                       apply in task_init
  *   slurmd, prolog/epilog                    nothing
@@ -56,6 +57,15 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	default:
 		return 0;
 	}
+}
+
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_LOCAL)
+		return 0;
+	return pipette_submit_local_user_init(sp);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)

@@ -28,6 +28,7 @@ int pipette_site_load(int ac, char **av);
 /* submit.c: srun (local) and sbatch/salloc (allocator). */
 int pipette_submit_init(spank_t sp, int ac, char **av);
 int pipette_submit_post_opt(spank_t sp);
+int pipette_submit_local_user_init(spank_t sp);
 
 /* remote.c: slurmstepd. */
 int pipette_remote_init(spank_t sp, int ac, char **av);

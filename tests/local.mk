@@ -125,6 +125,17 @@ tests_unit_test_plugin_apply_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_apply_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD)
 
+# spank_pipette's planner child (limits, watchdog), its result text and
+# the pinning of a step's inputs.
+check_PROGRAMS += tests/unit/test_plugin_child
+TESTS += tests/unit/test_plugin_child
+tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c \
+	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
+	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c
+tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
+
 # Search, mapping and plan: quality against the default order and brute
 # force, and speed at 16 and 1024 nodes (make bench).
 BENCH_BINS += tests/bench/bench_plan

@@ -245,7 +245,7 @@ START_TEST(test_apply_errors)
 	struct pipette_plan *plan = make_plan(PIPETTE_LAUNCH_SRUN);
 	struct pipette_env_ops ops;
 	struct fake_env *e = malloc(sizeof(*e));
-	struct pipette_err err = { "" };
+	struct pipette_err err = { .msg = "" };
 	/* Slurm gave fewer GPUs than the plan has slots: a slot would fall off
 	 * the list, which must be an error and never an invented index. */
 	struct pipette_task_ctx few = { 0, 0, slurm_gpus, 4, 61000 };
@@ -282,7 +282,7 @@ START_TEST(test_job_env_only_pipette)
 	ck_assert_ptr_nonnull(e);
 	env_init(e, &ops);
 	ck_assert_int_eq(pipette_apply_job(plan, &ops, &err), 0);
-	ck_assert_int_eq(e->n, 16);	/* the 16 PIPETTE_* names of DESIGN.md */
+	ck_assert_int_eq(e->n, 17);	/* the 16 PIPETTE_* names of DESIGN.md + PIPETTE_PLAN_HASH */
 	for (i = 0; i < e->n; i++)
 		ck_assert_msg(!strncmp(e->v[i].name, "PIPETTE_", 8), "%s", e->v[i].name);
 	ck_assert_str_eq(val(e, "PIPETTE_GLOBAL_BATCH"), "64");
