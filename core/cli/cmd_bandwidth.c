@@ -577,19 +577,26 @@ out:
 	return rc;
 }
 
+/* The output is locked before the first input is read and until it is
+ * replaced: `merge OUT NEW -o OUT` run by many jobs at once loses no
+ * job's figures (without the lock, each would fold its NEW into the OUT
+ * it read, and the last rename would win). */
 static int do_merge(int argc, char **argv)
 {
 	struct pipette_bwcache *dst = NULL, *src;
+	struct pipette_bwcache_lock *lock = NULL;
 	struct pipette_err err;
 	const char *out = NULL;
 	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
 
 	for (i = 1; i < argc; i++)
 		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			if (out)
+				return cli_error("%s given twice", argv[i]);
 			if (!(out = need(argc, argv, &i)))
 				return cli_error("-o needs a file name");
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_error("bandwidth merge: unknown option '%.64s'", argv[i]);
+			return cli_error("bandwidth merge: unknown option %.64s", argv[i]);
 		} else {
 			n_in++;
 		}
@@ -597,6 +604,8 @@ static int do_merge(int argc, char **argv)
 		return cli_error("bandwidth merge: no output file (-o OUT)");
 	if (n_in < 1)
 		return cli_error("bandwidth merge: no input files");
+	if (pipette_bwcache_lock(out, PIPETTE_BW_LOCK_WAIT_S, &lock, &err))
+		return cli_error("%s", err.msg);
 	for (i = 1; i < argc; i++) {
 		int r;
 
@@ -619,12 +628,15 @@ static int do_merge(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (save(dst, out))
+	if (pipette_bwcache_save_locked(dst, lock, &err) < 0) {
+		cli_error("%s", err.msg);
 		goto out;
+	}
 	printf("%s: %d nodes merged from %d file%s\n", out,
 	       pipette_bwcache_node_count(dst), n_in, n_in == 1 ? "" : "s");
 	rc = PIPETTE_EXIT_OK;
 out:
+	pipette_bwcache_unlock(lock);
 	pipette_bwcache_destroy(dst);
 	return rc;
 }
