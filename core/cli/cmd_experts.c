@@ -516,5 +516,11 @@ int cmd_experts(int argc, char **argv)
 
 	if (rc)
 		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	/* Input files, refused before any work (the trace reader in
+	 * experts.c would wait for ever on a FIFO). */
+	if ((rc = cli_check_model(o.model, o.models_dir)) ||
+	    (o.trace && (rc = cli_check_input("--trace", o.trace))) ||
+	    (o.bandwidth && (rc = cli_check_input("--bandwidth", o.bandwidth))))
+		return rc;
 	return gen ? generate(&o) : place(&o);
 }
