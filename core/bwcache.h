@@ -102,17 +102,40 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
  * caller frees it.  NULL on error. */
 char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 				struct pipette_err *err);
-/* Atomic write: a temporary file in the same directory, fsync, rename,
- * fsync of the directory.  On failure the old file is untouched and no
- * temporary file is left.  The new file is mode 0644 (the plugin reads it
- * as the job's user). */
-int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
-			 struct pipette_err *err);
-
 /* SHA-256 of the bytes the cache was loaded from (pipette_bwcache_load;
  * changes made since do not alter it), or NULL when it was not loaded
  * from a file. */
 const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw);
+
+/* Writers of one cache file take turns: each holds an exclusive fcntl(2)
+ * record lock of the file PATH.lock beside it (created when missing, left
+ * in place) from before it reads what it will change until its new file
+ * is in place, so that concurrent merges lose no update.  Waits at most
+ * wait_s seconds, then fails naming the lock file; the file system must
+ * support POSIX record locks across the nodes that write
+ * (pipette-bandwidth(5)).  PATH must not be a directory or a device. */
+#define PIPETTE_BW_LOCK_WAIT_S 120.0
+struct pipette_bwcache_lock;
+int pipette_bwcache_lock(const char *path, double wait_s,
+			 struct pipette_bwcache_lock **out, struct pipette_err *err);
+/* Release the lock and free it (NULL is fine). */
+void pipette_bwcache_unlock(struct pipette_bwcache_lock *lock);
+/* Atomic write of the locked file: a temporary file ".BASE.tmp.PID.XXXXXX"
+ * in the same directory, fsync, rename, fsync of the directory.  On
+ * failure the old file is untouched and no temporary file is left;
+ * temporary files a killed writer left are removed first (none can be a
+ * live writer's: the lock is held).  The new file keeps the old one's
+ * mode, or gets 0644 (the plugin reads it as the job's user). */
+int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
+				const struct pipette_bwcache_lock *lock,
+				struct pipette_err *err);
+/* Lock PATH (waiting up to PIPETTE_BW_LOCK_WAIT_S), save, unlock. */
+int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
+			 struct pipette_err *err);
+/* Under PATH's lock: load the cache at PATH (none: start empty), fold
+ * `src` into it (pipette_bwcache_merge) and save it. */
+int pipette_bwcache_merge_file(const char *path, const struct pipette_bwcache *src,
+			       struct pipette_err *err);
 
 /* ---- queries ---- */
 

@@ -1,6 +1,7 @@
 /* pipette: reading and writing "pipette-bw/1" files (format: bwcache.h). */
 #include "bwcache.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1021,6 +1022,148 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 	return sb.p;
 }
 
+/* ------------------------------------------------------------------ */
+/* one writer at a time                                                */
+
+struct pipette_bwcache_lock {
+	int fd;
+	char *path;		/* the cache file */
+	char *lock_path;	/* PATH.lock */
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One attempt at an exclusive lock of the whole lock file.  Open file
+ * description locks (F_OFD_SETLK, Linux >= 3.15, fcntl(2)) belong to the
+ * descriptor, not the process, so a second descriptor in this process
+ * cannot take or drop the lock by accident; where they are missing
+ * (EINVAL: an older kernel or a file system without them) the classic
+ * process-owned record lock serves, which is the same lock on the server
+ * for NFS and the parallel file systems.  Never flock(2): on some of those
+ * it locks only within one node.  *ofd says which kind is in use. */
+static int try_lock(int fd, int *ofd)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+#ifdef F_OFD_SETLK
+	if (*ofd) {
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -1;
+		*ofd = 0;
+	}
+#endif
+	*ofd = 0;
+	return fcntl(fd, F_SETLK, &fl);
+}
+
+/* Lock attempts back off from 5 ms to 100 ms: a save of a large cache
+ * takes tens of milliseconds, and a waiter should not spin. */
+#define LOCK_SLEEP_MIN_S 0.005
+#define LOCK_SLEEP_MAX_S 0.1
+
+static int wait_lock(int fd, const char *path, const char *lock_path, double wait_s,
+		     struct pipette_err *err)
+{
+	double deadline = mono_now() + wait_s, nap = LOCK_SLEEP_MIN_S;
+	int ofd = 1;
+
+	for (;;) {
+		struct timespec ts;
+
+		if (try_lock(fd, &ofd) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EACCES && errno != EAGAIN)
+			return pipette_fail(err, "%s: cannot lock %s: %s (the file system "
+					    "needs POSIX record locks: see "
+					    "pipette-bandwidth(5))", path, lock_path,
+					    strerror(errno));
+		if (mono_now() + nap > deadline)
+			return pipette_fail(err, "%s: another writer has held %s for more "
+					    "than %g s; nothing was written", path,
+					    lock_path, wait_s);
+		ts.tv_sec = (time_t)nap;
+		ts.tv_nsec = (long)((nap - (double)ts.tv_sec) * 1e9);
+		nanosleep(&ts, NULL);
+		nap = nap * 2 > LOCK_SLEEP_MAX_S ? LOCK_SLEEP_MAX_S : nap * 2;
+	}
+}
+
+int pipette_bwcache_lock(const char *path, double wait_s,
+			 struct pipette_bwcache_lock **out, struct pipette_err *err)
+{
+	struct pipette_bwcache_lock *l;
+	struct stat st;
+	size_t n;
+
+	*out = NULL;
+	if (!path || !*path)
+		return pipette_fail(err, "no output file given");
+	/* The cache is replaced by rename(2): refuse to replace a directory
+	 * or a device (a cache written to /dev/null must not become one). */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return pipette_fail(err, "%s: is %s, not a regular file (a cache is "
+				    "replaced by rename)", path,
+				    S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+	n = strlen(path) + sizeof(".lock");
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->path = strdup(path)) || !(l->lock_path = malloc(n))) {
+		pipette_bwcache_unlock(l);
+		return pipette_fail(err, "%s: out of memory", path);
+	}
+	l->fd = -1;
+	snprintf(l->lock_path, n, "%s.lock", path);
+	/* O_NONBLOCK: a FIFO planted as the lock file must not hang us. */
+	l->fd = open(l->lock_path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW |
+		     O_CLOEXEC, 0644);
+	if (l->fd < 0) {
+		pipette_fail(err, "%s: cannot create the lock file %s: %s", path,
+			     l->lock_path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(l->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		pipette_fail(err, "%s: the lock file %s is not a regular file", path,
+			     l->lock_path);
+		goto fail;
+	}
+	if (wait_lock(l->fd, path, l->lock_path, wait_s, err))
+		goto fail;
+	*out = l;
+	return 0;
+fail:
+	pipette_bwcache_unlock(l);
+	return -1;
+}
+
+void pipette_bwcache_unlock(struct pipette_bwcache_lock *l)
+{
+	if (!l)
+		return;
+	/* Closing the descriptor releases the lock; the lock file stays:
+	 * removing it would let a waiter lock a file no longer in the
+	 * directory while the next writer locks a new one. */
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->path);
+	free(l->lock_path);
+	free(l);
+}
+
+/* ------------------------------------------------------------------ */
+/* atomic replacement                                                  */
+
 static int write_all(int fd, const char *p, size_t len)
 {
 	while (len) {
@@ -1036,51 +1179,98 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* A writer killed between mkstemp and rename leaves ".BASE.tmp-XXXXXX"
- * behind; nothing reads it, but repeated crashes would pile them up.
- * Remove ours that are over an hour old: no live save takes that long, so
- * a concurrent writer's file is never touched. */
-#define STALE_TEMP_S 3600
-
-static void remove_stale_temps(const char *dir, const char *base)
+/* Temporary files are ".BASE.tmp.PID.XXXXXX" beside the cache (mkstemp
+ * fills the X); older versions of pipette named them ".BASE.tmp-XXXXXX".
+ * One that exists while the lock is held is a killed writer's: every
+ * writer holds the lock from before it creates its temporary file until
+ * after it renamed or removed it. */
+static int is_temp_name(const char *name, const char *base)
 {
-	char prefix[512], full[4096];
+	size_t b = strlen(base), i;
+	const char *p;
+
+	if (name[0] != '.' || strncmp(name + 1, base, b) || strncmp(name + 1 + b, ".tmp", 4))
+		return 0;
+	p = name + 1 + b + 4;
+	if (*p == '-')
+		return strlen(p + 1) == 6;
+	if (*p++ != '.' || !isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p++ != '.' || strlen(p) != 6)
+		return 0;
+	for (i = 0; i < 6; i++)
+		if (!isalnum((unsigned char)p[i]))
+			return 0;
+	return 1;
+}
+
+static void remove_dead_temps(const char *dir, const char *base)
+{
+	char full[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
-	size_t plen;
-	time_t now = time(NULL);
-	DIR *d;
+	DIR *d = opendir(dir);
 
-	if (snprintf(prefix, sizeof(prefix), ".%s.tmp-", base) >= (int)sizeof(prefix))
-		return;
-	plen = strlen(prefix);
-	d = opendir(dir);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 6)
+		if (!is_temp_name(de->d_name, base) ||
+		    snprintf(full, sizeof(full), "%s/%s", dir, de->d_name) >= (int)sizeof(full))
 			continue;
-		if (snprintf(full, sizeof(full), "%s/%s", dir, de->d_name) >= (int)sizeof(full))
-			continue;
-		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-		    now - st.st_mtime > STALE_TEMP_S)
-			unlink(full);
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(full);	/* best effort: a leftover we cannot remove harms nothing */
 	}
 	closedir(d);
 }
 
-int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
-			 struct pipette_err *err)
+/* Write text to a temporary file in dir, fsync it, give it `mode`. */
+static int write_temp(const char *path, const char *dir, const char *base,
+		      const char *text, mode_t mode, char **tmp_out, struct pipette_err *err)
 {
+	size_t tlen = strlen(dir) + strlen(base) + 48;
+	char *tmp = malloc(tlen);
+	int fd, bad, e;
+
+	*tmp_out = NULL;
+	if (!tmp)
+		return pipette_fail(err, "%s: out of memory", path);
+	snprintf(tmp, tlen, "%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		pipette_fail(err, "%s: cannot create a temporary file in %s: %s", path, dir,
+			     strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	bad = write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 || fchmod(fd, mode) < 0;
+	e = errno;
+	if (close(fd) < 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad) {
+		pipette_fail(err, "%s: cannot write %s: %s (the old file is untouched)", path,
+			     tmp, strerror(e));
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	*tmp_out = tmp;
+	return 0;
+}
+
+int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
+				const struct pipette_bwcache_lock *lock,
+				struct pipette_err *err)
+{
+	const char *path = lock->path, *dir, *base;
 	char *text = NULL, *tmp = NULL, *dcopy = NULL, *bcopy = NULL;
-	const char *dir, *base;
 	mode_t mode = 0644;
 	struct stat st;
-	int fd = -1, dfd, rv = -1;
-	size_t tlen;
+	int dfd, rv = -1;
 
-	if (!path || !*path)
-		return pipette_fail(err, "no output file given");
 	text = pipette_bwcache_serialize(bw, err);
 	if (!text)
 		return pipette_fail_prefix(err, "%s: ", path);
@@ -1092,44 +1282,21 @@ int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
 	}
 	dir = dirname(dcopy);
 	base = basename(bcopy);
-	tlen = strlen(dir) + strlen(base) + 32;
-	tmp = malloc(tlen);
-	if (!tmp) {
-		pipette_fail(err, "%s: out of memory", path);
-		goto fail;
-	}
-	snprintf(tmp, tlen, "%s/.%s.tmp-XXXXXX", dir, base);
-	remove_stale_temps(dir, base);
+	remove_dead_temps(dir, base);
 	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			pipette_fail(err, "%s: is a directory", path);
+		if (!S_ISREG(st.st_mode)) {
+			pipette_fail(err, "%s: not a regular file", path);
 			goto fail;
 		}
 		mode = st.st_mode & 07777;
 	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		pipette_fail(err, "%s: cannot create a temporary file in %s: %s",
-			     path, dir, strerror(errno));
+	if (write_temp(path, dir, base, text, mode, &tmp, err))
 		goto fail;
-	}
-	if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 ||
-	    fchmod(fd, mode) < 0) {
-		pipette_fail(err, "%s: cannot write %s: %s (the old file is "
-			     "untouched)", path, tmp, strerror(errno));
-		goto fail_unlink;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		pipette_fail(err, "%s: cannot write %s: %s (the old file is "
-			     "untouched)", path, tmp, strerror(errno));
-		goto fail_unlink;
-	}
-	fd = -1;
 	if (rename(tmp, path) < 0) {
 		pipette_fail(err, "%s: cannot replace it: %s (the old file is "
 			     "untouched)", path, strerror(errno));
-		goto fail_unlink;
+		unlink(tmp);
+		goto fail;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
@@ -1144,18 +1311,51 @@ int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
 		close(dfd);
 	}
 	rv = 0;
-	goto fail;
-fail_unlink:
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
-	unlink(tmp);
 fail:
-	if (fd >= 0)
-		close(fd);
 	free(text);
 	free(tmp);
 	free(dcopy);
 	free(bcopy);
+	return rv;
+}
+
+int pipette_bwcache_save(const struct pipette_bwcache *bw, const char *path,
+			 struct pipette_err *err)
+{
+	struct pipette_bwcache_lock *lock;
+	int rv;
+
+	if (pipette_bwcache_lock(path, PIPETTE_BW_LOCK_WAIT_S, &lock, err))
+		return -1;
+	rv = pipette_bwcache_save_locked(bw, lock, err);
+	pipette_bwcache_unlock(lock);
+	return rv;
+}
+
+int pipette_bwcache_merge_file(const char *path, const struct pipette_bwcache *src,
+			       struct pipette_err *err)
+{
+	struct pipette_bwcache_lock *lock;
+	struct pipette_bwcache *dst = NULL;
+	struct stat st;
+	int rv = -1;
+
+	if (pipette_bwcache_lock(path, PIPETTE_BW_LOCK_WAIT_S, &lock, err))
+		return -1;
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			pipette_fail(err, "%s: %s", path, strerror(errno));
+		else
+			rv = pipette_bwcache_save_locked(src, lock, err);
+		goto out;
+	}
+	if (pipette_bwcache_load(path, &dst, err) ||
+	    pipette_bwcache_merge(dst, src, err) ||
+	    pipette_bwcache_save_locked(dst, lock, err))
+		goto out;
+	rv = 0;
+out:
+	pipette_bwcache_destroy(dst);
+	pipette_bwcache_unlock(lock);
 	return rv;
 }

@@ -200,24 +200,119 @@ static int all_digits(const char *s)
 	return 1;
 }
 
-int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
-				const struct pipette_nccl_import *opt,
-				struct pipette_err *err)
-{
-	struct nccl_rank *ranks = NULL;
-	int n_ranks = 0, cap_ranks = 0, busbw_col = -1, time_col = -1, lineno = 0;
-	int best_line = 0, rv = -1, i;
-	char *line, *save = NULL, program[64] = "", tool[128];
-	double best_bytes = -1, best_bw = NAN, lat = NAN, lat_bytes = INFINITY;
-	const char *hosts[2] = { NULL, NULL };
-	int n_hosts = 0;
-	struct pipette_file f;
-	struct pipette_bw_prov prov;
+/* What one pass over an nccl-tests output finds. */
+struct nccl_scan {
+	struct nccl_rank *ranks;
+	int n_ranks, cap_ranks;
+	int busbw_col, time_col;	/* in the column header; -1 = not seen */
+	char program[64];		/* "sendrecv_perf", from the banner */
+	double best_bytes, best_bw;	/* the chosen row */
+	int best_line;
+	double lat, lat_bytes;		/* latency from the smallest row */
+};
 
-	if (read_text(path, "nccl-tests output", &f, err) < 0)
-		return -1;
-	for (line = strtok_r(f.data, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
+/* "#  Rank  0 Group  0 Pid 1234 on HOST device  0 [...] NAME" */
+static int nccl_rank_line(struct nccl_scan *s, char **tok, const char *path,
+			  struct pipette_err *err)
+{
+	struct nccl_rank *r;
+
+	if (s->n_ranks == s->cap_ranks) {
+		int cap = s->cap_ranks ? 2 * s->cap_ranks : 16;
+		void *np = realloc(s->ranks, (size_t)cap * sizeof(*s->ranks));
+
+		if (!np)
+			return pipette_fail(err, "%s: out of memory", path);
+		s->ranks = np;
+		s->cap_ranks = cap;
+	}
+	r = &s->ranks[s->n_ranks++];
+	r->rank = atoi(tok[1]);
+	pipette_strlcpy(r->host, tok[7], sizeof(r->host));
+	r->dev = atoi(tok[9]);
+	return 0;
+}
+
+/* A '#' line: the banner naming the program, a rank line, or the column
+ * header "#  size count type redop root time algbw busbw #wrong time algbw
+ * busbw #wrong" (the first busbw is out-of-place: nccl-tests
+ * src/util.cu:756-758). */
+static int nccl_comment(struct nccl_scan *s, char *buf, const char *path,
+			struct pipette_err *err)
+{
+	const char *key = "Collective test starting:";
+	char *p = buf + 1, *tok[32];
+	int nt, i;
+
+	while (*p == ' ')
+		p++;
+	if (!strncmp(p, key, strlen(key))) {
+		if (sscanf(p + strlen(key), " %63s", s->program) != 1)
+			s->program[0] = '\0';
+		return 0;
+	}
+	nt = split_ws(p, tok, 32);
+	if (nt >= 10 && !strcmp(tok[0], "Rank") && !strcmp(tok[6], "on") &&
+	    !strcmp(tok[8], "device"))
+		return nccl_rank_line(s, tok, path, err);
+	if (s->busbw_col < 0 && nt >= 3 && !strcmp(tok[0], "size")) {
+		for (i = 0; i < nt; i++) {
+			if (!strcmp(tok[i], "busbw") && s->busbw_col < 0)
+				s->busbw_col = i;
+			if (!strcmp(tok[i], "time") && s->time_col < 0)
+				s->time_col = i;
+		}
+	}
+	return 0;
+}
+
+/* A result row under the header: keep the row of the wanted size (or the
+ * largest) and the smallest sendrecv time for the latency. */
+static int nccl_row(struct nccl_scan *s, char **tok, int nt, int lineno, double want,
+		    const char *path, struct pipette_err *err)
+{
+	int bc = s->busbw_col;
+	double size = strtod(tok[0], NULL), g, t;
+	char *end;
+
+	if (nt <= bc)
+		return pipette_fail(err, "%s: line %d: expected at least %d columns "
+				    "(busbw is column %d of the header), got %d",
+				    path, lineno, bc + 1, bc + 1, nt);
+	errno = 0;
+	g = strtod(tok[bc], &end);
+	if (errno || *end || !isfinite(g) || g < 0)
+		return pipette_fail(err, "%s: line %d: busbw column: expected GB/s, got "
+				    "'%.32s'", path, lineno, tok[bc]);
+	if (nt > bc + 1 && all_digits(tok[bc + 1]) && atol(tok[bc + 1]) != 0)
+		return pipette_fail(err, "%s: line %d: nccl-tests reports %s wrong results "
+				    "(#wrong): the run is not a valid measurement", path,
+				    lineno, tok[bc + 1]);
+	if ((want > 0 && size == want) || (want <= 0 && size > s->best_bytes)) {
+		s->best_bytes = size;
+		s->best_bw = g;
+		s->best_line = lineno;
+	}
+	if (s->time_col >= 0 && s->time_col < nt && size <= NCCL_LAT_MAX_BYTES &&
+	    size < s->lat_bytes) {
+		t = strtod(tok[s->time_col], &end);
+		if (!*end && isfinite(t) && t >= 0 && t <= PIPETTE_BW_MAX_LAT_US) {
+			s->lat = t;
+			s->lat_bytes = size;
+		}
+	}
+	return 0;
+}
+
+/* One pass over the text (changed in place by strtok_r), then the checks
+ * that a figure was found. */
+static int nccl_scan_text(struct nccl_scan *s, char *text, double want, const char *path,
+			  struct pipette_err *err)
+{
+	char *line, *save = NULL;
+	int lineno = 0;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char buf[NCCL_MAX_LINE], *tok[32];
 		int nt;
 
@@ -226,191 +321,121 @@ int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
 			continue;	/* not an nccl-tests line */
 		memcpy(buf, line, strlen(line) + 1);
 		if (line[0] == '#') {
-			char *p = buf + 1;
-			const char *key = "Collective test starting:";
-
-			while (*p == ' ')
-				p++;
-			if (!strncmp(p, key, strlen(key))) {
-				if (sscanf(p + strlen(key), " %63s", program) != 1)
-					program[0] = '\0';
-				continue;
-			}
-			nt = split_ws(p, tok, 32);
-			/* "#  Rank  0 Group  0 Pid 1234 on HOST device  0 [...] NAME" */
-			if (nt >= 10 && !strcmp(tok[0], "Rank") && !strcmp(tok[6], "on") &&
-			    !strcmp(tok[8], "device")) {
-				struct nccl_rank *r;
-
-				if (n_ranks == cap_ranks) {
-					int cap = cap_ranks ? 2 * cap_ranks : 16;
-					void *np = realloc(ranks, (size_t)cap * sizeof(*ranks));
-
-					if (!np) {
-						pipette_fail(err, "%s: out of memory", path);
-						goto fail;
-					}
-					ranks = np;
-					cap_ranks = cap;
-				}
-				r = &ranks[n_ranks++];
-				r->rank = atoi(tok[1]);
-				pipette_strlcpy(r->host, tok[7], sizeof(r->host));
-				r->dev = atoi(tok[9]);
-				continue;
-			}
-			/* The column header: "#  size count type redop root time
-			 * algbw busbw #wrong time algbw busbw #wrong" (the first
-			 * busbw is out-of-place: nccl-tests src/util.cu:756-758). */
-			if (busbw_col < 0 && nt >= 3 && !strcmp(tok[0], "size")) {
-				for (i = 0; i < nt; i++) {
-					if (!strcmp(tok[i], "busbw") && busbw_col < 0)
-						busbw_col = i;
-					if (!strcmp(tok[i], "time") && time_col < 0)
-						time_col = i;
-				}
-			}
+			if (nccl_comment(s, buf, path, err))
+				return -1;
 			continue;
 		}
 		nt = split_ws(buf, tok, 32);
-		if (nt < 1 || !all_digits(tok[0]) || busbw_col < 0)
+		if (nt < 1 || !all_digits(tok[0]) || s->busbw_col < 0)
 			continue;
-		if (nt <= busbw_col) {
-			pipette_fail(err, "%s: line %d: expected at least %d columns "
-				     "(busbw is column %d of the header), got %d",
-				     path, lineno, busbw_col + 1, busbw_col + 1, nt);
-			goto fail;
-		}
-		{
-			double size = strtod(tok[0], NULL), g, t;
-			char *end;
+		if (nccl_row(s, tok, nt, lineno, want, path, err))
+			return -1;
+	}
+	if (s->busbw_col < 0)
+		return pipette_fail(err, "%s: no nccl-tests header line (\"#  size count "
+				    "type ... busbw ...\") found", path);
+	if (isnan(s->best_bw)) {
+		if (want > 0)
+			return pipette_fail(err, "%s: no result row for %.0f bytes", path, want);
+		return pipette_fail(err, "%s: no result rows under the header", path);
+	}
+	if (!(s->best_bw > 0) || s->best_bw > PIPETTE_BW_MAX_GBPS)
+		return pipette_fail(err, "%s: line %d: busbw %g GB/s is not in (0, %g]",
+				    path, s->best_line, s->best_bw, PIPETTE_BW_MAX_GBPS);
+	return 0;
+}
 
-			errno = 0;
-			g = strtod(tok[busbw_col], &end);
-			if (errno || *end || !isfinite(g) || g < 0) {
-				pipette_fail(err, "%s: line %d: busbw column: expected "
-					     "GB/s, got '%.32s'", path, lineno,
-					     tok[busbw_col]);
-				goto fail;
-			}
-			if (nt > busbw_col + 1 && all_digits(tok[busbw_col + 1]) &&
-			    atol(tok[busbw_col + 1]) != 0) {
-				pipette_fail(err, "%s: line %d: nccl-tests reports %s "
-					     "wrong results (#wrong): the run is not a "
-					     "valid measurement", path, lineno,
-					     tok[busbw_col + 1]);
-				goto fail;
-			}
-			if ((opt->bytes > 0 && size == opt->bytes) ||
-			    (opt->bytes <= 0 && size > best_bytes)) {
-				best_bytes = size;
-				best_bw = g;
-				best_line = lineno;
-			}
-			if (time_col >= 0 && time_col < nt && size <= NCCL_LAT_MAX_BYTES &&
-			    size < lat_bytes) {
-				t = strtod(tok[time_col], &end);
-				if (!*end && isfinite(t) && t >= 0 &&
-				    t <= PIPETTE_BW_MAX_LAT_US) {
-					lat = t;
-					lat_bytes = size;
-				}
-			}
-		}
-	}
-	if (busbw_col < 0) {
-		pipette_fail(err, "%s: no nccl-tests header line (\"#  size count "
-			     "type ... busbw ...\") found", path);
-		goto fail;
-	}
-	if (isnan(best_bw)) {
-		if (opt->bytes > 0)
-			pipette_fail(err, "%s: no result row for %.0f bytes", path,
-				     opt->bytes);
-		else
-			pipette_fail(err, "%s: no result rows under the header", path);
-		goto fail;
-	}
-	if (!(best_bw > 0) || best_bw > PIPETTE_BW_MAX_GBPS) {
-		pipette_fail(err, "%s: line %d: busbw %g GB/s is not in (0, %g]",
-			     path, best_line, best_bw, PIPETTE_BW_MAX_GBPS);
-		goto fail;
-	}
-	if (opt->tool)
-		pipette_strlcpy(tool, opt->tool, sizeof(tool));
-	else
-		snprintf(tool, sizeof(tool), "nccl-tests%s%s", program[0] ? " " : "",
-			 program);
-	if (!strstr(tool, "sendrecv"))
-		lat = NAN;	/* a collective's time is not one hop's latency */
-	prov.tool = tool;
-	prov.metric = "busbw";
-	prov.bytes = best_bytes;
-	prov.when = opt->when;
+/* Both directions of one node pair get the figure. */
+static int nccl_set_pair(struct pipette_bwcache *bw, const char *a, const char *b,
+			 const struct nccl_scan *s, const struct pipette_bw_prov *prov,
+			 const char *path, struct pipette_err *err)
+{
+	if (pipette_bwcache_set_inter(bw, a, b, s->best_bw, s->lat, prov, err) < 0 ||
+	    pipette_bwcache_set_inter(bw, b, a, s->best_bw, s->lat, prov, err) < 0)
+		return pipette_fail_prefix(err, "%s: ", path);
+	return 0;
+}
+
+/* Record the figure: the pair given, the two hosts of the rank lines, or
+ * one host's ring of devices. */
+static int nccl_record(struct pipette_bwcache *bw, const struct nccl_scan *s,
+		       const struct pipette_nccl_import *opt,
+		       const struct pipette_bw_prov *prov, const char *path,
+		       struct pipette_err *err)
+{
+	const char *hosts[2] = { NULL, NULL };
+	int n_hosts = 0, i, k;
+
 	if (opt->pair_a || opt->pair_b) {
-		if (!opt->pair_a || !opt->pair_b || !strcmp(opt->pair_a, opt->pair_b)) {
-			pipette_fail(err, "%s: --pair needs two different node names",
-				     path);
-			goto fail;
-		}
-		if (pipette_bwcache_set_inter(bw, opt->pair_a, opt->pair_b, best_bw,
-					      lat, &prov, err) < 0 ||
-		    pipette_bwcache_set_inter(bw, opt->pair_b, opt->pair_a, best_bw,
-					      lat, &prov, err) < 0)
-			goto fail_prefix;
-		rv = 0;
-		goto fail;
+		if (!opt->pair_a || !opt->pair_b || !strcmp(opt->pair_a, opt->pair_b))
+			return pipette_fail(err, "%s: --pair needs two different node names",
+					    path);
+		return nccl_set_pair(bw, opt->pair_a, opt->pair_b, s, prov, path, err);
 	}
-	for (i = 0; i < n_ranks; i++) {
-		int k;
-
+	for (i = 0; i < s->n_ranks; i++) {
 		for (k = 0; k < n_hosts; k++)
-			if (!strcmp(hosts[k], ranks[i].host))
+			if (!strcmp(hosts[k], s->ranks[i].host))
 				break;
 		if (k < n_hosts)
 			continue;
-		if (n_hosts == 2) {
-			pipette_fail(err, "%s: the ranks run on more than two hosts (%s, "
-				     "%s, %s, ...); pipette needs one node pair per "
-				     "file", path, hosts[0], hosts[1], ranks[i].host);
-			goto fail;
-		}
-		hosts[n_hosts++] = ranks[i].host;
+		if (n_hosts == 2)
+			return pipette_fail(err, "%s: the ranks run on more than two hosts "
+					    "(%s, %s, %s, ...); pipette needs one node pair "
+					    "per file", path, hosts[0], hosts[1],
+					    s->ranks[i].host);
+		hosts[n_hosts++] = s->ranks[i].host;
 	}
-	if (n_hosts == 0) {
-		pipette_fail(err, "%s: no \"#  Rank N ... on HOST device D\" lines: "
-			     "give the node pair with --pair A,B", path);
-		goto fail;
-	}
-	if (n_hosts == 2) {
-		if (pipette_bwcache_set_inter(bw, hosts[0], hosts[1], best_bw, lat,
-					      &prov, err) < 0 ||
-		    pipette_bwcache_set_inter(bw, hosts[1], hosts[0], best_bw, lat,
-					      &prov, err) < 0)
-			goto fail_prefix;
-		rv = 0;
-		goto fail;
-	}
-	if (n_ranks < 2) {
-		pipette_fail(err, "%s: a single rank measures no link", path);
-		goto fail;
-	}
+	if (n_hosts == 0)
+		return pipette_fail(err, "%s: no \"#  Rank N ... on HOST device D\" lines: "
+				    "give the node pair with --pair A,B", path);
+	if (n_hosts == 2)
+		return nccl_set_pair(bw, hosts[0], hosts[1], s, prov, path, err);
+	if (s->n_ranks < 2)
+		return pipette_fail(err, "%s: a single rank measures no link", path);
 	/* One host: the ring of devices in rank order. */
-	for (i = 0; i < n_ranks; i++) {
-		int a = ranks[i].dev, b = ranks[(i + 1) % n_ranks].dev;
+	for (i = 0; i < s->n_ranks; i++) {
+		int a = s->ranks[i].dev, b = s->ranks[(i + 1) % s->n_ranks].dev;
 
-		if (a == b)
-			continue;
-		if (pipette_bwcache_set_intra(bw, hosts[0], a, b, best_bw, lat, &prov,
-					      err) < 0)
-			goto fail_prefix;
+		if (a != b && pipette_bwcache_set_intra(bw, hosts[0], a, b, s->best_bw, s->lat,
+							prov, err) < 0)
+			return pipette_fail_prefix(err, "%s: ", path);
 	}
-	rv = 0;
-	goto fail;
-fail_prefix:
-	pipette_fail_prefix(err, "%s: ", path);
-fail:
-	free(ranks);
+	return 0;
+}
+
+int pipette_bwcache_import_nccl(struct pipette_bwcache *bw, const char *path,
+				const struct pipette_nccl_import *opt,
+				struct pipette_err *err)
+{
+	struct nccl_scan s;
+	struct pipette_file f;
+	struct pipette_bw_prov prov;
+	char tool[128];
+	int rv = -1;
+
+	memset(&s, 0, sizeof(s));
+	s.busbw_col = s.time_col = -1;
+	s.best_bytes = -1;
+	s.best_bw = s.lat = NAN;
+	s.lat_bytes = INFINITY;
+	if (read_text(path, "nccl-tests output", &f, err) < 0)
+		return -1;
+	if (nccl_scan_text(&s, f.data, opt->bytes, path, err))
+		goto out;
+	if (opt->tool)
+		pipette_strlcpy(tool, opt->tool, sizeof(tool));
+	else
+		snprintf(tool, sizeof(tool), "nccl-tests%s%s", s.program[0] ? " " : "",
+			 s.program);
+	if (!strstr(tool, "sendrecv"))
+		s.lat = NAN;	/* a collective's time is not one hop's latency */
+	prov.tool = tool;
+	prov.metric = "busbw";
+	prov.bytes = s.best_bytes;
+	prov.when = opt->when;
+	rv = nccl_record(bw, &s, opt, &prov, path, err);
+out:
+	free(s.ranks);
 	pipette_file_free(&f);
 	return rv;
 }

@@ -458,10 +458,10 @@ int pipette_model_config_path(const char *name_or_path, const char *site_dir,
 	if (site_dir && *site_dir && strlen(site_dir) < PATH_MAX - 300) {
 		snprintf(path, size, "%s/%s.json", site_dir, name_or_path);
 		if (is_file(path))
-			return 1;
+			return 2;
 		snprintf(path, size, "%s/%s/config.json", site_dir, name_or_path);
 		if (is_file(path))
-			return 1;
+			return 2;
 		path[0] = '\0';
 	}
 	return 0;

@@ -80,12 +80,13 @@ int pipette_model_load_hf(const char *path, struct pipette_model *out,
  * NAME found as SITE_DIR/NAME.json or SITE_DIR/NAME/config.json. */
 int pipette_model_load(const char *name_or_path, const char *site_dir,
 		       struct pipette_model *out, struct pipette_err *err);
-/* The config.json pipette_model_load would read for the same arguments:
- * 1 with its path in path[size] (size >= PATH_MAX), 0 when it would look
- * NAME up among the presets (path empty), -1 on an empty or too long
- * name.  For callers that check the file before the work that loads it. */
 /* Largest config.json read (Hugging Face configs are a few KiB). */
 #define PIPETTE_MODEL_MAX_FILE_BYTES (4 << 20)
+/* The config.json pipette_model_load would read for the same arguments,
+ * its path in path[size] (size >= PATH_MAX): 1 when name_or_path names
+ * it, 2 when it was found in site_dir; 0 when NAME would be looked up
+ * among the presets (path empty), -1 on an empty or too long name.  For
+ * callers that check the file before the work that loads it. */
 int pipette_model_config_path(const char *name_or_path, const char *site_dir,
 			      char *path, size_t size, struct pipette_err *err);
 /* Check that the dimensions are positive, consistent and not absurd. */

@@ -86,7 +86,7 @@ int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site
 	file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES, bw);
 	strcpy(model, "-");
 	if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
-				      sizeof(path), NULL) == 1)
+				      sizeof(path), NULL) >= 1)
 		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, model);
 	w = snprintf(out, len, "1:%s:%s:%s", opts, bw, model);
 	return w < 0 || (size_t)w >= len ? -1 : 0;

@@ -101,7 +101,7 @@ static int run_local(const struct pipette_probe_opts *o, const char *gen)
 	json_object_put(j);
 	if (!rc && o->out && l->ngpu > 1 &&
 	    (pipette_probe_local_to_cache(l, node, when, gen, &bw, &e) ||
-	     pipette_probe_merge_file(o->out, bw, &e)))
+	     pipette_bwcache_merge_file(o->out, bw, &e)))
 		rc = -1;
 	pipette_bwcache_destroy(bw);
 	pipette_probe_local_destroy(l);
@@ -209,7 +209,7 @@ static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 	}
 	if (o->out) {
 		if (pipette_probe_result_to_cache(r, gen, &bw, &e) ||
-		    pipette_probe_merge_file(o->out, bw, &e))
+		    pipette_bwcache_merge_file(o->out, bw, &e))
 			rc = fail(EXIT_FAILED, &e);
 		else
 			fprintf(stderr, "pipette-probe: merged into %s\n", o->out);

@@ -4,12 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "net.h"
 
 static size_t max_size(const struct pipette_probe_result *r)
 {
@@ -97,62 +92,6 @@ int pipette_probe_local_to_cache(const struct pipette_probe_local *l,
 fail:
 	pipette_bwcache_destroy(bw);
 	return -1;
-}
-
-/* Load, merge and save under an exclusive flock(2) on "PATH.lock", so that
- * several nodes' --local runs can merge into one cache at the same time
- * without losing each other's figures (the save itself is atomic). */
-#define LOCK_WAIT_S 120.0
-
-static int merge_locked(const char *path, const struct pipette_bwcache *src,
-			struct pipette_err *err)
-{
-	struct pipette_bwcache *dst = NULL;
-	struct stat st;
-	int rv = -1;
-
-	if (stat(path, &st) < 0) {
-		if (errno != ENOENT)
-			return pipette_fail(err, "%s: %s", path, strerror(errno));
-		return pipette_bwcache_save(src, path, err);
-	}
-	if (pipette_bwcache_load(path, &dst, err))
-		return -1;
-	if (pipette_bwcache_merge(dst, src, err) ||
-	    pipette_bwcache_save(dst, path, err))
-		goto out;
-	rv = 0;
-out:
-	pipette_bwcache_destroy(dst);
-	return rv;
-}
-
-int pipette_probe_merge_file(const char *path, const struct pipette_bwcache *src,
-			     struct pipette_err *err)
-{
-	char lock[4096];
-	double deadline = pipette_probe_now() + LOCK_WAIT_S;
-	int fd, rv;
-
-	if ((size_t)snprintf(lock, sizeof(lock), "%s.lock", path) >= sizeof(lock))
-		return pipette_fail(err, "%.64s...: path too long", path);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return pipette_fail(err, "%s: %s", lock, strerror(errno));
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if ((errno != EWOULDBLOCK && errno != EINTR) ||
-		    pipette_probe_now() > deadline) {
-			int e = errno;
-
-			close(fd);
-			return pipette_fail(err, "%s: cannot lock within %.0f s: %s",
-					    lock, LOCK_WAIT_S, strerror(e));
-		}
-		usleep(100000);
-	}
-	rv = merge_locked(path, src, err);
-	close(fd);	/* releases the lock */
-	return rv;
 }
 
 static struct json_object *num(double v)

@@ -28,12 +28,8 @@ int pipette_probe_local_to_cache(const struct pipette_probe_local *l,
 				 struct pipette_bwcache **out,
 				 struct pipette_err *err);
 
-/* Merge `src` into the cache file at `path` (created when missing) and
- * save it atomically: newer figures win link by link, unmeasured links keep
- * their values and times (pipette_bwcache_merge).  Concurrent callers are
- * serialised by flock(2) on PATH.lock (left in place; waits up to 120 s). */
-int pipette_probe_merge_file(const char *path, const struct pipette_bwcache *src,
-			     struct pipette_err *err);
+/* Merging into the cache file (--out) is pipette_bwcache_merge_file: the
+ * same lock, merge and atomic save as `pipette bandwidth merge`. */
 
 /* Raw reports ("schema": "pipette-probe/1"). */
 struct json_object *pipette_probe_result_json(const struct pipette_probe_result *r);

@@ -1,8 +1,11 @@
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "model.h"
+#include "readfile.h"
 
 int cli_error(const char *fmt, ...)
 {
@@ -49,6 +52,26 @@ int cli_double(const char *opt, const char *val, double min, double max, double 
 	if (pipette_parse_double(val, min, max, out, opt, &err))
 		return cli_error("%s", err.msg);
 	return 0;
+}
+
+int cli_check_input(const char *opt, const char *path)
+{
+	struct pipette_err err;
+
+	if (pipette_check_file(path, opt, &err))
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+int cli_check_model(const char *model, const char *models_dir)
+{
+	struct pipette_err err;
+	char path[PATH_MAX];
+	int r = pipette_model_config_path(model, models_dir, path, sizeof(path), &err);
+
+	if (r < 0)
+		return cli_error("--model: %s", err.msg);
+	return r ? cli_check_input(r == 2 ? "--models-dir" : "--model", path) : 0;
 }
 
 const char *cli_gib(double bytes, char *buf, unsigned size)

@@ -47,6 +47,16 @@ int cli_opt_value(int argc, char **argv, int *i, char *name, size_t len, const c
 int cli_int(const char *opt, const char *val, long min, long max, long *out);
 int cli_double(const char *opt, const char *val, double min, double max, double *out);
 
+/* An input file given with option `opt`: refuse it at once, naming the
+ * option and the path, when it cannot be read as a regular file (a FIFO, a
+ * device, a directory, a missing file), before the work that reads it.
+ * 0, or PIPETTE_EXIT_USAGE with the message printed.  The reader
+ * (readfile.h) refuses the same files; this names the option. */
+int cli_check_input(const char *opt, const char *path);
+/* The same for the config.json that --model NAME|PATH (with --models-dir
+ * DIR, may be NULL) would read, if any; a preset needs no file. */
+int cli_check_model(const char *model, const char *models_dir);
+
 /* Pretty byte counts: "12.34 GiB". */
 const char *cli_gib(double bytes, char *buf, unsigned size);
 

@@ -278,111 +278,87 @@ static int write_svg(const char *path, const struct pipette_bwcache *bw,
 	return 0;
 }
 
-static int do_show(int argc, char **argv)
-{
-	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
-	const char *file = NULL, *nodes_spec = NULL, *svg = NULL;
-	struct pipette_bwcache *bw = NULL;
-	struct pipette_bw_defaults def;
-	struct pipette_err err;
-	struct link_row *links = NULL;
-	double *v = NULL, *all = NULL, med_all = NAN, lo = NAN, hi = NAN;
-	char **names = NULL, when[32], s1[40], s2[40], s3[40];
-	int *idx = NULL, n = 0, n_names = 0, n_links = 0, n_all = 0;
-	long worst = 10;
-	int i, j, a, b, rc = PIPETTE_EXIT_USAGE;
+struct show_opts {
+	struct stale_opt so;
+	const char *file, *nodes_spec, *svg;
+	long worst;
+};
 
+static int show_parse(int argc, char **argv, struct show_opts *o)
+{
+	int i;
+
+	o->so.days = BW_STALE_DAYS;
+	o->so.now = time(NULL);
+	o->file = o->nodes_spec = o->svg = NULL;
+	o->worst = 10;
 	for (i = 1; i < argc; i++) {
 		int r = 0;
 
-		if (stale_arg(argc, argv, &i, &so, &r)) {
+		if (stale_arg(argc, argv, &i, &o->so, &r)) {
 			if (r)
 				return r;
 		} else if (is_opt(argv[i], "--nodes")) {
-			if (!(nodes_spec = need(argc, argv, &i)))
+			if (!(o->nodes_spec = need(argc, argv, &i)))
 				return cli_error("--nodes needs a node list");
 		} else if (is_opt(argv[i], "--svg")) {
-			if (!(svg = need(argc, argv, &i)))
+			if (!(o->svg = need(argc, argv, &i)))
 				return cli_error("--svg needs a file name");
 		} else if (is_opt(argv[i], "--worst")) {
-			if ((r = cli_int("--worst", need(argc, argv, &i), 0, 1000000, &worst)))
+			if ((r = cli_int("--worst", need(argc, argv, &i), 0, 1000000, &o->worst)))
 				return r;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return cli_error("bandwidth show: unknown option '%.64s'", argv[i]);
-		} else if (file) {
+		} else if (o->file) {
 			return cli_error("bandwidth show: one file at a time ('%.64s' "
-					 "and '%.64s')", file, argv[i]);
+					 "and '%.64s')", o->file, argv[i]);
 		} else {
-			file = argv[i];
+			o->file = argv[i];
 		}
 	}
-	if (!file)
+	if (!o->file)
 		return cli_error("bandwidth show: no file given");
-	if (pipette_bwcache_load(file, &bw, &err) < 0)
-		return cli_error("%s", err.msg);
-	if (nodes_spec) {
-		if (cli_expand_nodes(nodes_spec, &names, &n_names, &err) < 0) {
-			cli_error("--nodes: %s", err.msg);
-			goto out;
-		}
-		idx = malloc((size_t)n_names * sizeof(int));
-		if (!idx)
-			goto oom;
-		for (i = 0; i < n_names; i++) {
-			idx[i] = pipette_bwcache_node_index(bw, names[i]);
-			if (idx[i] < 0) {
-				cli_error("%s: node '%s' (from --nodes) is not in the "
-					  "cache", file, names[i]);
-				goto out;
-			}
-		}
-		n = n_names;
-	} else {
-		n = pipette_bwcache_node_count(bw);
-		idx = malloc(((size_t)n + 1) * sizeof(int));
-		if (!idx)
-			goto oom;
-		for (i = 0; i < n; i++)
-			idx[i] = i;
-	}
-	v = malloc(((size_t)n * PIPETTE_BW_MAX_GPUS + PIPETTE_BW_MAX_GPUS *
-		    PIPETTE_BW_MAX_GPUS + 1) * sizeof(double));
-	links = malloc(((size_t)n * (size_t)n + 1) * sizeof(*links));
-	all = malloc(((size_t)n * (size_t)n + 1) * sizeof(double));
-	if (!v || !links || !all)
-		goto oom;
-	for (i = 0; i < n; i++)
-		for (j = 0; j < n; j++) {
-			struct pipette_bw_figure f;
+	return 0;
+}
 
-			if (i != j && pipette_bwcache_inter(bw, idx[i], idx[j], &f) == 1) {
-				links[n_links].a = idx[i];
-				links[n_links].b = idx[j];
-				links[n_links].gbps = f.gbps;
-				n_links++;
-				all[n_all++] = f.gbps;
-			}
+/* The nodes shown, as cache indices: --nodes in its order (names[] keeps
+ * the expanded list), else every node of the cache. */
+static int show_select(const struct pipette_bwcache *bw, const struct show_opts *o,
+		       char ***names, int *n_names, int **idx, int *n)
+{
+	struct pipette_err err;
+	int i;
+
+	if (o->nodes_spec) {
+		if (cli_expand_nodes(o->nodes_spec, names, n_names, &err) < 0)
+			return cli_error("--nodes: %s", err.msg);
+		if (!(*idx = malloc((size_t)*n_names * sizeof(int))))
+			return cli_error("out of memory");
+		for (i = 0; i < *n_names; i++) {
+			(*idx)[i] = pipette_bwcache_node_index(bw, (*names)[i]);
+			if ((*idx)[i] < 0)
+				return cli_error("%s: node '%s' (from --nodes) is not in the "
+						 "cache", o->file, (*names)[i]);
 		}
-	if (n_all) {
-		stats(all, n_all, s1, sizeof(s1));
-		lo = all[0];
-		hi = all[n_all - 1];
-		med_all = n_all % 2 ? all[n_all / 2] :
-			(all[n_all / 2 - 1] + all[n_all / 2]) / 2;
+		*n = *n_names;
+		return 0;
 	}
-	pipette_bwcache_get_defaults(bw, &def);
-	printf("%s: %s, generated %s, %d of %d nodes shown, %d of %d inter-node "
-	       "figures measured\n", file, PIPETTE_BW_SCHEMA,
-	       pipette_bw_format_time(pipette_bwcache_generated(bw), when,
-				      sizeof(when)),
-	       n, pipette_bwcache_node_count(bw), n_links, n * (n - 1));
-	printf("defaults: inter %s, intra %s, latency inter %s / intra %s",
-	       opt_num(def.inter_gbps, "GB/s", s1, sizeof(s1)),
-	       opt_num(def.intra_gbps, "GB/s", s2, sizeof(s2)),
-	       opt_num(def.inter_lat_us, "us", s3, sizeof(s3)),
-	       opt_num(def.intra_lat_us, "us", when, sizeof(when)));
-	printf("\n(unmeasured figures fall back to these, then to the GPU's "
-	       "nominal figures)\n\n");
+	*n = pipette_bwcache_node_count(bw);
+	if (!(*idx = malloc(((size_t)*n + 1) * sizeof(int))))
+		return cli_error("out of memory");
+	for (i = 0; i < *n; i++)
+		(*idx)[i] = i;
+	return 0;
+}
+
+/* One line per node: min / median / max of its outgoing, incoming and
+ * intra-node figures (v: scratch for n + G*G values). */
+static void show_node_lines(const struct pipette_bwcache *bw, const int *idx, int n,
+			    double *v)
+{
+	char s1[40], s2[40], s3[40];
+	int i, j, a, b;
+
 	printf("%-20s %23s  %23s  %23s\n", "node", "out GB/s min/med/max",
 	       "in GB/s min/med/max", "intra GB/s min/med/max");
 	for (i = 0; i < n; i++) {
@@ -407,34 +383,102 @@ static int do_show(int argc, char **argv)
 		printf("%-20s %s  %s  %s\n", pipette_bwcache_node_name(bw, idx[i]),
 		       s1, s2, s3);
 	}
-	if (n_links && worst > 0) {
-		qsort(links, (size_t)n_links, sizeof(*links), cmp_link);
-		printf("\nworst inter-node links (median %.2f GB/s):\n", med_all);
-		for (i = 0; i < n_links && i < worst; i++) {
+}
+
+/* The `worst` slowest links (links[] sorted here), against the median. */
+static void show_worst(const struct pipette_bwcache *bw, struct link_row *links,
+		       int n_links, long worst, double med_all)
+{
+	char when[32];
+	int i;
+
+	qsort(links, (size_t)n_links, sizeof(*links), cmp_link);
+	printf("\nworst inter-node links (median %.2f GB/s):\n", med_all);
+	for (i = 0; i < n_links && i < worst; i++) {
+		struct pipette_bw_figure f;
+
+		pipette_bwcache_inter(bw, links[i].a, links[i].b, &f);
+		printf("  %-20s -> %-20s %8.2f GB/s %4.0f%%  %s %s %.0f B %s\n",
+		       pipette_bwcache_node_name(bw, links[i].a),
+		       pipette_bwcache_node_name(bw, links[i].b), f.gbps,
+		       100.0 * f.gbps / med_all, f.prov.tool ? f.prov.tool : "?",
+		       f.prov.metric ? f.prov.metric : "?", f.prov.bytes,
+		       pipette_bw_format_time(f.prov.when, when, sizeof(when)));
+	}
+}
+
+static int do_show(int argc, char **argv)
+{
+	struct show_opts o;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_bw_defaults def;
+	struct pipette_err err;
+	struct link_row *links = NULL;
+	double *v = NULL, *all = NULL, med_all = NAN, lo = NAN, hi = NAN;
+	char **names = NULL, when[32], s1[40], s2[40], s3[40];
+	int *idx = NULL, n = 0, n_names = 0, n_links = 0, n_all = 0;
+	int i, j, rc = PIPETTE_EXIT_USAGE;
+
+	if ((rc = show_parse(argc, argv, &o)))
+		return rc;
+	rc = PIPETTE_EXIT_USAGE;
+	if (pipette_bwcache_load(o.file, &bw, &err) < 0)
+		return cli_error("%s", err.msg);
+	if (show_select(bw, &o, &names, &n_names, &idx, &n))
+		goto out;
+	v = malloc(((size_t)n * PIPETTE_BW_MAX_GPUS + PIPETTE_BW_MAX_GPUS *
+		    PIPETTE_BW_MAX_GPUS + 1) * sizeof(double));
+	links = malloc(((size_t)n * (size_t)n + 1) * sizeof(*links));
+	all = malloc(((size_t)n * (size_t)n + 1) * sizeof(double));
+	if (!v || !links || !all) {
+		cli_error("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
 			struct pipette_bw_figure f;
 
-			pipette_bwcache_inter(bw, links[i].a, links[i].b, &f);
-			printf("  %-20s -> %-20s %8.2f GB/s %4.0f%%  %s %s %.0f B %s\n",
-			       pipette_bwcache_node_name(bw, links[i].a),
-			       pipette_bwcache_node_name(bw, links[i].b), f.gbps,
-			       100.0 * f.gbps / med_all, f.prov.tool ? f.prov.tool : "?",
-			       f.prov.metric ? f.prov.metric : "?", f.prov.bytes,
-			       pipette_bw_format_time(f.prov.when, when, sizeof(when)));
+			if (i != j && pipette_bwcache_inter(bw, idx[i], idx[j], &f) == 1) {
+				links[n_links].a = idx[i];
+				links[n_links].b = idx[j];
+				links[n_links].gbps = f.gbps;
+				n_links++;
+				all[n_all++] = f.gbps;
+			}
 		}
+	if (n_all) {
+		stats(all, n_all, s1, sizeof(s1));
+		lo = all[0];
+		hi = all[n_all - 1];
+		med_all = n_all % 2 ? all[n_all / 2] :
+			(all[n_all / 2 - 1] + all[n_all / 2]) / 2;
 	}
-	warn_stale(bw, file, (const char *const *)names, n_names, so.now, so.days);
-	if (svg) {
+	pipette_bwcache_get_defaults(bw, &def);
+	printf("%s: %s, generated %s, %d of %d nodes shown, %d of %d inter-node "
+	       "figures measured\n", o.file, PIPETTE_BW_SCHEMA,
+	       pipette_bw_format_time(pipette_bwcache_generated(bw), when,
+				      sizeof(when)),
+	       n, pipette_bwcache_node_count(bw), n_links, n * (n - 1));
+	printf("defaults: inter %s, intra %s, latency inter %s / intra %s",
+	       opt_num(def.inter_gbps, "GB/s", s1, sizeof(s1)),
+	       opt_num(def.intra_gbps, "GB/s", s2, sizeof(s2)),
+	       opt_num(def.inter_lat_us, "us", s3, sizeof(s3)),
+	       opt_num(def.intra_lat_us, "us", when, sizeof(when)));
+	printf("\n(unmeasured figures fall back to these, then to the GPU's "
+	       "nominal figures)\n\n");
+	show_node_lines(bw, idx, n, v);
+	if (n_links && o.worst > 0)
+		show_worst(bw, links, n_links, o.worst, med_all);
+	warn_stale(bw, o.file, (const char *const *)names, n_names, o.so.now, o.so.days);
+	if (o.svg) {
 		char title[256];
 
 		snprintf(title, sizeof(title), "%s: inter-node bandwidth, %d nodes",
-			 file, n);
-		if (write_svg(svg, bw, idx, n, lo, hi, title))
+			 o.file, n);
+		if (write_svg(o.svg, bw, idx, n, lo, hi, title))
 			goto out;
 	}
 	rc = PIPETTE_EXIT_OK;
-	goto out;
-oom:
-	cli_error("out of memory");
 out:
 	free(v);
 	free(all);
@@ -577,19 +621,26 @@ out:
 	return rc;
 }
 
+/* The output is locked before the first input is read and until it is
+ * replaced: `merge OUT NEW -o OUT` run by many jobs at once loses no
+ * job's figures (without the lock, each would fold its NEW into the OUT
+ * it read, and the last rename would win). */
 static int do_merge(int argc, char **argv)
 {
 	struct pipette_bwcache *dst = NULL, *src;
+	struct pipette_bwcache_lock *lock = NULL;
 	struct pipette_err err;
 	const char *out = NULL;
 	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
 
 	for (i = 1; i < argc; i++)
 		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			if (out)
+				return cli_error("%s given twice", argv[i]);
 			if (!(out = need(argc, argv, &i)))
 				return cli_error("-o needs a file name");
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_error("bandwidth merge: unknown option '%.64s'", argv[i]);
+			return cli_error("bandwidth merge: unknown option %.64s", argv[i]);
 		} else {
 			n_in++;
 		}
@@ -597,6 +648,8 @@ static int do_merge(int argc, char **argv)
 		return cli_error("bandwidth merge: no output file (-o OUT)");
 	if (n_in < 1)
 		return cli_error("bandwidth merge: no input files");
+	if (pipette_bwcache_lock(out, PIPETTE_BW_LOCK_WAIT_S, &lock, &err))
+		return cli_error("%s", err.msg);
 	for (i = 1; i < argc; i++) {
 		int r;
 
@@ -619,12 +672,15 @@ static int do_merge(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (save(dst, out))
+	if (pipette_bwcache_save_locked(dst, lock, &err) < 0) {
+		cli_error("%s", err.msg);
 		goto out;
+	}
 	printf("%s: %d nodes merged from %d file%s\n", out,
 	       pipette_bwcache_node_count(dst), n_in, n_in == 1 ? "" : "s");
 	rc = PIPETTE_EXIT_OK;
 out:
+	pipette_bwcache_unlock(lock);
 	pipette_bwcache_destroy(dst);
 	return rc;
 }
@@ -654,6 +710,30 @@ static int split2(const char *opt, const char *v, char sep, double *x, double *y
 	return 0;
 }
 
+/* The command (without -o), recorded so that the file says how to remake
+ * it; NULL when out of memory. */
+static char *generator_line(int argc, char **argv)
+{
+	size_t len = 64;
+	char *line;
+	int i;
+
+	for (i = 1; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	if (!(line = malloc(len)))
+		return NULL;
+	strcpy(line, "pipette bandwidth generate");
+	for (i = 1; i < argc; i++) {
+		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			i++;
+			continue;
+		}
+		strcat(line, " ");
+		strcat(line, argv[i]);
+	}
+	return line;
+}
+
 static int do_generate(int argc, char **argv)
 {
 	struct pipette_bw_gen g;
@@ -663,7 +743,6 @@ static int do_generate(int argc, char **argv)
 	const char *out = NULL, *gpu = "H100";
 	double eff = 1.0, x = 0, y = 0, inter = NAN, intra = NAN;
 	char *cmdline = NULL;
-	size_t len = 64;
 	long l;
 	int i, r = 0, have_seed = 0, have_nodes = 0, rc = PIPETTE_EXIT_USAGE;
 
@@ -748,21 +827,8 @@ static int do_generate(int argc, char **argv)
 	g.intra_gbps = isnan(intra) ? spec->nvlink_gbps * eff : intra;
 	g.inter_lat_us = spec->nic_lat_us;
 	g.intra_lat_us = spec->nvlink_lat_us;
-	/* Record the command (without -o) so the file says how to remake it. */
-	for (i = 1; i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	cmdline = malloc(len);
-	if (!cmdline)
+	if (!(cmdline = generator_line(argc, argv)))
 		return cli_error("out of memory");
-	strcpy(cmdline, "pipette bandwidth generate");
-	for (i = 1; i < argc; i++) {
-		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
-			i++;
-			continue;
-		}
-		strcat(cmdline, " ");
-		strcat(cmdline, argv[i]);
-	}
 	if (pipette_bwcache_generate(&g, &bw, &err) < 0 ||
 	    pipette_bwcache_set_generator(bw, cmdline, &err) < 0) {
 		cli_error("%s", err.msg);

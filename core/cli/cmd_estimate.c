@@ -444,6 +444,9 @@ int cmd_estimate(int argc, char **argv)
 
 	if (rc)
 		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	if ((rc = cli_check_model(o.model, o.models_dir)) ||
+	    (o.calibration && (rc = cli_check_input("--calibration", o.calibration))))
+		return rc;
 	if (pipette_model_load(o.model, o.models_dir, &m, &err))
 		return cli_error("--model: %s", err.msg);
 	if (!(gpu = pipette_gpu_lookup(o.gpu, &err)))

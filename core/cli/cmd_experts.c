@@ -183,7 +183,10 @@ static int parse(int argc, char **argv, int gen, struct experts_opts *o)
 static int load_model(const struct experts_opts *o, struct pipette_model *m)
 {
 	struct pipette_err err;
+	int rc;
 
+	if ((rc = cli_check_model(o->model, o->models_dir)))
+		return rc;
 	if (pipette_model_load(o->model, o->models_dir, m, &err) ||
 	    pipette_model_validate(m, &err))
 		return cli_error("--model: %s", err.msg);
@@ -448,6 +451,10 @@ static int place(const struct experts_opts *o)
 	if (m.experts % o->ep)
 		return cli_error("--ep %ld does not divide the %d experts of %s", o->ep,
 				 m.experts, m.name);
+	/* The trace reader (experts.c) opens with fopen(), which waits for
+	 * ever on a FIFO: refuse what is not a regular file first. */
+	if ((rc = cli_check_input("--trace", o->trace)))
+		return rc;
 	if (pipette_routing_read(o->trace, &m, &r, &err))
 		return cli_error("--trace: %s", err.msg);
 	snprintf(count, sizeof(count), "%ld", (o->ep + G - 1) / G);
@@ -460,6 +467,8 @@ static int place(const struct experts_opts *o)
 			       G, o->ep);
 		goto out;
 	}
+	if (o->bandwidth && (rc = cli_check_input("--bandwidth", o->bandwidth)))
+		goto out;
 	if (o->bandwidth && pipette_bwcache_load(o->bandwidth, &bw, &err)) {
 		rc = cli_error("--bandwidth: %s", err.msg);
 		goto out;

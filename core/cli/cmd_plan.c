@@ -235,6 +235,11 @@ int cmd_plan(int argc, char **argv)
 
 	if (rc)
 		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	/* Input files the plan reads, refused before the search starts. */
+	if ((rc = cli_check_model(o.req.model, o.req.models_dir[0] ? o.req.models_dir : NULL)) ||
+	    (o.req.bandwidth[0] && (rc = cli_check_input("--bandwidth", o.req.bandwidth))) ||
+	    (o.req.calibration[0] && (rc = cli_check_input("--calibration", o.req.calibration))))
+		return rc;
 	if (!(gpu = pipette_gpu_lookup(o.req.gpu, &err)))
 		return cli_error("--gpu: %s", err.msg);
 	G = o.gpus_per_node ? (int)o.gpus_per_node

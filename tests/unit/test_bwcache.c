@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -37,6 +38,8 @@ static const struct pipette_gpu_spec test_gpu = {
 
 static char tmpdir[64];
 static char *out;
+
+static void expect(const char *args, int code, const char *fragment);
 
 static void setup(void)
 {
@@ -558,9 +561,10 @@ START_TEST(test_atomic_save)
 	pid_t pid;
 	int status;
 
+	/* The directory holds the cache and its lock file, nothing else. */
 	snprintf(path, sizeof(path), "%s/cache.json", tmpdir);
 	ck_assert_msg(pipette_bwcache_save(small, path, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(count_entries(tmpdir), 1);
+	ck_assert_int_eq(count_entries(tmpdir), 2);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0644);
 	back = load_ok(path);
@@ -591,24 +595,194 @@ START_TEST(test_atomic_save)
 	after = slurp(path, &n2);
 	ck_assert_uint_eq(n1, n2);
 	ck_assert(memcmp(before, after, n1) == 0);
-	ck_assert_int_eq(count_entries(tmpdir), 1);
+	ck_assert_int_eq(count_entries(tmpdir), 2);
 	free(after);
-	/* Saving onto a directory and into a missing directory: errors. */
+	/* Saving onto a directory or a device, and into a missing directory:
+	 * errors, before any lock file is made. */
 	ck_assert_int_eq(pipette_bwcache_save(small, tmpdir, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err.msg, "is a directory"));
+	ck_assert_int_eq(pipette_bwcache_save(small, "/dev/null", &err), -1);
+	ck_assert_msg(strstr(err.msg, "/dev/null: is a special file, not a regular file"), "%s", err.msg);
 	snprintf(path, sizeof(path), "%s/missing/cache.json", tmpdir);
 	ck_assert_int_eq(pipette_bwcache_save(small, path, &err), -1);
-	ck_assert_msg(strstr(err.msg, "cannot create a temporary file"), "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "cannot create the lock file"), "%s", err.msg);
 	/* A successful overwrite replaces the content, keeps one file. */
 	snprintf(path, sizeof(path), "%s/cache.json", tmpdir);
 	ck_assert_int_eq(pipette_bwcache_save(big, path, &err), 0);
 	after = slurp(path, &n2);
 	ck_assert_uint_gt(n2, n1);
-	ck_assert_int_eq(count_entries(tmpdir), 1);
+	ck_assert_int_eq(count_entries(tmpdir), 2);
 	free(after);
 	free(before);
 	pipette_bwcache_destroy(small);
 	pipette_bwcache_destroy(big);
+}
+END_TEST
+
+/* A synthetic cache of n nodes named PREFIX1..PREFIXn, saved to path. */
+static void save_generated(const char *path, const char *prefix, int n, unsigned long long seed)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+
+	pipette_bw_gen_init(&g);
+	g.seed = seed;
+	g.nodes = n;
+	g.gpus_per_node = 2;
+	g.prefix = prefix;
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	ck_assert_msg(pipette_bwcache_generate(&g, &bw, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_bwcache_save(bw, path, &err) == 0, "%s", err.msg);
+	pipette_bwcache_destroy(bw);
+}
+
+/* Ten `pipette bandwidth merge OUT PART -o OUT` at once, each bringing two
+ * nodes of its own to a cache of four: all 4 + 10 x 2 = 24 nodes arrive.
+ * Each merge reads OUT, folds its part in and replaces OUT; without a lock
+ * held from the read to the rename the last rename wins (6 to 10 of the
+ * 24 nodes survived).  The ten start together: they wait on a pipe the
+ * test then closes. */
+#define N_MERGERS 10
+
+START_TEST(test_concurrent_merge)
+{
+	char out_path[128], part[N_MERGERS][128], name[32];
+	struct pipette_bwcache *bw;
+	pid_t pid[N_MERGERS];
+	int gate[2], k, i, status;
+
+	snprintf(out_path, sizeof(out_path), "%s/bw.json", tmpdir);
+	save_generated(out_path, "base", 4, 1);
+	for (k = 0; k < N_MERGERS; k++) {
+		snprintf(part[k], sizeof(part[k]), "%s/part%d.json", tmpdir, k);
+		snprintf(name, sizeof(name), "p%dn", k);
+		save_generated(part[k], name, 2, (unsigned long long)k + 2);
+	}
+	ck_assert_int_eq(pipe(gate), 0);
+	for (k = 0; k < N_MERGERS; k++) {
+		pid[k] = fork();
+		ck_assert_int_ge(pid[k], 0);
+		if (pid[k] == 0) {
+			char c;
+
+			close(gate[1]);
+			if (read(gate[0], &c, 1) < 0)	/* EOF when the test closes it */
+				_exit(126);
+			if (!freopen("/dev/null", "w", stdout))
+				_exit(126);
+			execl(PIPETTE_BIN, "pipette", "bandwidth", "merge", out_path, part[k],
+			      "-o", out_path, (char *)NULL);
+			_exit(127);
+		}
+	}
+	close(gate[0]);
+	close(gate[1]);
+	for (k = 0; k < N_MERGERS; k++) {
+		ck_assert_int_eq(waitpid(pid[k], &status, 0), pid[k]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "merge %d: status %d", k, status);
+	}
+	bw = load_ok(out_path);
+	ck_assert_int_eq(pipette_bwcache_node_count(bw), 4 + 2 * N_MERGERS);
+	for (i = 1; i <= 4; i++) {
+		snprintf(name, sizeof(name), "base%d", i);
+		ck_assert_msg(pipette_bwcache_node_index(bw, name) >= 0, "%s lost", name);
+	}
+	for (k = 0; k < N_MERGERS; k++)
+		for (i = 1; i <= 2; i++) {
+			snprintf(name, sizeof(name), "p%dn%d", k, i);
+			ck_assert_msg(pipette_bwcache_node_index(bw, name) >= 0, "%s lost", name);
+		}
+	pipette_bwcache_destroy(bw);
+	/* the caches and their lock files, no temporary file */
+	ck_assert_int_eq(count_entries(tmpdir), 2 * (1 + N_MERGERS));
+}
+END_TEST
+
+static int exists(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"schema\": \"pipette-bw/1\", \"uni", f);	/* a killed write */
+	fclose(f);
+}
+
+/* A writer killed between creating its temporary file and the rename
+ * leaves the file behind.  The next writer holds the lock, so no other
+ * writer is alive: it removes them, and nothing else. */
+START_TEST(test_dead_writer_temps)
+{
+	static const char *const dead[] = { ".bw.json.tmp.4242.Ab12Cd",
+		".bw.json.tmp-Xy12Z9" /* the name before the lock */ };
+	static const char *const others[] = { ".bw.json.tmp.x.Ab12Cd", "bw.json.tmp.1.Ab12Cd",
+		".other.json.tmp.1.Ab12Cd", ".bw.json.tmp.1.Ab12Cd.keep" };
+	char out_path[128], part[128], args[512];
+	size_t i;
+
+	snprintf(out_path, sizeof(out_path), "%s/bw.json", tmpdir);
+	snprintf(part, sizeof(part), "%s/part.json", tmpdir);
+	save_generated(out_path, "base", 2, 1);
+	save_generated(part, "new", 2, 2);
+	for (i = 0; i < sizeof(dead) / sizeof(dead[0]); i++)
+		touch(tmpdir, dead[i]);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		touch(tmpdir, others[i]);
+	snprintf(args, sizeof(args), "bandwidth merge %s %s -o %s", out_path, part, out_path);
+	expect(args, 0, "4 nodes merged from 2 files");
+	for (i = 0; i < sizeof(dead) / sizeof(dead[0]); i++)
+		ck_assert_msg(!exists(tmpdir, dead[i]), "%s was left", dead[i]);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		ck_assert_msg(exists(tmpdir, others[i]), "%s was removed", others[i]);
+}
+END_TEST
+
+/* A writer waits for the lock a bounded time, then says who holds what. */
+START_TEST(test_lock_wait_bounded)
+{
+	struct pipette_bwcache_lock *lock;
+	struct pipette_err err;
+	char path[128];
+	pid_t pid;
+	int status;
+
+	snprintf(path, sizeof(path), "%s/bw.json", tmpdir);
+	ck_assert_msg(pipette_bwcache_lock(path, 1, &lock, &err) == 0, "%s", err.msg);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct pipette_bwcache_lock *l2 = NULL;
+		struct timespec t0, t1;
+		double dt;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (pipette_bwcache_lock(path, 0.3, &l2, &err) == 0)
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (!strstr(err.msg, "another writer has held") || !strstr(err.msg, "bw.json.lock"))
+			_exit(2);
+		_exit(dt >= 0.2 && dt < 5 ? 0 : 3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", status);
+	pipette_bwcache_unlock(lock);
+	/* released: the next writer gets it at once */
+	ck_assert_msg(pipette_bwcache_lock(path, 0, &lock, &err) == 0, "%s", err.msg);
+	pipette_bwcache_unlock(lock);
 }
 END_TEST
 
@@ -929,6 +1103,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_stale);
 	tcase_add_test(tc, test_atomic_save);
+	tcase_add_test(tc, test_concurrent_merge);
+	tcase_add_test(tc, test_dead_writer_temps);
+	tcase_add_test(tc, test_lock_wait_bounded);
 	tcase_add_test(tc, test_import_legacy);
 	tcase_add_test(tc, test_import_nccl);
 	tcase_add_test(tc, test_generate_deterministic);

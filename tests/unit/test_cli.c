@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -114,6 +116,112 @@ START_TEST(test_estimate_errors)
 }
 END_TEST
 
+/* ---- input files that are not regular files ----------------------------- */
+
+static char tmpdir[64];
+
+static void make_specials(void)
+{
+	char path[128];
+
+	strcpy(tmpdir, "/tmp/test_cli.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	/* a site models directory whose "mine" is a FIFO */
+	snprintf(path, sizeof(path), "%s/models", tmpdir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/models/mine.json", tmpdir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+}
+
+static void remove_specials(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* pipette ARGS (with %s for the test directory, up to three times) fails
+ * at once, exit 2, with one line that holds every fragment.  A reader that
+ * opens the FIFO blocking waits for a writer for ever: the 5 s limit turns
+ * that into a failure (exit 137). */
+static void expect_refused(const char *fmt, const char *f1, const char *f2, const char *f3)
+{
+	char args[1024], want[3][256];
+	const char *frag[3] = { f1, f2, f3 };
+	int rc, i;
+
+	snprintf(args, sizeof(args), fmt, tmpdir, tmpdir, tmpdir);
+	rc = cli_run_within(5, args, out, OUT_MAX);
+	ck_assert_msg(rc == 2, "pipette %s: exit %d, expected 2 at once; output:\n%s", args, rc,
+		      out);
+	ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "pipette %s: not one line:\n%s",
+		      args, out);
+	for (i = 0; i < 3 && frag[i]; i++) {
+		snprintf(want[i], sizeof(want[i]), frag[i], tmpdir);
+		ck_assert_msg(strstr(out, want[i]) != NULL, "pipette %s: output lacks '%s':\n%s",
+			      args, want[i], out);
+	}
+}
+
+#define PLAN "plan --gpu h100 --nodes 2 --global-batch 8 --seq-len 2048 "
+
+START_TEST(test_fifo_inputs)
+{
+	const char *fifo = "is a FIFO, not a regular file";
+
+	expect_refused(PLAN "--model %s/fifo", "--model: %s/fifo: ", fifo, NULL);
+	expect_refused(PLAN "--model llama3-8b --bandwidth %s/fifo", "--bandwidth: %s/fifo: ",
+		       fifo, NULL);
+	expect_refused(PLAN "--model llama3-8b --calibration %s/fifo",
+		       "--calibration: %s/fifo: ", fifo, NULL);
+	expect_refused(PLAN "--model mine --models-dir %s/models",
+		       "--models-dir: %s/models/mine.json: ", fifo, NULL);
+	expect_refused("estimate --gpu h100 --model %s/fifo", "--model: %s/fifo: ", fifo, NULL);
+	expect_refused("estimate --gpu h100 --model llama3-8b --calibration %s/fifo",
+		       "--calibration: %s/fifo: ", fifo, NULL);
+	expect_refused("estimate --gpu h100 --model mine --models-dir %s/models",
+		       "--models-dir: %s/models/mine.json: ", fifo, NULL);
+	expect_refused("experts --model mixtral-8x7b --ep 8 --trace %s/fifo",
+		       "--trace: %s/fifo: ", fifo, NULL);
+	expect_refused("bandwidth validate %s/fifo", "bandwidth cache: %s/fifo: ", fifo, NULL);
+	expect_refused("bandwidth show %s/fifo", "bandwidth cache: %s/fifo: ", fifo, NULL);
+	expect_refused("bandwidth merge %s/fifo %s/fifo -o %s/out.json",
+		       "bandwidth cache: %s/fifo: ", fifo, NULL);
+	expect_refused("bandwidth import --from nccl-tests %s/fifo -o %s/out.json",
+		       "nccl-tests output: %s/fifo: ", fifo, NULL);
+	expect_refused("bandwidth import --from pipette-legacy %s/fifo -o %s/out.json",
+		       "Pipette bandwidth JSON: %s/fifo: ", fifo, NULL);
+}
+END_TEST
+
+/* A character device and a directory, likewise. */
+START_TEST(test_device_and_directory_inputs)
+{
+	const char *dev = "is a character device, not a regular file";
+	const char *dir = "is a directory, not a regular file";
+
+	expect_refused(PLAN "--model llama3-8b --bandwidth /dev/null", "--bandwidth: /dev/null: ",
+		       dev, NULL);
+	expect_refused(PLAN "--model /dev/null", "--model: /dev/null: ", dev, NULL);
+	expect_refused(PLAN "--model llama3-8b --calibration /dev/null",
+		       "--calibration: /dev/null: ", dev, NULL);
+	expect_refused("bandwidth validate /dev/null", "bandwidth cache: /dev/null: ", dev, NULL);
+	expect_refused(PLAN "--model llama3-8b --bandwidth %s", "--bandwidth: %s: ", dir, NULL);
+	expect_refused(PLAN "--model llama3-8b --calibration %s", "--calibration: %s: ", dir,
+		       NULL);
+	/* a directory as --model means DIR/config.json, which is missing */
+	expect_refused(PLAN "--model %s", "--model: %s/config.json: ",
+		       "cannot open: No such file or directory", NULL);
+	expect_refused("bandwidth validate %s", "bandwidth cache: %s: ", dir, NULL);
+	/* a cache is never written over a device */
+	expect_refused("bandwidth generate --seed 1 --nodes 2 -o /dev/null",
+		       "/dev/null: is a special file, not a regular file", NULL, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -126,6 +234,12 @@ int main(void)
 	tcase_add_test(tc, test_estimate_json);
 	tcase_add_test(tc, test_estimate_table_and_nofit);
 	tcase_add_test(tc, test_estimate_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("special files");
+	tcase_add_checked_fixture(tc, make_specials, remove_specials);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_fifo_inputs);
+	tcase_add_test(tc, test_device_and_directory_inputs);
 	suite_add_tcase(s, tc);
 	rc = check_run(s);
 	free(out);

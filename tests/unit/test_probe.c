@@ -373,7 +373,7 @@ START_TEST(test_merge_into_cache)
 	r->gbps[1 * 3 + 0] = 11; r->lat_us[1 * 3 + 0] = 21;
 	r->gbps[1 * 3 + 2] = 12; r->lat_us[1 * 3 + 2] = 22;
 	ck_assert_int_eq(pipette_probe_result_to_cache(r, "test", &src, &err), 0);
-	ck_assert_int_eq(pipette_probe_merge_file(path, src, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_merge_file(path, src, &err), 0);
 	ck_assert_int_eq(pipette_bwcache_load(path, &got, &err), 0);
 	a = pipette_bwcache_node_index(got, "a");
 	b = pipette_bwcache_node_index(got, "b");
@@ -399,7 +399,7 @@ START_TEST(test_merge_into_cache)
 	ck_assert_int_eq(pipette_bwcache_inter(got, c, b, &f), 0);
 	/* a missing cache file is created */
 	unlink(path);
-	ck_assert_int_eq(pipette_probe_merge_file(path, src, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_merge_file(path, src, &err), 0);
 	ck_assert_int_eq(access(path, R_OK), 0);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/bw.json.lock", dir);
