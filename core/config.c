@@ -358,3 +358,13 @@ void pipette_compression_format(const struct pipette_compression *c, char *buf, 
 	if (c->fused_embedding && n < len)
 		snprintf(buf + n, len - n, "%semb", n ? "," : "");
 }
+
+const char *pipette_mapping_name(enum pipette_mapping_mode m)
+{
+	return m == PIPETTE_MAP_BLOCK ? "block" : "optimize";
+}
+
+const char *pipette_launch_name(enum pipette_launch_mode l)
+{
+	return l == PIPETTE_LAUNCH_TORCHRUN ? "torchrun" : "srun";
+}

@@ -56,6 +56,10 @@ enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
  * a node order plus a per-node GPU permutation. */
 enum pipette_launch_mode { PIPETTE_LAUNCH_SRUN, PIPETTE_LAUNCH_TORCHRUN };
 
+/* "optimize"/"block" and "srun"/"torchrun". */
+const char *pipette_mapping_name(enum pipette_mapping_mode m);
+const char *pipette_launch_name(enum pipette_launch_mode l);
+
 /* A pinned knob of a request; -1 leaves it to the search. */
 struct pipette_pins {
 	int tp, pp, dp, cp, ep, etp, vpp, micro_batch;

@@ -35,8 +35,13 @@ pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \
-	core/mapping.h core/plan.c core/plan.h
+	core/mapping.h core/plan.c core/plan.h core/plan_int.h
 pipette_SOURCES += core/cli/cmd_plan.c
+
+# Renderers of a plan: the environment contract, Megatron-LM arguments,
+# JSON and the table.
+core_libpipette_la_SOURCES += core/render/env.c core/render/megatron.c \
+	core/render/json.c core/render/table.c
 
 # Expert placement from routing traces (experts.h).  The trace, the cost
 # model and the greedy are in libpipette; the GLPK integer program

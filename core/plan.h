@@ -70,6 +70,7 @@ void pipette_plan_destroy(struct pipette_plan *plan);
 
 const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan);
 int pipette_plan_world(const struct pipette_plan *plan);
+int pipette_plan_gpus_per_node(const struct pipette_plan *plan);
 /* The plan's index of a node (its canonical position), or -1 if the plan
  * has no node of that name.  Every node index below is this one. */
 int pipette_plan_node_index(const struct pipette_plan *plan, const char *name);
@@ -90,6 +91,11 @@ double pipette_plan_mapping_gain(const struct pipette_plan *plan);
  * job variables, node names and mapping; equal plans, equal hashes. */
 const char *pipette_plan_hash(const struct pipette_plan *plan);
 
+/* The environment contract: the scope of a variable name, or -1 for a
+ * name outside the contract (core/render/env.c holds the one table). */
+enum pipette_env_scope { PIPETTE_ENV_JOB, PIPETTE_ENV_TASK };
+int pipette_env_scope(const char *name);
+
 /* The environment a launcher needs.  `set` is called once per variable. */
 typedef int (*pipette_env_set_fn)(void *ctx, const char *name, const char *value);
 /* Job-level variables (PIPETTE_TP ... PIPETTE_MAPPING_GAIN, PIPETTE_PLAN_HASH). */
@@ -98,15 +104,22 @@ int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set
 /* Per-task variables for the task at (node, local_task): in srun mode RANK,
  * LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, CUDA_VISIBLE_DEVICES;
  * in torchrun mode NODE_RANK, MASTER_ADDR, WORLD_SIZE, CUDA_VISIBLE_DEVICES.
- * MASTER_PORT is the caller's (it depends on job and step ids). */
+ * CUDA_VISIBLE_DEVICES permutes gpus (the node's GPU list as Slurm gave it,
+ * one token per GPU slot: indices or UUIDs), or the plan's GPU indices when
+ * gpus is NULL.  MASTER_PORT is the caller's (it depends on job and step
+ * ids). */
 int pipette_plan_task_env(const struct pipette_plan *plan, int node, int local_task,
-			  pipette_env_set_fn set, void *ctx, struct pipette_err *err);
+			  const char *const *gpus, pipette_env_set_fn set, void *ctx,
+			  struct pipette_err *err);
 
 /* Renderers. */
 struct json_object;
 /* A configuration as the JSON object both `plan` and `estimate` print
  * (tp ... schedule, recompute, compression); the caller owns it. */
 struct json_object *pipette_config_json(const struct pipette_config *c);
+/* A time breakdown as JSON (plan and estimate print the same fields). */
+struct pipette_time;
+struct json_object *pipette_time_json(const struct pipette_time *t);
 int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f);

@@ -13,8 +13,8 @@ EXTRA_DIST += man/README.md
 #     --help, every bandwidth subcommand and every option of
 #     `pipette-probe --help` is named in its page; every option of
 #     plugin/options.c, plugstack key of plugin/args.c, input variable of
-#     plugin/parse.c and output variable of core/plan.c and plugin/apply.c
-#     is named in spank-pipette.8; every key the cache reader accepts
+#     plugin/parse.c and plugin/plugin.h and variable of the environment
+#     contract (core/render/env.c) is named in spank-pipette.8; every key the cache reader accepts
 #     (core/bwcache_io.c) is named in pipette-bandwidth.5.
 # Names are compared with the pages' source after removing the roff escapes
 # \- and \fX.  Without groff (it comes with man-db, package groff-base) the
@@ -57,9 +57,9 @@ check-man: pipette$(EXEEXT) pipette-probe$(EXEEXT)
 	keys=`sed -n 's/.*strcmp(key, "\([a-z_]*\)").*/\1/p' "$(srcdir)/plugin/args.c"`; \
 	test -n "$$keys" || { echo "check-man: no keys in plugin/args.c"; fail=1; }; \
 	for k in $$keys; do man_has spank-pipette.8 "$$k=" plugin/args.c; done; \
-	vars=`grep -ohE '"PIPETTE_[A-Z_]+"' "$(srcdir)/plugin/parse.c" "$(srcdir)/core/plan.c" | tr -d '"' | sort -u`; \
-	vars="$$vars `sed -n '/task_names\[\] = {/,/};/p' "$(srcdir)/plugin/apply.c" | grep -oE '"[A-Z_]+"' | tr -d '"'`"; \
-	test "`echo $$vars | wc -w`" -gt 20 || { echo "check-man: too few variables found in plugin/ and core/plan.c"; fail=1; }; \
+	vars=`grep -ohE '"PIPETTE_[A-Z_]+"' "$(srcdir)/plugin/parse.c" "$(srcdir)/plugin/plugin.h" | tr -d '"' | sort -u`; \
+	vars="$$vars `sed -n '/contract\[\] = {/,/};/p' "$(srcdir)/core/render/env.c" | grep -oE '"[A-Z_]+"' | tr -d '"'`"; \
+	test "`echo $$vars | wc -w`" -gt 20 || { echo "check-man: too few variables found in plugin/ and core/render/env.c"; fail=1; }; \
 	for v in $$vars MASTER_PORT; do man_has spank-pipette.8 "$$v" "the environment contract"; done; \
 	keys=`sed -n '/keys\[\] = {/,/NULL };/p' "$(srcdir)/core/bwcache_io.c" | grep -oE '"[a-z_]+"' | tr -d '"' | sort -u`; \
 	test -n "$$keys" || { echo "check-man: no keys in core/bwcache_io.c"; fail=1; }; \

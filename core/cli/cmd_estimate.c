@@ -278,26 +278,6 @@ static void print_gains(const struct compress_gains *g)
 	       -g->pp_s, -g->dp_s, -g->emb_s);
 }
 
-static struct json_object *time_json(const struct pipette_time *t)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "iteration_s", json_object_new_double(t->iteration_s));
-	json_object_object_add(o, "compute_s", json_object_new_double(t->compute_s));
-	json_object_object_add(o, "bubble_s", json_object_new_double(t->bubble_s));
-	json_object_object_add(o, "tp_comm_s", json_object_new_double(t->tp_comm_s));
-	json_object_object_add(o, "cp_comm_s", json_object_new_double(t->cp_comm_s));
-	json_object_object_add(o, "ep_comm_s", json_object_new_double(t->ep_comm_s));
-	json_object_object_add(o, "pp_comm_s", json_object_new_double(t->pp_comm_s));
-	json_object_object_add(o, "pp_exposed_s", json_object_new_double(t->pp_exposed_s));
-	json_object_object_add(o, "dp_comm_s", json_object_new_double(t->dp_comm_s));
-	json_object_object_add(o, "dp_exposed_s", json_object_new_double(t->dp_exposed_s));
-	json_object_object_add(o, "embed_sync_s", json_object_new_double(t->embed_sync_s));
-	json_object_object_add(o, "optimizer_s", json_object_new_double(t->optimizer_s));
-	json_object_object_add(o, "exposed_comm_s", json_object_new_double(t->exposed_comm_s));
-	return o;
-}
-
 static struct json_object *throughput_json(const struct pipette_time *t)
 {
 	struct json_object *o = json_object_new_object();
@@ -338,7 +318,7 @@ static void print_json(const struct pipette_model *m, const struct pipette_gpu_s
 		json_object_array_add(arr, stage_json(&stages[s], s));
 	json_object_object_add(jm, "per_stage", arr);
 	json_object_object_add(root, "memory", jm);
-	json_object_object_add(root, "time", time_json(t));
+	json_object_object_add(root, "time", pipette_time_json(t));
 	json_object_object_add(root, "throughput", throughput_json(t));
 	if (gains->on)
 		json_object_object_add(root, "compression", gains_json(gains, c));

@@ -19,7 +19,9 @@
 #  3. Syscall-exact kills (strace -e inject=SYSCALL:signal=KILL, when strace
 #     is installed): at the temp file's write, its fsync, fchmod, the rename
 #     and the directory fsync after it, for both writers.  Up to the rename
-#     the cache is the old one and the temp file is left; after it, the new.
+#     the cache is the old one and the writer's temp file is left; after it,
+#     the new.  Each writer first removes the temp files of the writers
+#     killed before it (it holds the cache's lock, so none is live).
 #  4. The writers' temporary files: pipette_bwcache_save (core/bwcache_io.c)
 #     writes ".NAME.tmp-XXXXXX" (mkstemp, mode 0600) in the cache's
 #     directory, fsyncs, renames.  A killed writer leaves that file behind;
@@ -62,7 +64,7 @@ tmp_files() { compgen -G "$1/.$2.tmp-*" || true; }
 tmp_count() {
     local a
     shopt -s nullglob
-    a=("$1/.$2.tmp-"*)
+    a=("$1/.$2.tmp."* "$1/.$2.tmp-"*)
     shopt -u nullglob
     TC=${#a[@]}
 }
@@ -177,7 +179,7 @@ POINTS="write:1 fsync:1 fchmod:1 rename:1 fsync:2"
 # then check the outcome: before the rename, OLD's bytes and one more temp
 # file; after it, CHECK-NEW passes.
 exact_kills() {
-    local label=$1 dir=$2 points=$3 check=$4 pt before
+    local label=$1 dir=$2 points=$3 check=$4 pt before stale=0
     shift 4
     if [ $HAVE_STRACE = 0 ]; then
         echo "       ($label: strace is not installed: the syscall-exact kills are skipped)"
@@ -187,6 +189,7 @@ exact_kills() {
         cp "$D/old.json" "$dir/bw.json"
         tmp_count "$dir" bw.json
         before=$TC
+        [ "$before" -gt 0 ] && stale=1
         KP=(strace -f -qq -o /dev/null -e trace="${pt%:*}"
             -e inject="${pt%:*}:signal=KILL:when=${pt#*:}")
         RC=0
@@ -196,13 +199,16 @@ exact_kills() {
         if [ "$pt" = fsync:2 ]; then
             "$check" "$dir/bw.json"
             assert_eq 0 $? "$label: killed at $pt (after the rename): the new cache"
-            assert_eq "$before" "$TC" "$label: killed at $pt: no temp file left"
+            assert_eq 0 "$TC" "$label: killed at $pt: no temp file left (the writer removed those of the writers killed before it)"
         else
             cmp -s "$dir/bw.json" "$D/old.json"
             assert_eq 0 $? "$label: killed at $pt: the old cache, untouched"
-            assert_eq $((before + 1)) "$TC" "$label: killed at $pt: the temp file is left"
+            # Its own temp file; those of the writers killed before it
+            # ($before) it removed under the lock.
+            assert_eq 1 "$TC" "$label: killed at $pt: its temp file is left, older ones removed"
         fi
     done
+    assert_eq 1 "$stale" "$label: a killed writer's temp file was there for the next one to remove"
 }
 is_ref() { cmp -s "$1" "$D/ref.json"; }
 merge_exact() { "${KP[@]}" "$PIPETTE" bandwidth merge "$D/old.json" "$D/new.json" -o "$D/m/bw.json"; }

@@ -100,7 +100,7 @@ START_TEST(test_srun_env)
 			struct env e = { 0 };
 			int cvd[8], rank, lr, nn, ss;
 
-			ck_assert_int_eq(pipette_plan_task_env(p, node, task, collect, &e, &err), 0);
+			ck_assert_int_eq(pipette_plan_task_env(p, node, task, NULL, collect, &e, &err), 0);
 			rank = atoi(get(&e, "RANK"));
 			lr = atoi(get(&e, "LOCAL_RANK"));
 			ck_assert(rank >= 0 && rank < 64);
@@ -122,8 +122,8 @@ START_TEST(test_srun_env)
 		}
 	ck_assert_int_gt(moved, 0);	/* the slow links moved some ranks */
 	ck_assert(pipette_plan_mapping_gain(p) > 1.0);
-	ck_assert_int_eq(pipette_plan_task_env(p, 8, 0, collect, NULL, &err), -1);
-	ck_assert_int_eq(pipette_plan_task_env(p, 0, 8, collect, NULL, &err), -1);
+	ck_assert_int_eq(pipette_plan_task_env(p, 8, 0, NULL, collect, NULL, &err), -1);
+	ck_assert_int_eq(pipette_plan_task_env(p, 0, 8, NULL, collect, NULL, &err), -1);
 	pipette_plan_destroy(p);
 }
 END_TEST
@@ -139,7 +139,7 @@ START_TEST(test_torchrun_env)
 		struct env e = { 0 };
 		int cvd[8], nr;
 
-		ck_assert_int_eq(pipette_plan_task_env(p, node, 0, collect, &e, &err), 0);
+		ck_assert_int_eq(pipette_plan_task_env(p, node, 0, NULL, collect, &e, &err), 0);
 		nr = atoi(get(&e, "NODE_RANK"));
 		ck_assert(nr >= 0 && nr < 8);
 		ck_assert_int_eq(seen[nr], 0);

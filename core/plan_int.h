@@ -1,0 +1,47 @@
+/* pipette: the plan's insides, shared by the planning code (plan.c) and
+ * its renderers (core/render/); nothing else includes this. */
+#ifndef PIPETTE_PLAN_INT_H
+#define PIPETTE_PLAN_INT_H
+
+#include "hardware.h"
+#include "mapping.h"
+#include "memory.h"
+#include "model.h"
+#include "plan.h"
+#include "search.h"
+#include "timing.h"
+
+#define PIPETTE_GIB (1024.0 * 1024.0 * 1024.0)
+
+struct plan_entry {
+	struct pipette_config cfg;
+	struct pipette_time time;	/* under its mapping (block if unmapped) */
+	double block_s;
+	int mapped;
+	double peak_bytes;
+};
+
+struct pipette_plan {
+	struct pipette_request req;
+	struct pipette_model model;
+	const struct pipette_gpu_spec *gpu;
+	struct pipette_gpu_spec gpu_calibrated;
+	int nodes, G, world;
+	char **names;
+	int *gpu_ids;
+	struct pipette_config cfg;
+	int *gpu_of_rank;	/* world */
+	int *rank_at;		/* nodes*G, -1 = idle */
+	struct pipette_time time;
+	struct pipette_memory mem;
+	struct pipette_stage_memory *stages;
+	struct pipette_mapping_stats mstats;
+	struct plan_entry *ranked;
+	int n_ranked;
+	struct pipette_search_stats sstats;
+	char *warnings;
+	double search_wall_s;
+	char hash[PIPETTE_HASH_HEX + 1];
+};
+
+#endif

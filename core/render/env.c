@@ -1,0 +1,214 @@
+/* pipette: the environment contract (DESIGN.md): the job variables every
+ * task gets, and the per-task variables of the two launch modes.  The
+ * table below is the one list of names: `pipette plan --format env` and the
+ * plugin both render through it, and the plugin refuses any other name. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan_int.h"
+
+static const struct {
+	const char *name;
+	enum pipette_env_scope scope;
+} contract[] = {
+	{ "PIPETTE_TP", PIPETTE_ENV_JOB }, { "PIPETTE_PP", PIPETTE_ENV_JOB },
+	{ "PIPETTE_DP", PIPETTE_ENV_JOB }, { "PIPETTE_CP", PIPETTE_ENV_JOB },
+	{ "PIPETTE_EP", PIPETTE_ENV_JOB }, { "PIPETTE_VPP", PIPETTE_ENV_JOB },
+	{ "PIPETTE_MICRO_BATCH", PIPETTE_ENV_JOB }, { "PIPETTE_GLOBAL_BATCH", PIPETTE_ENV_JOB },
+	{ "PIPETTE_SCHEDULE", PIPETTE_ENV_JOB }, { "PIPETTE_RECOMPUTE", PIPETTE_ENV_JOB },
+	{ "PIPETTE_SEQUENCE_PARALLEL", PIPETTE_ENV_JOB },
+	{ "PIPETTE_DISTRIBUTED_OPTIMIZER", PIPETTE_ENV_JOB },
+	{ "PIPETTE_MEGATRON_ARGS", PIPETTE_ENV_JOB },
+	{ "PIPETTE_PREDICTED_ITER_S", PIPETTE_ENV_JOB },
+	{ "PIPETTE_PREDICTED_MEM_GIB", PIPETTE_ENV_JOB },
+	{ "PIPETTE_MAPPING_GAIN", PIPETTE_ENV_JOB }, { "PIPETTE_PLAN_HASH", PIPETTE_ENV_JOB },
+	{ "RANK", PIPETTE_ENV_TASK }, { "LOCAL_RANK", PIPETTE_ENV_TASK },
+	{ "WORLD_SIZE", PIPETTE_ENV_TASK }, { "LOCAL_WORLD_SIZE", PIPETTE_ENV_TASK },
+	{ "NODE_RANK", PIPETTE_ENV_TASK }, { "MASTER_ADDR", PIPETTE_ENV_TASK },
+	{ "MASTER_PORT", PIPETTE_ENV_TASK }, { "CUDA_VISIBLE_DEVICES", PIPETTE_ENV_TASK },
+};
+
+int pipette_env_scope(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(contract) / sizeof(contract[0]); i++)
+		if (!strcmp(name, contract[i].name))
+			return (int)contract[i].scope;
+	return -1;
+}
+
+/* The value of job variable i of the table. */
+static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	const long ints[] = { c->tp, c->pp, c->dp, c->cp, c->ep, pipette_config_chunks(c),
+			      c->micro_batch, c->global_batch };
+
+	if (i < sizeof(ints) / sizeof(ints[0]))
+		return snprintf(v, len, "%ld", ints[i]) < (int)len ? 0 : -1;
+	switch (i) {
+	case 8:
+		return pipette_strlcpy(v, pipette_schedule_name(c->schedule), len);
+	case 9:
+		return pipette_strlcpy(v, pipette_recompute_name(c->recompute), len);
+	case 10:
+		return snprintf(v, len, "%d", c->sequence_parallel) < (int)len ? 0 : -1;
+	case 11:
+		return snprintf(v, len, "%d", c->distributed_optimizer) < (int)len ? 0 : -1;
+	case 12:
+		return pipette_plan_megatron_args(plan, v, len);
+	case 13:
+		return snprintf(v, len, "%.4f", plan->time.iteration_s) < (int)len ? 0 : -1;
+	case 14:
+		return snprintf(v, len, "%.2f", plan->mem.peak_bytes / PIPETTE_GIB) < (int)len ? 0 : -1;
+	case 15:
+		return snprintf(v, len, "%.4f", pipette_plan_mapping_gain(plan)) < (int)len ? 0 : -1;
+	case 16:
+		return pipette_strlcpy(v, plan->hash, len);
+	default:
+		return -1;
+	}
+}
+
+int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set, void *ctx)
+{
+	char v[1024];
+	size_t i;
+
+	for (i = 0; i < sizeof(contract) / sizeof(contract[0]); i++) {
+		if (contract[i].scope != PIPETTE_ENV_JOB)
+			continue;
+		if (job_value(plan, i, v, sizeof(v)) || set(ctx, contract[i].name, v))
+			return -1;
+	}
+	return 0;
+}
+
+/* CUDA_VISIBLE_DEVICES for a node: Slurm's GPU list permuted so that index
+ * i is the GPU of the node's i-th lowest rank; idle slots follow in slot
+ * order.  The entries are Slurm's own tokens when given (indices or
+ * UUIDs), else the plan's GPU indices.  Returns the number of ranks on the
+ * node, or -1 when the list does not fit. */
+static int node_devices(const struct pipette_plan *plan, int node, const char *const *gpus,
+			int *slot_of_local, char *buf, size_t len)
+{
+	int G = plan->G, i, j, k = 0, n = 0;
+	size_t off = 0;
+
+	/* ranks on the node in ascending order (slot by slot selection) */
+	for (i = 0; i < G; i++) {
+		int pick = -1;
+
+		for (j = 0; j < G; j++) {
+			int r = plan->rank_at[node * G + j], used = 0, q;
+
+			if (r < 0)
+				continue;
+			for (q = 0; q < k; q++)
+				if (slot_of_local[q] == j)
+					used = 1;
+			if (!used && (pick < 0 || r < plan->rank_at[node * G + pick]))
+				pick = j;
+		}
+		if (pick < 0)
+			break;
+		slot_of_local[k++] = pick;
+	}
+	n = k;
+	for (j = 0; j < G; j++)
+		if (plan->rank_at[node * G + j] < 0)
+			slot_of_local[k++] = j;
+	buf[0] = '\0';
+	for (i = 0; i < G; i++) {
+		int s = slot_of_local[i], w;
+
+		w = gpus ? snprintf(buf + off, off < len ? len - off : 0, "%s%s", i ? "," : "",
+				    gpus[s])
+			 : snprintf(buf + off, off < len ? len - off : 0, "%s%d", i ? "," : "",
+				    plan->gpu_ids[s]);
+		if (w < 0 || (size_t)w >= (off < len ? len - off : 0))
+			return -1;
+		off += (size_t)w;
+	}
+	return n;
+}
+
+int pipette_plan_task_env(const struct pipette_plan *plan, int node, int local_task,
+			  const char *const *gpus, pipette_env_set_fn set, void *ctx,
+			  struct pipette_err *err)
+{
+	int slot_of_local[PIPETTE_BW_MAX_GPUS], n_local, G = plan->G, i;
+	int master = plan->gpu_of_rank[0] / G;
+	char cvd[PIPETTE_BW_MAX_GPUS * 64], v[32];
+
+	if (node < 0 || node >= plan->nodes)
+		return pipette_fail(err, "node index %d is outside the plan's %d nodes",
+				    node, plan->nodes);
+	n_local = node_devices(plan, node, gpus, slot_of_local, cvd, sizeof(cvd));
+	if (n_local < 0)
+		return pipette_fail(err, "CUDA_VISIBLE_DEVICES of node %s is longer than %zu "
+				    "bytes", plan->names[node], sizeof(cvd) - 1);
+	if (n_local == 0)
+		return pipette_fail(err, "node %s runs no rank of the plan (%d ranks on "
+				    "%d nodes)", plan->names[node], plan->world, plan->nodes);
+	/* Validate everything before the first set: no half-set environment. */
+	if (plan->req.launch == PIPETTE_LAUNCH_TORCHRUN) {
+		if (!pipette_mapping_is_node_block(plan->gpu_of_rank, plan->world, G) ||
+		    n_local != G)
+			return pipette_fail(err, "the plan's mapping is not node-block: "
+					    "launch with srun (one task per GPU)");
+	} else {
+		if (local_task < 0 || local_task >= G)
+			return pipette_fail(err, "local task %d is outside the node's %d GPUs",
+					    local_task, G);
+		if (plan->rank_at[node * G + local_task] < 0)
+			return pipette_fail(err, "GPU %d of node %s runs no rank of the plan",
+					    plan->gpu_ids[local_task], plan->names[node]);
+	}
+	if (set(ctx, "MASTER_ADDR", plan->names[master]))
+		return pipette_fail(err, "cannot set MASTER_ADDR");
+	snprintf(v, sizeof(v), "%d", plan->world);
+	if (set(ctx, "WORLD_SIZE", v))
+		return pipette_fail(err, "cannot set WORLD_SIZE");
+	if (plan->req.launch == PIPETTE_LAUNCH_TORCHRUN) {
+		int first = plan->rank_at[node * G + slot_of_local[0]];
+
+		snprintf(v, sizeof(v), "%d", first / G);
+		if (set(ctx, "NODE_RANK", v))
+			return pipette_fail(err, "cannot set NODE_RANK");
+	} else {
+		int slot = local_task, rank = plan->rank_at[node * G + slot];
+
+		for (i = 0; i < n_local; i++)
+			if (slot_of_local[i] == slot)
+				break;
+		snprintf(v, sizeof(v), "%d", rank);
+		if (set(ctx, "RANK", v))
+			return pipette_fail(err, "cannot set RANK");
+		snprintf(v, sizeof(v), "%d", i);
+		if (set(ctx, "LOCAL_RANK", v))
+			return pipette_fail(err, "cannot set LOCAL_RANK");
+		snprintf(v, sizeof(v), "%d", n_local);
+		if (set(ctx, "LOCAL_WORLD_SIZE", v))
+			return pipette_fail(err, "cannot set LOCAL_WORLD_SIZE");
+	}
+	if (set(ctx, "CUDA_VISIBLE_DEVICES", cvd))
+		return pipette_fail(err, "cannot set CUDA_VISIBLE_DEVICES");
+	return 0;
+}
+
+/* ---- renderers ------------------------------------------------------------ */
+
+static int print_env_var(void *ctx, const char *name, const char *value)
+{
+	FILE *f = ctx;
+
+	return fprintf(f, "%s='%s'\n", name, value) < 0 ? -1 : 0;
+}
+
+int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f)
+{
+	return pipette_plan_job_env(plan, print_env_var, f);
+}
+
