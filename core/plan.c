@@ -32,27 +32,8 @@
  * block-order ranking rarely reorders beyond the third (tests/bench), and
  * each mapping costs up to its budget of full estimates. */
 #define MAP_TOP 3
-/* Runners-up kept when the request does not say. */
-#define DEFAULT_TOP_K 5
 /* Seed of the mapping search: fixed, so every node computes one plan. */
 #define MAPPING_SEED 0x7069706574746531ULL	/* "pipette1" */
-
-void pipette_request_init(struct pipette_request *req)
-{
-	memset(req, 0, sizeof(*req));
-	req->global_batch = 0;
-	req->seq_len = 0;
-	req->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
-	req->pins.tp = req->pins.pp = req->pins.dp = req->pins.cp = -1;
-	req->pins.ep = req->pins.etp = req->pins.vpp = req->pins.micro_batch = -1;
-	req->pins.schedule = req->pins.recompute = -1;
-	req->pins.sequence_parallel = req->pins.distributed_optimizer = -1;
-	req->mapping = PIPETTE_MAP_OPTIMIZE;
-	req->launch = PIPETTE_LAUNCH_SRUN;
-	req->budget = 0;
-	req->top_k = DEFAULT_TOP_K;
-	req->stale_days = 0;
-}
 
 void pipette_plan_destroy(struct pipette_plan *p)
 {
@@ -115,8 +96,9 @@ static int check_request(const struct pipette_request *req,
 	}
 	if (req->global_batch < 1)
 		return pipette_fail(err, "global batch %ld must be >= 1", req->global_batch);
-	if (req->seq_len < 1)
-		return pipette_fail(err, "sequence length %ld must be >= 1", req->seq_len);
+	if (req->seq_len < 0)
+		return pipette_fail(err, "sequence length %ld must be >= 1 (or 0: the model's)",
+				    req->seq_len);
 	if (!(req->mem_fraction > 0 && req->mem_fraction <= 1))
 		return pipette_fail(err, "memory fraction %g is not in (0, 1]",
 				    req->mem_fraction);
@@ -297,41 +279,20 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int pipette_plan_compute(const struct pipette_request *req,
-			 const struct pipette_cluster_spec *cs,
-			 struct pipette_plan **out, struct pipette_err *err)
+/* The inputs: the model (resolving the request's defaults with it), the
+ * GPU type, the bandwidth cache checked against its pin, and the cluster
+ * built from them. */
+static int load_inputs(struct pipette_plan *p, const struct pipette_request *req,
+		       struct pipette_bwcache **bw, struct pipette_cluster **cl,
+		       struct pipette_err *err)
 {
-	struct pipette_plan *p = NULL;
-	struct pipette_bwcache *bw = NULL;
-	struct pipette_cluster *cl = NULL;
-	struct pipette_timer *t = NULL;
-	struct pipette_search_input in;
-	struct pipette_search_result sr = { 0 };
-	struct pipette_mapping_opts mo;
-	struct pipette_mapping_stats ms[MAP_TOP];
-	int *sigma = NULL, *best_sigma = NULL, rv = -1, i, n_map, best = 0, r;
-	double t0 = now_s(), best_mapped = 0;
-
-	*out = NULL;
-	if (check_request(req, cs, err))
+	if (pipette_request_resolve(req, &p->req, &p->model, err))
 		return -1;
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		pipette_fail(err, "out of memory");
-		goto out;
-	}
-	if (copy_cluster_spec(p, cs, err))
-		goto out;
-	p->req = *req;
-	if (p->req.top_k < 1)
-		p->req.top_k = DEFAULT_TOP_K;
-	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL,
-			       &p->model, err))
-		goto out;
+	req = &p->req;
 	if (req->pin_model_sha256[0] &&
 	    check_pin("model config", req->model, p->model.has_source_sha256 ?
 		      p->model.source_sha256 : NULL, req->pin_model_sha256, err))
-		goto out;
+		return -1;
 	if ((p->gpu = pipette_gpu_lookup(req->gpu, err)) && req->calibration[0]) {
 		if (pipette_gpu_calibrate(p->gpu, req->calibration, &p->gpu_calibrated, err))
 			p->gpu = NULL;
@@ -339,36 +300,42 @@ int pipette_plan_compute(const struct pipette_request *req,
 			p->gpu = &p->gpu_calibrated;
 	}
 	if (!p->gpu)
-		goto out;
+		return -1;
 	if (req->bandwidth[0]) {
-		if (pipette_bwcache_load(req->bandwidth, &bw, err))
-			goto out;
+		if (pipette_bwcache_load(req->bandwidth, bw, err))
+			return -1;
 		if (req->pin_bandwidth_sha256[0] &&
-		    check_pin("bandwidth cache", req->bandwidth, pipette_bwcache_sha256(bw),
+		    check_pin("bandwidth cache", req->bandwidth, pipette_bwcache_sha256(*bw),
 			      req->pin_bandwidth_sha256, err))
-			goto out;
+			return -1;
 		if (req->stale_days > 0) {
 			char msg[512];
 
-			if (pipette_bwcache_stale(bw, (const char *const *)p->names, p->nodes,
+			if (pipette_bwcache_stale(*bw, (const char *const *)p->names, p->nodes,
 						  time(NULL), req->stale_days * 86400.0, msg,
-						  sizeof(msg)) > 0 && add_warning(p, msg)) {
-				pipette_fail(err, "out of memory");
-				goto out;
-			}
+						  sizeof(msg)) > 0 && add_warning(p, msg))
+				return pipette_fail(err, "out of memory");
 		}
 	}
-	cl = pipette_cluster_create((const char *const *)p->names, p->nodes, p->G,
-				    p->gpu_ids, p->gpu, bw, 0, err);
-	if (!cl) {
+	*cl = pipette_cluster_create((const char *const *)p->names, p->nodes, p->G,
+				     p->gpu_ids, p->gpu, *bw, 0, err);
+	if (!*cl) {
 		if (req->bandwidth[0])
 			pipette_fail_prefix(err, "%s: ", req->bandwidth);
-		goto out;
+		return -1;
 	}
-	if (add_warning(p, pipette_cluster_warnings(cl))) {
-		pipette_fail(err, "out of memory");
-		goto out;
-	}
+	if (add_warning(p, pipette_cluster_warnings(*cl)))
+		return pipette_fail(err, "out of memory");
+	return 0;
+}
+
+/* The configuration search under Megatron's order (search.h): the best
+ * few, ranked by their block-order time. */
+static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
+		  struct pipette_search_result *sr, struct pipette_err *err)
+{
+	const struct pipette_request *req = &p->req;
+	struct pipette_search_input in;
 
 	memset(&in, 0, sizeof(in));
 	in.model = &p->model;
@@ -381,61 +348,61 @@ int pipette_plan_compute(const struct pipette_request *req,
 	in.compress = req->compress;
 	in.attention = req->attention;
 	in.allow_compression = req->allow_compression;
-	in.top_k = p->req.top_k > MAP_TOP ? p->req.top_k : MAP_TOP;
-	if (pipette_search_run(&in, &sr, err))
-		goto out;
-	p->sstats = sr.stats;
-	if (sr.stats.failed) {
+	in.top_k = req->top_k > MAP_TOP ? req->top_k : MAP_TOP;
+	if (pipette_search_run(&in, sr, err))
+		return -1;
+	p->sstats = sr->stats;
+	if (sr->stats.failed) {
 		char msg[400];
 
 		snprintf(msg, sizeof(msg), "%ld configuration%s could not be estimated and "
-			 "were skipped (first: %.200s)", sr.stats.failed,
-			 sr.stats.failed == 1 ? "" : "s", sr.stats.failed_msg);
-		if (add_warning(p, msg)) {
-			pipette_fail(err, "out of memory");
-			goto out;
-		}
+			 "were skipped (first: %.200s)", sr->stats.failed,
+			 sr->stats.failed == 1 ? "" : "s", sr->stats.failed_msg);
+		if (add_warning(p, msg))
+			return pipette_fail(err, "out of memory");
 	}
-	if (sr.n_top == 0) {
-		fail_nofit(&sr.stats, &p->model, req, p->nodes * p->G, err);
-		goto out;
-	}
+	if (sr->n_top == 0)
+		return fail_nofit(&sr->stats, &p->model, req, p->nodes * p->G, err);
+	return 0;
+}
 
-	/* Map the best few and rank them by their mapped time. */
-	t = pipette_timer_create();
-	p->ranked = calloc((size_t)sr.n_top, sizeof(*p->ranked));
-	n_map = sr.n_top < MAP_TOP ? sr.n_top : MAP_TOP;
-	p->world = pipette_config_world(&sr.top[0].cfg);
-	sigma = calloc((size_t)p->world * (size_t)n_map, sizeof(int));
-	best_sigma = calloc((size_t)p->world, sizeof(int));
-	if (!t || !p->ranked || !sigma || !best_sigma) {
-		pipette_fail(err, "out of memory");
-		goto out;
-	}
+/* Map the best few and rank every candidate by its mapped time (block
+ * time when unmapped); the winner's mapping goes to best_sigma. */
+static int map_and_rank(struct pipette_plan *p, const struct pipette_cluster *cl,
+			struct pipette_timer *t, const struct pipette_search_result *sr,
+			int *best_sigma, struct pipette_err *err)
+{
+	struct pipette_mapping_opts mo;
+	struct pipette_mapping_stats ms[MAP_TOP];
+	int n_map = sr->n_top < MAP_TOP ? sr->n_top : MAP_TOP, i, best = 0, rv = -1;
+	int *sigma = calloc((size_t)p->world * (size_t)n_map, sizeof(int));
+	double best_mapped = 0;
+
+	if (!sigma)
+		return pipette_fail(err, "out of memory");
 	pipette_mapping_opts_init(&mo);
 	mo.seed = MAPPING_SEED;
-	mo.budget = req->budget;
-	mo.block_only = req->mapping == PIPETTE_MAP_BLOCK;
-	for (i = 0; i < sr.n_top; i++) {
+	mo.budget = p->req.budget;
+	mo.block_only = p->req.mapping == PIPETTE_MAP_BLOCK;
+	for (i = 0; i < sr->n_top; i++) {
 		struct plan_entry *e = &p->ranked[i];
+		int *s = sigma + (size_t)i * p->world;
 
-		e->cfg = sr.top[i].cfg;
-		e->time = sr.top[i].time;
-		e->block_s = sr.top[i].time.iteration_s;
-		e->peak_bytes = sr.top[i].mem.peak_bytes;
+		e->cfg = sr->top[i].cfg;
+		e->time = sr->top[i].time;
+		e->block_s = sr->top[i].time.iteration_s;
+		e->peak_bytes = sr->top[i].mem.peak_bytes;
 		/* A configuration whose lower bound cannot beat the best
 		 * mapped time so far cannot win: skip its mapping. */
-		if (i < n_map && (i == 0 || sr.top[i].lower_bound_s < best_mapped)) {
-			if (pipette_mapping_search(t, &p->model, p->gpu, &e->cfg, cl, &mo,
-						   sigma + (size_t)i * p->world, &ms[i], err))
-				goto out;
-			if (pipette_time_estimate(t, &p->model, p->gpu, &e->cfg, cl,
-						  sigma + (size_t)i * p->world, 0, &e->time, err))
-				goto out;
-			e->mapped = 1;
-			if (i == 0 || e->time.iteration_s < best_mapped)
-				best_mapped = e->time.iteration_s;
-		}
+		if (i >= n_map || (i > 0 && sr->top[i].lower_bound_s >= best_mapped))
+			continue;
+		if (pipette_mapping_search(t, &p->model, p->gpu, &e->cfg, cl, &mo, s, &ms[i],
+					   err) ||
+		    pipette_time_estimate(t, &p->model, p->gpu, &e->cfg, cl, s, 0, &e->time, err))
+			goto out;
+		e->mapped = 1;
+		if (i == 0 || e->time.iteration_s < best_mapped)
+			best_mapped = e->time.iteration_s;
 	}
 	/* Choose the winner among the mapped entries before sorting, so its
 	 * sigma is found by index. */
@@ -444,39 +411,82 @@ int pipette_plan_compute(const struct pipette_request *req,
 			best = i;
 	memcpy(best_sigma, sigma + (size_t)best * p->world, sizeof(int) * (size_t)p->world);
 	p->cfg = p->ranked[best].cfg;
-	qsort(p->ranked, (size_t)sr.n_top, sizeof(*p->ranked), cmp_entry);
-	p->n_ranked = sr.n_top < p->req.top_k ? sr.n_top : p->req.top_k;
-
-	/* The winner in detail: time breakdown, memory with the simulated
-	 * in-flight counts. */
 	p->mstats = ms[best];
-	if (pipette_time_estimate(t, &p->model, p->gpu, &p->cfg, cl, best_sigma, 1,
+	qsort(p->ranked, (size_t)sr->n_top, sizeof(*p->ranked), cmp_entry);
+	p->n_ranked = sr->n_top < p->req.top_k ? sr->n_top : p->req.top_k;
+	rv = 0;
+out:
+	free(sigma);
+	return rv;
+}
+
+/* The winner in detail: time breakdown, memory with the simulated
+ * in-flight counts, the rank placement and the plan's hash. */
+static int detail(struct pipette_plan *p, const struct pipette_cluster *cl,
+		  struct pipette_timer *t, struct pipette_err *err)
+{
+	int i, r;
+
+	if (pipette_time_estimate(t, &p->model, p->gpu, &p->cfg, cl, p->gpu_of_rank, 1,
 				  &p->time, err))
-		goto out;
+		return -1;
 	p->stages = calloc((size_t)p->cfg.pp, sizeof(*p->stages));
 	p->rank_at = malloc(sizeof(int) * (size_t)p->nodes * (size_t)p->G);
-	if (!p->stages || !p->rank_at) {
-		pipette_fail(err, "out of memory");
-		goto out;
-	}
-	pipette_memory_estimate(&p->model, p->gpu, &p->cfg, req->mem_fraction,
+	if (!p->stages || !p->rank_at)
+		return pipette_fail(err, "out of memory");
+	pipette_memory_estimate(&p->model, p->gpu, &p->cfg, p->req.mem_fraction,
 				pipette_timer_inflight(t), p->stages, &p->mem);
 	for (i = 0; i < p->nodes * p->G; i++)
 		p->rank_at[i] = -1;
 	for (r = 0; r < p->world; r++)
-		p->rank_at[best_sigma[r]] = r;
-	p->gpu_of_rank = best_sigma;
-	best_sigma = NULL;
-	if (compute_hash(p)) {
-		pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");
+		p->rank_at[p->gpu_of_rank[r]] = r;
+	if (compute_hash(p))
+		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");
+	return 0;
+}
+
+int pipette_plan_compute(const struct pipette_request *req,
+			 const struct pipette_cluster_spec *cs,
+			 struct pipette_plan **out, struct pipette_err *err)
+{
+	struct pipette_plan *p = NULL;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_cluster *cl = NULL;
+	struct pipette_timer *t = NULL;
+	struct pipette_search_result sr = { 0 };
+	int *best_sigma = NULL, rv = -1;
+	double t0 = now_s();
+
+	*out = NULL;
+	if (check_request(req, cs, err))
+		return -1;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		pipette_fail(err, "out of memory");
 		goto out;
 	}
+	if (copy_cluster_spec(p, cs, err) || load_inputs(p, req, &bw, &cl, err) ||
+	    search(p, cl, &sr, err))
+		goto out;
+	t = pipette_timer_create();
+	p->ranked = calloc((size_t)sr.n_top, sizeof(*p->ranked));
+	p->world = pipette_config_world(&sr.top[0].cfg);
+	best_sigma = calloc((size_t)p->world, sizeof(int));
+	if (!t || !p->ranked || !best_sigma) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	if (map_and_rank(p, cl, t, &sr, best_sigma, err))
+		goto out;
+	p->gpu_of_rank = best_sigma;
+	best_sigma = NULL;
+	if (detail(p, cl, t, err))
+		goto out;
 	p->search_wall_s = now_s() - t0;
 	*out = p;
 	p = NULL;
 	rv = 0;
 out:
-	free(sigma);
 	free(best_sigma);
 	pipette_search_result_free(&sr);
 	pipette_timer_destroy(t);

@@ -23,7 +23,7 @@ struct pipette_request {
 	char bandwidth[PIPETTE_PATH_MAX];	/* bandwidth cache ("" = nominal) */
 	char gpu[64];				/* GPU type */
 	long global_batch;
-	long seq_len;
+	long seq_len;		/* 0 = the model's context length */
 	double mem_fraction;
 	enum pipette_attention attention;	/* the stack's kernel (flash) */
 	struct pipette_pins pins;
@@ -59,7 +59,13 @@ struct pipette_cluster_spec {
 
 struct pipette_plan;
 
+/* request.c: the defaults of a request (pipette_request_init), and the
+ * defaults that need the model (pipette_request_resolve: the model loaded
+ * once, seq_len 0 = the model's context length, top_k). */
 void pipette_request_init(struct pipette_request *req);
+struct pipette_model;
+int pipette_request_resolve(const struct pipette_request *req, struct pipette_request *out,
+			    struct pipette_model *model, struct pipette_err *err);
 int pipette_plan_compute(const struct pipette_request *req,
 			 const struct pipette_cluster_spec *cluster,
 			 struct pipette_plan **out, struct pipette_err *err);

@@ -3,7 +3,6 @@
  * > the core's default (pipette_request_init). */
 #include <string.h>
 
-#include "model.h"
 #include "plugin.h"
 
 int pipette_request_build(const struct pipette_opts *o, const struct pipette_site *s,
@@ -27,19 +26,9 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 		return pipette_fail(err, "--pipette-global-batch=N is required (sequences per "
 				    "iteration)");
 	req->global_batch = o->global_batch;
-	if (o->seq_len > 0) {
-		req->seq_len = o->seq_len;
-	} else {
-		/* Default: the model's context length. */
-		struct pipette_model m;
-
-		if (pipette_model_load(o->model, s->models[0] ? s->models : NULL, &m, err))
-			return pipette_fail_prefix(err, "--pipette-model: ");
-		if (m.max_seq < 1)
-			return pipette_fail(err, "model %s names no context length: give "
-					    "--pipette-seq-len=N", m.name);
-		req->seq_len = m.max_seq;
-	}
+	/* 0: the model's context length, resolved with the model
+	 * (pipette_request_resolve). */
+	req->seq_len = o->seq_len > 0 ? o->seq_len : 0;
 	if (o->mem_fraction > 0)
 		req->mem_fraction = o->mem_fraction;
 	else if (s->mem_fraction > 0)

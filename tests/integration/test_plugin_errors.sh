@@ -39,7 +39,7 @@ launch_fails() {
 pipette_on "bandwidth=$UNIFORM"
 
 # --- bad inputs, found on the nodes ------------------------------------------
-launch_fails "unknown model" "--pipette-model: unknown model 'no-such-model' .*config\.json" \
+launch_fails "unknown model" "unknown model 'no-such-model' .*config\.json" \
     "${S4[@]}" --pipette-model=no-such-model --pipette-global-batch=64
 launch_fails "unreadable config.json" "cannot open" \
     "${S4[@]}" --pipette-model=/nonexistent/config.json --pipette-global-batch=64 --pipette-seq-len=1024

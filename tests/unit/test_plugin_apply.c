@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
 #include "plugin.h"
 #include "check_run.h"
 
@@ -319,9 +320,17 @@ START_TEST(test_request_precedence)
 	ck_assert_int_eq(req.budget, 123);
 	ck_assert_int_eq(req.launch, PIPETTE_LAUNCH_TORCHRUN);
 	ck_assert_int_eq(req.global_batch, 128);
-	/* Sequence length defaults to the model's context: llama3-8b has
-	 * max_position_embeddings 8192 (Meta's config.json). */
-	ck_assert_int_eq(req.seq_len, 8192);
+	/* The sequence length is left to the resolution with the model (the
+	 * model's context: llama3-8b has max_position_embeddings 8192 in
+	 * Meta's config.json), which loads the model once. */
+	ck_assert_int_eq(req.seq_len, 0);
+	{
+		struct pipette_request resolved;
+		struct pipette_model m;
+
+		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &err), 0);
+		ck_assert_int_eq(resolved.seq_len, 8192);
+	}
 	ck_assert_int_eq(req.mapping, PIPETTE_MAP_OPTIMIZE);
 
 	pipette_opts_set(&o, PIPETTE_OPT_BANDWIDTH, "/home/u/bw.json", &err);
@@ -339,12 +348,18 @@ START_TEST(test_request_precedence)
 	ck_assert_int_eq(req.mapping, PIPETTE_MAP_BLOCK);
 	ck_assert_int_eq(req.seq_len, 1024);
 
-	/* An unknown model fails when the sequence length must come from it. */
+	/* An unknown model fails when the request is resolved. */
 	pipette_opts_init(&o);
 	pipette_opts_set(&o, PIPETTE_OPT_MODEL, "no-such-model", &err);
 	pipette_opts_set(&o, PIPETTE_OPT_GLOBAL_BATCH, "128", &err);
-	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), -1);
-	ck_assert_ptr_nonnull(strstr(err.msg, "no-such-model"));
+	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), 0);
+	{
+		struct pipette_request resolved;
+		struct pipette_model m;
+
+		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &err), -1);
+		ck_assert_ptr_nonnull(strstr(err.msg, "no-such-model"));
+	}
 }
 END_TEST
 

@@ -1,0 +1,49 @@
+/* pipette: a planning request and every default it leaves open, decided
+ * here and nowhere else: the CLI, the plugin and the tests fill what the
+ * user said, pipette_plan_compute resolves the rest once, with the model
+ * loaded once. */
+#include <string.h>
+
+#include "memory.h"
+#include "model.h"
+#include "plan.h"
+
+/* Runners-up kept when the request does not say (the table's five rows). */
+#define DEFAULT_TOP_K 5
+
+void pipette_request_init(struct pipette_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->global_batch = 0;
+	req->seq_len = 0;
+	req->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
+	req->pins.tp = req->pins.pp = req->pins.dp = req->pins.cp = -1;
+	req->pins.ep = req->pins.etp = req->pins.vpp = req->pins.micro_batch = -1;
+	req->pins.schedule = req->pins.recompute = -1;
+	req->pins.sequence_parallel = req->pins.distributed_optimizer = -1;
+	req->mapping = PIPETTE_MAP_OPTIMIZE;
+	req->launch = PIPETTE_LAUNCH_SRUN;
+	req->budget = 0;
+	req->top_k = DEFAULT_TOP_K;
+	req->stale_days = 0;
+}
+
+int pipette_request_resolve(const struct pipette_request *req, struct pipette_request *out,
+			    struct pipette_model *model, struct pipette_err *err)
+{
+	*out = *req;
+	if (out->top_k < 1)
+		out->top_k = DEFAULT_TOP_K;
+	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
+			       err))
+		return -1;
+	/* The sequence length: the model's context length
+	 * (max_position_embeddings of its config) unless given. */
+	if (out->seq_len < 1) {
+		if (model->max_seq < 1)
+			return pipette_fail(err, "model %s names no context length: give the "
+					    "sequence length", model->name);
+		out->seq_len = model->max_seq;
+	}
+	return 0;
+}
