@@ -89,21 +89,11 @@ static struct json_object *stage_mem_json(const struct pipette_stage_memory *s, 
 	return o;
 }
 
-int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
+static struct json_object *cluster_json(const struct pipette_plan *plan)
 {
-	struct json_object *root = json_object_new_object(), *o, *a, *pr, *mem;
-	const struct pipette_search_stats *st = &plan->sstats;
-	char args[1024];
-	int i, rc;
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	int i;
 
-	if (!root || pipette_plan_megatron_args(plan, args, sizeof(args)))
-		return -1;
-	json_object_object_add(root, "schema", json_object_new_string("pipette-plan/1"));
-	json_object_object_add(root, "model", json_object_new_string(plan->model.name));
-	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
-	json_object_object_add(root, "plan_hash", json_object_new_string(plan->hash));
-	o = json_object_new_object();
-	a = json_object_new_array();
 	for (i = 0; i < plan->nodes; i++)
 		json_object_array_add(a, json_object_new_string(plan->names[i]));
 	json_object_object_add(o, "nodes", a);
@@ -114,32 +104,39 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(o, "gpu_ids", a);
 	json_object_object_add(o, "bandwidth", json_object_new_string(
 		plan->req.bandwidth[0] ? plan->req.bandwidth : "nominal"));
-	json_object_object_add(root, "cluster", o);
-	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
-	json_object_object_add(root, "megatron_args", json_object_new_string(args));
+	return o;
+}
 
-	pr = json_object_new_object();
+static struct json_object *predicted_json(const struct pipette_plan *plan)
+{
+	struct json_object *pr = json_object_new_object(), *mem = json_object_new_object();
+	struct json_object *a = json_object_new_array();
+	int i;
+
 	json_object_object_add(pr, "iteration_s", jd(plan->time.iteration_s));
 	json_object_object_add(pr, "tokens_per_s", jd(plan->time.tokens_per_s));
 	json_object_object_add(pr, "tflops_per_gpu", jd(plan->time.tflops_per_gpu));
 	json_object_object_add(pr, "mfu", jd(plan->time.mfu));
 	json_object_object_add(pr, "time", pipette_time_json(&plan->time));
-	mem = json_object_new_object();
 	json_object_object_add(mem, "peak_bytes", jd(plan->mem.peak_bytes));
 	json_object_object_add(mem, "peak_stage", json_object_new_int(plan->mem.peak_stage));
 	json_object_object_add(mem, "capacity_bytes", jd(plan->mem.capacity_bytes));
 	json_object_object_add(mem, "limit_bytes", jd(plan->mem.limit_bytes));
 	json_object_object_add(mem, "peak", stage_mem_json(&plan->mem.peak, -1));
-	a = json_object_new_array();
 	for (i = 0; i < plan->cfg.pp; i++)
 		json_object_array_add(a, stage_mem_json(&plan->stages[i], i));
 	json_object_object_add(mem, "per_stage", a);
 	json_object_object_add(pr, "memory", mem);
-	json_object_object_add(root, "predicted", pr);
+	return pr;
+}
 
-	o = json_object_new_object();
+static struct json_object *mapping_json(const struct pipette_plan *plan)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	int i;
+
 	json_object_object_add(o, "mode", json_object_new_string(
-		plan->req.mapping == PIPETTE_MAP_BLOCK ? "block" : "optimize"));
+		pipette_mapping_name(plan->req.mapping)));
 	json_object_object_add(o, "launch", json_object_new_string(pipette_launch_name(plan->req.launch)));
 	json_object_object_add(o, "node_block", json_object_new_boolean(
 		pipette_mapping_is_node_block(plan->gpu_of_rank, plan->world, plan->G)));
@@ -148,7 +145,6 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(o, "gain", jd(pipette_plan_mapping_gain(plan)));
 	json_object_object_add(o, "evaluations", json_object_new_int64(plan->mstats.evaluations));
 	json_object_object_add(o, "exhaustive", json_object_new_boolean(plan->mstats.exhaustive));
-	a = json_object_new_array();
 	for (i = 0; i < plan->world; i++) {
 		struct json_object *e = json_object_new_object();
 		int g = plan->gpu_of_rank[i];
@@ -159,9 +155,14 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "sigma", a);
-	json_object_object_add(root, "mapping", o);
+	return o;
+}
 
-	a = json_object_new_array();
+static struct json_object *ranked_json(const struct pipette_plan *plan)
+{
+	struct json_object *a = json_object_new_array();
+	int i;
+
 	for (i = 0; i < plan->n_ranked; i++) {
 		const struct plan_entry *e = &plan->ranked[i];
 		struct json_object *r = json_object_new_object();
@@ -175,40 +176,65 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 		json_object_object_add(r, "peak_bytes", jd(e->peak_bytes));
 		json_object_array_add(a, r);
 	}
-	json_object_object_add(root, "ranked", a);
+	return a;
+}
 
-	o = json_object_new_object();
+static struct json_object *search_json(const struct pipette_search_stats *st)
+{
+	struct json_object *o = json_object_new_object(), *why = json_object_new_object();
+	int i;
+
 	json_object_object_add(o, "considered", json_object_new_int64(st->considered));
 	json_object_object_add(o, "invalid", json_object_new_int64(st->invalid));
 	json_object_object_add(o, "pruned_memory", json_object_new_int64(st->pruned_memory));
-	{
-		struct json_object *why = json_object_new_object();
-
-		for (i = 0; i < PIPETTE_MEM_PART_COUNT; i++)
-			json_object_object_add(why, pipette_mem_part_name((enum pipette_mem_part)i),
-					       json_object_new_int64(st->pruned_part[i]));
-		json_object_object_add(o, "pruned_memory_by_dominant_part", why);
-	}
+	for (i = 0; i < PIPETTE_MEM_PART_COUNT; i++)
+		json_object_object_add(why, pipette_mem_part_name((enum pipette_mem_part)i),
+				       json_object_new_int64(st->pruned_part[i]));
+	json_object_object_add(o, "pruned_memory_by_dominant_part", why);
 	json_object_object_add(o, "feasible", json_object_new_int64(st->feasible));
 	json_object_object_add(o, "dominated", json_object_new_int64(st->dominated));
 	json_object_object_add(o, "lower_bounds", json_object_new_int64(st->bounded));
 	json_object_object_add(o, "pruned_by_bound", json_object_new_int64(st->pruned_bound));
 	json_object_object_add(o, "evaluated", json_object_new_int64(st->evaluated));
 	json_object_object_add(o, "failed", json_object_new_int64(st->failed));
-	json_object_object_add(root, "search", o);
-	a = json_object_new_array();
-	if (plan->warnings) {
-		const char *s = plan->warnings;
+	return o;
+}
 
-		while (*s) {
-			const char *e = strchr(s, '\n');
-			size_t n = e ? (size_t)(e - s) : strlen(s);
+/* One string per line of the warnings. */
+static struct json_object *warnings_json(const char *s)
+{
+	struct json_object *a = json_object_new_array();
 
-			json_object_array_add(a, json_object_new_string_len(s, (int)n));
-			s += n + (e ? 1 : 0);
-		}
+	while (s && *s) {
+		const char *e = strchr(s, '\n');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+
+		json_object_array_add(a, json_object_new_string_len(s, (int)n));
+		s += n + (e ? 1 : 0);
 	}
-	json_object_object_add(root, "warnings", a);
+	return a;
+}
+
+int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
+{
+	struct json_object *root = json_object_new_object();
+	char args[1024];
+	int rc;
+
+	if (!root || pipette_plan_megatron_args(plan, args, sizeof(args)))
+		return -1;
+	json_object_object_add(root, "schema", json_object_new_string("pipette-plan/1"));
+	json_object_object_add(root, "model", json_object_new_string(plan->model.name));
+	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
+	json_object_object_add(root, "plan_hash", json_object_new_string(plan->hash));
+	json_object_object_add(root, "cluster", cluster_json(plan));
+	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
+	json_object_object_add(root, "megatron_args", json_object_new_string(args));
+	json_object_object_add(root, "predicted", predicted_json(plan));
+	json_object_object_add(root, "mapping", mapping_json(plan));
+	json_object_object_add(root, "ranked", ranked_json(plan));
+	json_object_object_add(root, "search", search_json(&plan->sstats));
+	json_object_object_add(root, "warnings", warnings_json(plan->warnings));
 	rc = fprintf(f, "%s\n", json_object_to_json_string_ext(root,
 		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ? -1 : 0;
 	json_object_put(root);
