@@ -544,7 +544,9 @@ static int do_import(int argc, char **argv)
 	struct pipette_err err;
 	char pa[PIPETTE_BW_MAX_NAME + 1], pb[PIPETTE_BW_MAX_NAME + 1];
 	double bytes = 0;
-	long gpn = 8;	/* Pipette's hard-coded 8 GPUs per node (§6.1) */
+	/* Pipette's intra-node test runs on 8 GPUs: "-g 8" in run_nccl_test.sh:28
+	 * (date2024_pipette @a2b0683, under strategy/nccl-test/nccl-test-a100/). */
+	long gpn = 8;
 	time_t when = (time_t)-1, newest = (time_t)-1;
 	struct cli_seen seen = { .n = 0 };
 	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
