@@ -1,4 +1,5 @@
 /* pipette: reading and writing "pipette-bw/1" files (format: bwcache.h). */
+#define _GNU_SOURCE	/* F_OFD_SETLK (glibc declares it for _GNU_SOURCE only) */
 #include "bwcache.h"
 
 #include <ctype.h>
