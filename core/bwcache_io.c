@@ -1,4 +1,5 @@
 /* pipette: reading and writing "pipette-bw/1" files (format: bwcache.h). */
+#define _GNU_SOURCE	/* F_OFD_SETLK (glibc declares it for _GNU_SOURCE only) */
 #include "bwcache.h"
 
 #include <ctype.h>
@@ -50,18 +51,10 @@ static int perr(struct pctx *c, const char *path, const char *fmt, ...)
 	return pipette_fail(c->err, "%s: %s: %s", c->src, path, msg);
 }
 
+/* "a number", "null", ...: json.h's names of JSON types. */
 static const char *jtype(json_object *v)
 {
-	switch (json_object_get_type(v)) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double:
-	case json_type_int: return "a number";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
-	}
-	return "something else";
+	return pipette_json_type_name(v);
 }
 
 static int is_number(json_object *v)
@@ -1219,8 +1212,9 @@ static void remove_dead_temps(const char *dir, const char *base)
 		if (!is_temp_name(de->d_name, base) ||
 		    snprintf(full, sizeof(full), "%s/%s", dir, de->d_name) >= (int)sizeof(full))
 			continue;
+		/* Best effort: a leftover we cannot remove harms nothing. */
 		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
-			unlink(full);	/* best effort: a leftover we cannot remove harms nothing */
+			unlink(full);
 	}
 	closedir(d);
 }

@@ -1,5 +1,6 @@
 #include "error.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -64,6 +65,10 @@ int pipette_parse_long(const char *s, long min, long max, long *out,
 
 	if (!s || !*s)
 		return pipette_fail(err, "%s: empty value, expected an integer", what);
+	/* Plain decimal digits, '-' for a negative number: strtol would also
+	 * take leading white space and a '+' (" 64", "+64"). */
+	if (!isdigit((unsigned char)s[s[0] == '-']))
+		return pipette_fail(err, "%s: '%.64s' is not an integer", what, s);
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || *end != '\0')
@@ -78,11 +83,18 @@ int pipette_parse_long(const char *s, long min, long max, long *out,
 int pipette_parse_double(const char *s, double min, double max, double *out,
 			 const char *what, struct pipette_err *err)
 {
+	const char *p;
 	char *end = NULL;
 	double v;
 
 	if (!s || !*s)
 		return pipette_fail(err, "%s: empty value, expected a number", what);
+	/* Decimal only: strtod would also take leading white space, a '+',
+	 * hexadecimal ("0x1p3") and "inf". */
+	p = s + (s[0] == '-');
+	if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) ||
+	    strpbrk(s, "xX"))
+		return pipette_fail(err, "%s: '%.64s' is not a number", what, s);
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || *end != '\0' || !isfinite(v))

@@ -40,10 +40,13 @@ enum pipette_err_code pipette_err_code(const struct pipette_err *err);
 int pipette_fail_prefix(struct pipette_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Parse a decimal integer in [min, max]; names `what` in the error. */
+/* Parse a decimal integer in [min, max]: digits, with a '-' for a negative
+ * number, nothing else (no white space, '+' or "0x"); names `what` in the
+ * error. */
 int pipette_parse_long(const char *s, long min, long max, long *out,
 		       const char *what, struct pipette_err *err);
-/* Parse a finite double in [min, max]. */
+/* Parse a finite double in [min, max], written in decimal ("1", "-0.5",
+ * ".5", "1e9"; no white space, '+', hexadecimal, inf or nan). */
 int pipette_parse_double(const char *s, double min, double max, double *out,
 			 const char *what, struct pipette_err *err);
 

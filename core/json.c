@@ -9,7 +9,7 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-static const char *type_name(struct json_object *o)
+const char *pipette_json_type_name(struct json_object *o)
 {
 	switch (json_object_get_type(o)) {
 	case json_type_null: return "null";
@@ -100,7 +100,7 @@ struct json_object *pipette_json_parse(const char *text, size_t len, const char 
 	/* json-c's null is a NULL object. */
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		pipette_fail(err, "%s: top level is %s, expected a JSON object", source,
-			     type_name(root));
+			     pipette_json_type_name(root));
 		json_object_put(root);
 		return NULL;
 	}

@@ -19,6 +19,10 @@
 struct json_object *pipette_json_parse(const char *text, size_t len, const char *source,
 				       int depth, struct pipette_err *err);
 
+/* "null", "a boolean", "a number", "a string", "an array", "an object":
+ * what a value is, for messages ("expected a number, got a string"). */
+const char *pipette_json_type_name(struct json_object *o);
+
 /* Read `path` with pipette_read_file (at most max bytes; `what` names the
  * input in its errors) and parse it as above, the path as SOURCE.  When
  * sha256 is not NULL it receives the digest of the bytes read. */

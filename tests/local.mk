@@ -95,7 +95,9 @@ tests_unit_test_bwcache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_bwcache_LDADD = $(TEST_LDADD)
 EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
 
-# make validate: predicted vs published iteration times (models.md §5).
+# make validate: predicted vs published iteration times (Narayanan et al.
+# SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, the zero-bubble
+# paper's Tables 4 and 6, llm-foundry's H100 benchmarks; validate.c).
 noinst_PROGRAMS += tests/validate/validate
 tests_validate_validate_SOURCES = tests/validate/validate.c
 tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)

@@ -80,22 +80,41 @@ const char *cli_gib(double bytes, char *buf, unsigned size)
 	return buf;
 }
 
-int cli_opt_value(int argc, char **argv, int *i, char *name, size_t len,
-		     const char **val)
+int cli_once(struct cli_seen *seen, const char *name)
 {
-	const char *eq = strchr(argv[*i], '=');
+	int i;
 
+	for (i = 0; i < seen->n; i++)
+		if (!strcmp(seen->name[i], name))
+			return cli_error("%s given twice", name);
+	if (seen->n < CLI_SEEN_MAX)
+		pipette_strlcpy(seen->name[seen->n++], name, sizeof(seen->name[0]));
+	return 0;
+}
+
+int cli_option(int argc, char **argv, int *i, const char *cmd, const char *const *known,
+	       struct cli_seen *seen, char *name, size_t len, const char **val)
+{
+	const char *arg = argv[*i], *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg), k;
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(name, arg, n);
+	name[n] = '\0';
+	for (k = 0; known[k] && strcmp(known[k], name); k++)
+		;
+	if (!known[k])
+		return cli_error("%s: unknown option %.64s (see pipette %s --help)", cmd, name,
+				 cmd);
+	if (cli_once(seen, name))
+		return PIPETTE_EXIT_USAGE;
 	if (eq) {
-		size_t n = (size_t)(eq - argv[*i]);
-
-		if (n >= len)
-			n = len - 1;
-		memcpy(name, argv[*i], n);
-		name[n] = '\0';
 		*val = eq + 1;
 		return 0;
 	}
-	snprintf(name, len, "%s", argv[*i]);
-	*val = *i + 1 < argc ? argv[++*i] : NULL;
-	return *val ? 0 : cli_error("%s needs a value", name);
+	if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+		return cli_error("%s needs a value", name);
+	*val = argv[++*i];
+	return 0;
 }

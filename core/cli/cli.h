@@ -39,10 +39,25 @@ void cli_free_nodes(char **names, int n);
 /* Print "pipette: <msg>" to stderr and return PIPETTE_EXIT_USAGE. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_parse_format(const char *s, unsigned allowed_mask, enum pipette_format *out);
-/* "--name=VALUE" or "--name VALUE": the option's name into name[len] and
- * its value into *val (argv[*i] advances past a separate value); an error
- * naming the option when the value is missing. */
-int cli_opt_value(int argc, char **argv, int *i, char *name, size_t len, const char **val);
+/* The options a command has seen, so that one given twice is an error
+ * (which of two values was meant?).  Zero-initialise. */
+#define CLI_SEEN_MAX 64
+struct cli_seen {
+	char name[CLI_SEEN_MAX][32];
+	int n;
+};
+/* 0 the first time `name` is given, else "NAME given twice" (printed;
+ * PIPETTE_EXIT_USAGE). */
+int cli_once(struct cli_seen *seen, const char *name);
+/* The option at argv[*i], "--name VALUE" or "--name=VALUE", of command
+ * `cmd`, whose options taking a value are known[] (NULL-terminated):
+ * its name into name[len] and its value into *val (argv[*i] advances past
+ * a separate value).  Errors, in this order, printed with
+ * PIPETTE_EXIT_USAGE returned: "CMD: unknown option --name (see pipette
+ * CMD --help)", "--name given twice", "--name needs a value" (none, or
+ * the next argument is an option: "--model --gpu h100" names no model). */
+int cli_option(int argc, char **argv, int *i, const char *cmd, const char *const *known,
+	       struct cli_seen *seen, char *name, size_t len, const char **val);
 /* Integer option "--name VALUE" in [min, max]. */
 int cli_int(const char *opt, const char *val, long min, long max, long *out);
 int cli_double(const char *opt, const char *val, double min, double max, double *out);

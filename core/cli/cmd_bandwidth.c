@@ -54,11 +54,22 @@ static int is_opt(const char *a, const char *name)
 	return !strcmp(a, name);
 }
 
+/* The value of the option at argv[*i], or NULL when there is none (the
+ * end, or the next argument is an option: "--nodes --worst 3"). */
 static const char *need(int argc, char **argv, int *i)
 {
-	if (*i + 1 >= argc)
+	if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
 		return NULL;
 	return argv[++*i];
+}
+
+/* An option given twice is an error (which value was meant?); -o and
+ * --output are one option.  Arguments that are no option pass. */
+static int once(struct cli_seen *seen, const char *arg)
+{
+	if (arg[0] != '-' || !arg[1])
+		return 0;
+	return cli_once(seen, is_opt(arg, "-o") ? "--output" : arg);
 }
 
 static int parse_when(const char *opt, const char *v, time_t *out)
@@ -136,17 +147,19 @@ static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc
 static int do_validate(int argc, char **argv)
 {
 	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
+	struct cli_seen seen = { .n = 0 };
 	int i, rc = PIPETTE_EXIT_OK, files = 0;
 
 	for (i = 1; i < argc; i++) {
 		int r = 0;
 
+		if (once(&seen, argv[i]))
+			return PIPETTE_EXIT_USAGE;
 		if (stale_arg(argc, argv, &i, &so, &r)) {
 			if (r)
 				return r;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_error("bandwidth validate: unknown option '%.64s'",
-					 argv[i]);
+			return cli_error("bandwidth validate: unknown option %.64s", argv[i]);
 		}
 	}
 	for (i = 1; i < argc; i++) {
@@ -286,6 +299,7 @@ struct show_opts {
 
 static int show_parse(int argc, char **argv, struct show_opts *o)
 {
+	struct cli_seen seen = { .n = 0 };
 	int i;
 
 	o->so.days = BW_STALE_DAYS;
@@ -295,6 +309,8 @@ static int show_parse(int argc, char **argv, struct show_opts *o)
 	for (i = 1; i < argc; i++) {
 		int r = 0;
 
+		if (once(&seen, argv[i]))
+			return PIPETTE_EXIT_USAGE;
 		if (stale_arg(argc, argv, &i, &o->so, &r)) {
 			if (r)
 				return r;
@@ -308,7 +324,7 @@ static int show_parse(int argc, char **argv, struct show_opts *o)
 			if ((r = cli_int("--worst", need(argc, argv, &i), 0, 1000000, &o->worst)))
 				return r;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_error("bandwidth show: unknown option '%.64s'", argv[i]);
+			return cli_error("bandwidth show: unknown option %.64s", argv[i]);
 		} else if (o->file) {
 			return cli_error("bandwidth show: one file at a time ('%.64s' "
 					 "and '%.64s')", o->file, argv[i]);
@@ -500,6 +516,26 @@ static int save(const struct pipette_bwcache *bw, const char *out)
 	return 0;
 }
 
+/* --pair A,B into pa and pb (PIPETTE_BW_MAX_NAME + 1 bytes each). */
+static int split_pair(const char *pair, const char *from, int n_in, char *pa, char *pb)
+{
+	const char *comma = strchr(pair, ',');
+
+	if (strcmp(from, "nccl-tests"))
+		return cli_error("bandwidth import: --pair applies to nccl-tests only");
+	if (n_in != 1)
+		return cli_error("bandwidth import: --pair names the nodes of one file; with "
+				 "several, each file's '#  Rank' lines name its pair");
+	if (!comma || comma == pair || !comma[1] || strchr(comma + 1, ',') ||
+	    (size_t)(comma - pair) > PIPETTE_BW_MAX_NAME ||
+	    strlen(comma + 1) > PIPETTE_BW_MAX_NAME)
+		return cli_error("--pair: expected two node names A,B, got '%.64s'", pair);
+	memcpy(pa, pair, (size_t)(comma - pair));
+	pa[comma - pair] = '\0';
+	strcpy(pb, comma + 1);
+	return 0;
+}
+
 static int do_import(int argc, char **argv)
 {
 	const char *from = NULL, *out = NULL, *pair = NULL, *tool = NULL;
@@ -508,17 +544,22 @@ static int do_import(int argc, char **argv)
 	struct pipette_err err;
 	char pa[PIPETTE_BW_MAX_NAME + 1], pb[PIPETTE_BW_MAX_NAME + 1];
 	double bytes = 0;
-	long gpn = 8;	/* Pipette's hard-coded 8 GPUs per node (§6.1) */
+	/* Pipette's intra-node test runs on 8 GPUs: "-g 8" in run_nccl_test.sh:28
+	 * (date2024_pipette @a2b0683, under strategy/nccl-test/nccl-test-a100/). */
+	long gpn = 8;
 	time_t when = (time_t)-1, newest = (time_t)-1;
+	struct cli_seen seen = { .n = 0 };
 	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
 
 	in = calloc((size_t)argc, sizeof(char *));
 	if (!in)
 		return cli_error("out of memory");
 	for (i = 1; i < argc; i++) {
-		int r = 0;
+		int r = once(&seen, argv[i]);
 
-		if (is_opt(argv[i], "--from")) {
+		if (r) {
+			goto out;
+		} else if (is_opt(argv[i], "--from")) {
 			from = need(argc, argv, &i);
 		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
 			out = need(argc, argv, &i);
@@ -535,7 +576,7 @@ static int do_import(int argc, char **argv)
 		} else if (is_opt(argv[i], "--when")) {
 			r = parse_when("--when", need(argc, argv, &i), &when);
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			r = cli_error("bandwidth import: unknown option '%.64s'", argv[i]);
+			r = cli_error("bandwidth import: unknown option %.64s", argv[i]);
 		} else {
 			in[n_in++] = argv[i];
 		}
@@ -554,30 +595,8 @@ static int do_import(int argc, char **argv)
 		cli_error("bandwidth import: no input file");
 		goto out;
 	}
-	pa[0] = pb[0] = '\0';
-	if (pair) {
-		const char *comma = strchr(pair, ',');
-
-		if (strcmp(from, "nccl-tests")) {
-			cli_error("bandwidth import: --pair applies to nccl-tests only");
-			goto out;
-		}
-		if (n_in != 1) {
-			cli_error("bandwidth import: --pair names the nodes of one "
-				  "file; with several, each file's '#  Rank' lines "
-				  "name its pair");
-			goto out;
-		}
-		if (!comma || comma == pair || !comma[1] || strchr(comma + 1, ',') ||
-		    (size_t)(comma - pair) > PIPETTE_BW_MAX_NAME ||
-		    strlen(comma + 1) > PIPETTE_BW_MAX_NAME) {
-			cli_error("--pair: expected two node names A,B, got '%.64s'", pair);
-			goto out;
-		}
-		memcpy(pa, pair, (size_t)(comma - pair));
-		pa[comma - pair] = '\0';
-		strcpy(pb, comma + 1);
-	}
+	if (pair && split_pair(pair, from, n_in, pa, pb))
+		goto out;
 	bw = pipette_bwcache_create();
 	if (!bw) {
 		cli_error("out of memory");
@@ -631,12 +650,13 @@ static int do_merge(int argc, char **argv)
 	struct pipette_bwcache_lock *lock = NULL;
 	struct pipette_err err;
 	const char *out = NULL;
+	struct cli_seen seen = { .n = 0 };
 	int i, n_in = 0, rc = PIPETTE_EXIT_USAGE;
 
 	for (i = 1; i < argc; i++)
-		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
-			if (out)
-				return cli_error("%s given twice", argv[i]);
+		if (once(&seen, argv[i])) {
+			return PIPETTE_EXIT_USAGE;
+		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
 			if (!(out = need(argc, argv, &i)))
 				return cli_error("-o needs a file name");
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -744,11 +764,14 @@ static int do_generate(int argc, char **argv)
 	double eff = 1.0, x = 0, y = 0, inter = NAN, intra = NAN;
 	char *cmdline = NULL;
 	long l;
+	struct cli_seen seen = { .n = 0 };
 	int i, r = 0, have_seed = 0, have_nodes = 0, rc = PIPETTE_EXIT_USAGE;
 
 	pipette_bw_gen_init(&g);
 	for (i = 1; i < argc && !r; i++) {
-		if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+		if ((r = once(&seen, argv[i]))) {
+			break;
+		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
 			out = need(argc, argv, &i);
 		} else if (is_opt(argv[i], "--seed")) {
 			r = cli_int("--seed", need(argc, argv, &i), 0, 2147483647L, &l);
@@ -810,8 +833,8 @@ static int do_generate(int argc, char **argv)
 		} else if (is_opt(argv[i], "--when")) {
 			r = parse_when("--when", need(argc, argv, &i), &g.when);
 		} else {
-			r = cli_error("bandwidth generate: unknown argument '%.64s'",
-				      argv[i]);
+			r = cli_error("bandwidth generate: unknown %s %.64s",
+				      argv[i][0] == '-' ? "option" : "argument", argv[i]);
 		}
 	}
 	if (r)

@@ -93,8 +93,18 @@ static int *int_field(struct pipette_config *c, const char *name)
 	return NULL;
 }
 
+/* The options that take a value (the flags are matched first). */
+static const char *const value_options[] = {
+	"--tp", "--pp", "--dp", "--cp", "--ep", "--etp", "--vpp", "--micro-batch",
+	"--first-stage-layers", "--last-stage-layers", "--model", "--gpu", "--nodes",
+	"--gpus-per-node", "--compress", "--calibration", "--timeline", "--models-dir",
+	"--global-batch", "--seq-len", "--mem-fraction", "--recompute", "--schedule",
+	"--attention", "--format", NULL
+};
+
 static int parse(int argc, char **argv, struct estimate_opts *o)
 {
+	struct cli_seen seen = { .n = 0 };
 	struct pipette_err err;
 	char name[64];
 	int i;
@@ -121,7 +131,8 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		}
 		if (strncmp(a, "--", 2))
 			return cli_error("estimate: unexpected argument '%.64s'", a);
-		if (cli_opt_value(argc, argv, &i, name, sizeof(name), &v))
+		if (cli_option(argc, argv, &i, "estimate", value_options, &seen, name,
+			       sizeof(name), &v))
 			return PIPETTE_EXIT_USAGE;
 		if ((field = int_field(&o->cfg, name))) {
 			if (cli_int(name, v, strstr(name, "layers") ? -1 : 1, 1 << 20, &n))
@@ -170,7 +181,7 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 			if (cli_parse_format(v, 3, &o->fmt))
 				return cli_error("--format: '%.32s': expected table or json", v);
 		} else {
-			return cli_error("estimate: unknown option '%.64s' (see pipette "
+			return cli_error("estimate: unknown option %.64s (see pipette "
 					 "estimate --help)", name);
 		}
 	}

@@ -73,27 +73,26 @@ struct experts_opts {
 	int greedy, json, have_seed, have_skew, have_tokens;
 };
 
-static int opt_value(int argc, char **argv, int *i, const char **val)
+/* The options of `experts` (placement) and of `experts generate`; all
+ * take a value. */
+static const char *const place_options[] = {
+	"--model", "--models-dir", "--trace", "--ep", "--nodes", "--gpus-per-node", "--gpu",
+	"--bandwidth", "--time-limit", "--node-limit", "--solver", "--format", NULL
+};
+static const char *const generate_options[] = {
+	"--model", "--models-dir", "-o", "--output", "--seed", "--skew", "--tokens",
+	"--affinity", NULL
+};
+
+static int is_opt(const char *name, const char *want)
 {
-	const char *eq = strchr(argv[*i], '=');
-
-	if (eq) {
-		*val = eq + 1;
-		return 0;
-	}
-	*val = *i + 1 < argc ? argv[++*i] : NULL;
-	return *val ? 0 : cli_error("%s needs a value", argv[*i]);
-}
-
-static int is_opt(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+	return !strcmp(name, want);
 }
 
 static int parse(int argc, char **argv, int gen, struct experts_opts *o)
 {
+	struct cli_seen seen = { .n = 0 };
+	char a[64];
 	int i;
 
 	memset(o, 0, sizeof(*o));
@@ -101,15 +100,19 @@ static int parse(int argc, char **argv, int gen, struct experts_opts *o)
 	o->node_limit = 200;
 	o->affinity = 0.6;
 	for (i = gen ? 2 : 1; i < argc; i++) {
-		const char *a = argv[i], *v;
+		const char *v;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage_text, stdout);
 			return -1;
 		}
-		if (strncmp(a, "-", 1))
-			return cli_error("experts: unexpected argument '%.64s'", a);
-		if (opt_value(argc, argv, &i, &v))
+		if (strncmp(argv[i], "-", 1))
+			return cli_error("experts: unexpected argument '%.64s'", argv[i]);
+		/* -o/--output is one option */
+		if (gen && is_opt(argv[i], "-o") && cli_once(&seen, "--output"))
+			return PIPETTE_EXIT_USAGE;
+		if (cli_option(argc, argv, &i, gen ? "experts generate" : "experts",
+			       gen ? generate_options : place_options, &seen, a, sizeof(a), &v))
 			return PIPETTE_EXIT_USAGE;
 		if (is_opt(a, "--model")) {
 			o->model = v;
@@ -161,7 +164,7 @@ static int parse(int argc, char **argv, int gen, struct experts_opts *o)
 				return cli_error("--format: '%.32s': expected table or json", v);
 			o->json = !strcmp(v, "json");
 		} else {
-			return cli_error("experts%s: unknown option '%.64s' (see pipette experts "
+			return cli_error("experts%s: unknown option %.64s (see pipette experts "
 					 "--help)", gen ? " generate" : "", a);
 		}
 	}

@@ -90,8 +90,18 @@ struct plan_opts {
 	int have_batch, have_seq;
 };
 
+/* The options that take a value (the flags are matched first). */
+static const char *const value_options[] = {
+	"--tp", "--pp", "--dp", "--cp", "--ep", "--etp", "--vpp", "--micro-batch",
+	"--model", "--models-dir", "--bandwidth", "--gpu", "--nodes", "--gpus-per-node",
+	"--gpu-ids", "--global-batch", "--seq-len", "--mem-fraction", "--top",
+	"--calibration", "--compress", "--budget", "--schedule", "--attention",
+	"--recompute", "--launch", "--mapping", "--format", NULL
+};
+
 static int parse(int argc, char **argv, struct plan_opts *o)
 {
+	struct cli_seen seen = { .n = 0 };
 	struct pipette_err err;
 	char name[64];
 	int i;
@@ -122,7 +132,8 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 		}
 		if (strncmp(a, "--", 2))
 			return cli_error("plan: unexpected argument '%.64s'", a);
-		if (cli_opt_value(argc, argv, &i, name, sizeof(name), &v))
+		if (cli_option(argc, argv, &i, "plan", value_options, &seen, name, sizeof(name),
+			       &v))
 			return PIPETTE_EXIT_USAGE;
 		if ((pin = pin_field(&o->req.pins, name))) {
 			if (cli_int(name, v, 1, 1 << 20, &n))
@@ -206,7 +217,7 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 				return cli_error("--format: '%.32s': expected table, json, env or "
 						 "megatron", v);
 		} else {
-			return cli_error("plan: unknown option '%.64s' (see pipette plan --help)",
+			return cli_error("plan: unknown option %.64s (see pipette plan --help)",
 					 name);
 		}
 	}

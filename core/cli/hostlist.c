@@ -42,6 +42,12 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	*n = 0;
 	if (!spec || !*spec)
 		return pipette_fail(err, "empty node list");
+	/* "-1", "+4": a signed count is no count, and no host name begins
+	 * with a sign (RFC 952 "ASSUMPTIONS" 1 and RFC 1123 section 2.1: a
+	 * name begins with a letter or a digit). */
+	if (spec[0] == '-' || spec[0] == '+')
+		return pipette_fail(err, "'%.64s' is neither a node count (1, 2, ...) nor a "
+				    "Slurm hostlist", spec);
 	if (all_digits(spec)) {
 		long k = strtol(spec, NULL, 10);
 
@@ -69,7 +75,7 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	while ((h = slurm_hostlist_shift(hl))) {
 		/* libslurm passes some malformed lists through ("gpu[1-2"
 		 * gives "gpu]", "[" gives ""): refuse what no node is named. */
-		if (!*h || strpbrk(h, "[]{}, \t\n")) {
+		if (!*h || strpbrk(h, "[]{}, \t\n") || h[0] == '-') {
 			pipette_fail(err, "node list '%.64s' is not a valid Slurm "
 				     "hostlist (it yields the name '%.64s')", spec, h);
 			free(h);

@@ -106,13 +106,93 @@ START_TEST(test_estimate_errors)
 	expect("estimate --model llama3-8b --gpu h100 --schedule gpipe", 2, "expected 1f1b");
 	expect("estimate --model llama3-8b --gpu h100 --attention xformers", 2,
 	       "--attention: attention 'xformers': expected flash or unfused");
-	expect("estimate --model llama3-8b --gpu h100 --bogus 1", 2, "unknown option '--bogus'");
+	expect("estimate --model llama3-8b --gpu h100 --bogus 1", 2, "unknown option --bogus");
 	expect("estimate --model llama3-8b --gpu h100 --tp", 2, "--tp needs a value");
 	expect("estimate --model " TEST_DATADIR "/hf/bad-missing-hidden.json --gpu h100", 2,
 	       "missing key 'hidden_size'");
 	expect("estimate --model " TEST_DATADIR "/hf/bad-truncated.json --gpu h100", 2,
 	       "bad-truncated.json: line 2, column 1: malformed JSON: unexpected end of file");
 	expect("estimate --help", 0, "--distributed-optimizer");
+}
+END_TEST
+
+/* ---- argument parsing -------------------------------------------------- */
+
+#define PLAN_OK "plan --model llama3-8b --gpu h100 --seq-len 2048 "
+
+/* Integers are plain decimal digits: strtol alone took " 64" and "+64". */
+START_TEST(test_integers_are_digits)
+{
+	expect(PLAN_OK "--nodes 2 --global-batch ' 64'", 2, "--global-batch: ' 64' is not an integer");
+	expect(PLAN_OK "--nodes 2 --global-batch '64 '", 2, "--global-batch: '64 ' is not an integer");
+	expect(PLAN_OK "--nodes 2 --global-batch +64", 2, "--global-batch: '+64' is not an integer");
+	expect(PLAN_OK "--nodes 2 --global-batch 0x40", 2, "--global-batch: '0x40' is not an integer");
+	expect(PLAN_OK "--nodes 2 --global-batch=", 2, "--global-batch: empty value");
+	expect("estimate --model llama3-8b --gpu h100 --mem-fraction ' 0.5'", 2,
+	       "--mem-fraction: ' 0.5' is not a number");
+	expect("estimate --model llama3-8b --gpu h100 --mem-fraction 0x1p-1", 2,
+	       "--mem-fraction: '0x1p-1' is not a number");
+	/* what is allowed stays allowed: a negative value where the range has
+	 * one, and "--opt=value" */
+	expect("estimate --model llama3-8b --gpu h100 --tp 4 --pp 2 --first-stage-layers -1", 0,
+	       "STAGE LAYERS");
+	expect("estimate --model llama3-8b --gpu h100 --tp=4 --mem-fraction=.9", 0, "fits");
+}
+END_TEST
+
+/* "--nodes -1" named a node "-1"; no host name begins with a sign. */
+START_TEST(test_nodes_not_signed)
+{
+	const char *msg = "--nodes: '-1' is neither a node count (1, 2, ...) nor a Slurm hostlist";
+
+	expect(PLAN_OK "--global-batch 8 --nodes -1", 2, msg);
+	expect(PLAN_OK "--global-batch 8 --nodes=+2", 2, "--nodes: '+2' is neither");
+	expect(PLAN_OK "--global-batch 8 --nodes 'gpu1,-x'", 2, "yields the name '-x'");
+	expect("bandwidth show " TEST_DATADIR "/bw/good-3.json --nodes -1", 2, msg);
+}
+END_TEST
+
+/* An option given twice is an error naming it: which value was meant? */
+START_TEST(test_option_twice)
+{
+	expect(PLAN_OK "--nodes 2 --global-batch 8 --tp 2 --tp 4", 2, "--tp given twice");
+	expect(PLAN_OK "--nodes 2 --global-batch 8 --tp=2 --tp 2", 2, "--tp given twice");
+	expect(PLAN_OK "--nodes 2 --nodes 4 --global-batch 8", 2, "--nodes given twice");
+	expect("estimate --model llama3-8b --gpu h100 --gpu a100", 2, "--gpu given twice");
+	expect("experts --model mixtral-8x7b --ep 8 --ep 4 --trace x", 2, "--ep given twice");
+	expect("experts generate --model mixtral-8x7b -o a --output b", 2, "--output given twice");
+	expect("bandwidth show x --worst 1 --worst 2", 2, "--worst given twice");
+	expect("bandwidth validate x --now 2025-01-01T00:00:00Z --now 2025-01-01T00:00:00Z", 2,
+	       "--now given twice");
+	expect("bandwidth generate --seed 1 --seed 2 --nodes 2 -o x", 2, "--seed given twice");
+	expect("bandwidth import --from nccl-tests --from pipette-legacy x -o y", 2,
+	       "--from given twice");
+	expect("bandwidth merge a b -o x --output y", 2, "--output given twice");
+}
+END_TEST
+
+/* An unknown option is called unknown, even last (it used to "need a
+ * value"); a missing value is said to be missing, also when the next
+ * argument is another option. */
+START_TEST(test_unknown_option)
+{
+	expect(PLAN_OK "--nodes 2 --global-batch 8 --bogus", 2,
+	       "plan: unknown option --bogus (see pipette plan --help)");
+	expect(PLAN_OK "--nodes 2 --global-batch 8 --bogus=1", 2, "plan: unknown option --bogus ");
+	expect("estimate --model llama3-8b --gpu h100 --bogus", 2,
+	       "estimate: unknown option --bogus");
+	expect("experts --model mixtral-8x7b --bogus", 2, "experts: unknown option --bogus");
+	expect("experts generate --model mixtral-8x7b --bogus", 2,
+	       "experts generate: unknown option --bogus");
+	expect("bandwidth show x --bogus", 2, "bandwidth show: unknown option --bogus");
+	expect("bandwidth validate x --bogus", 2, "bandwidth validate: unknown option --bogus");
+	expect("bandwidth import --bogus", 2, "bandwidth import: unknown option --bogus");
+	expect("bandwidth merge a --bogus", 2, "bandwidth merge: unknown option --bogus");
+	expect("bandwidth generate --bogus", 2, "bandwidth generate: unknown option --bogus");
+	expect(PLAN_OK "--nodes 2 --global-batch", 2, "--global-batch needs a value");
+	expect("plan --model --gpu h100 --nodes 2 --global-batch 8 --seq-len 2048", 2,
+	       "--model needs a value");
+	expect("bandwidth show x --nodes --worst 3", 2, "--nodes needs a node list");
 }
 END_TEST
 
@@ -234,6 +314,10 @@ int main(void)
 	tcase_add_test(tc, test_estimate_json);
 	tcase_add_test(tc, test_estimate_table_and_nofit);
 	tcase_add_test(tc, test_estimate_errors);
+	tcase_add_test(tc, test_integers_are_digits);
+	tcase_add_test(tc, test_nodes_not_signed);
+	tcase_add_test(tc, test_option_twice);
+	tcase_add_test(tc, test_unknown_option);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("special files");
 	tcase_add_checked_fixture(tc, make_specials, remove_specials);
