@@ -215,3 +215,13 @@ TESTS += tests/unit/test_readfile
 tests_unit_test_readfile_SOURCES = tests/unit/test_readfile.c tests/unit/check_run.h
 tests_unit_test_readfile_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_readfile_LDADD = $(TEST_LDADD)
+
+# The shape of the code: core/'s includes only run downwards through its
+# layers (README, "Architecture"), and no function is longer than 120
+# lines.  `make graph` redraws doc/core-layers.svg (Graphviz: dot and tred,
+# Debian package graphviz; not needed to build or test).
+TESTS += tests/layers.sh
+EXTRA_DIST += tests/layers.sh tests/funclen.sh tests/golden/run.sh doc/core-layers.svg
+graph:
+	bash '$(srcdir)/tests/layers.sh' --dot | tred | dot -Tsvg -o '$(srcdir)/doc/core-layers.svg'
+.PHONY: graph
