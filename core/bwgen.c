@@ -1,9 +1,13 @@
 /* pipette: synthetic bandwidth caches (etc/examples, tests).
  *
  * Not measurements: a healthy figure per link with multiplicative noise,
- * then the faults a real cluster shows (pipette-original.md §6: links far
- * below nominal; slower leaf switches; a GPU with NVLinks down).  The
- * random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
+ * then faults: links far below nominal, the "static interconnect
+ * assumption" the original Pipette was built against (README of
+ * yimjinkyu1/date2024_pipette @a2b0683; its measured sample,
+ * Megatron-LM-2.5/mpigraph/temp/mpigraph_file.json, has 11072 and 14497
+ * MB/s for the two directions of one pair), and two of our own to
+ * exercise the mapping, a slower leaf switch and a GPU with NVLinks down.
+ * The random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
  * pseudorandom number generators", OOPSLA 2014), drawn in a fixed order so
  * the output depends only on the parameters. */
 #include "bwcache.h"

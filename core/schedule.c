@@ -11,7 +11,7 @@
  *    error when p does not divide m, and so do we.
  *  - ZB-H1: Qi et al., ICLR'24 (arXiv 2401.10241) §3.1, Fig. 3: the 1F1B
  *    order with W split off B; worker i (1-based) delays i-1 W passes, so
- *    it holds (p-i+1) M_B + (i-1) M_W (ZB Table 2 text; models.md §3.2).
+ *    it holds (p-i+1) M_B + (i-1) M_W (the text under ZB Table 2).
  *  - V-Min, V-Half: Qi et al., NeurIPS'24 (arXiv 2405.15362) building
  *    blocks of interval 6 with the per-rank offsets of F(chunk 0),
  *    F(chunk 1), B(chunk 1), B(chunk 0) used by sail-sg/zero-bubble-
@@ -78,13 +78,15 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 	 * upper bound per rank) for every m and p <= 32 in
 	 * tests/unit/test_schedule.c (and p <= 64 in a wider sweep). */
 	case PIPETTE_SCHED_V_MIN:
-		/* HF space table: (p+4)//3 micro-batches. */
+		/* (p+4)//3 micro-batches: the table of the Hugging Face space
+		 * sail/pipeline-parallelism-with-controllable-memory
+		 * (description1.md). */
 		return min_d((double)((p + 4) / 3), (double)m);
 	case PIPETTE_SCHED_V_HALF:
-		/* HF space table: (p+2)//2 micro-batches. */
+		/* (p+2)//2 micro-batches: the same table. */
 		return min_d((double)((p + 2) / 2), (double)m);
 	case PIPETTE_SCHED_V_ZB:
-		/* 1F1B's peak pM_B (ZB paper §3.2), on every rank of the V:
+		/* 1F1B's peak pM_B (ZB paper, Table 2), on every rank of the V:
 		 * the old p - stage under-counted all ranks but the first. */
 		return min_d((double)p, (double)m);
 	case PIPETTE_SCHED_1F1B:

@@ -7,7 +7,11 @@
 
 #include "memory.h"
 
-/* ---- collectives (alpha-beta; models.md §4.1) ---------------------------- */
+/* ---- collectives ---------------------------------------------------------- */
+
+/* alpha-beta ring forms: an all-reduce is 2(n-1) steps moving S/n each, an
+ * all-gather (or all-to-all on a full bisection) n-1; the bus-bandwidth
+ * factors 2(n-1)/n and (n-1)/n of NVIDIA/nccl-tests doc/PERFORMANCE.md. */
 
 double pipette_allreduce_s(int n, double bytes, double gbps, double lat_us)
 {
@@ -332,7 +336,9 @@ static void ring_links(const struct placement *p, const int *ranks, int n, int *
 		g->inter_bw = g->bw;
 }
 
-/* Groups of Megatron's rank grids (ecosystem.md §3.3): dense
+/* Groups of Megatron's rank grids (RankGenerator, default order
+ * "tp-cp-ep-dp-pp", megatron/core/parallel_state.py of NVIDIA/Megatron-LM
+ * @d98e8a64dd): dense
  * r = tp + TP*(cp + CP*(dp + DP*pp)); expert r = etp + ETP*(ep + EP*(edp +
  * EDP*pp)) over the same ranks. */
 enum group_kind { G_TP, G_CP, G_DPCP, G_EP };
@@ -491,8 +497,10 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 /* Memory-bound elementwise work (norms, activations, dropout, residuals,
  * softmax without FlashAttention): each stored activation byte is written
  * in the forward pass and read back, and the backward pass touches twice
- * that (models.md §4.2, Calculon's memory time).  HBM efficiency 0.9 for
- * large transfers (Calculon systems/a100_80g.json). */
+ * that (Calculon's memory time: calculon-ai/calculon @caa4b11
+ * calculon/system.py:77-81).  HBM efficiency 0.9 for large transfers
+ * (mem1 "MB_efficiency" of Calculon's systems/a100_80g.json: 0.90 from
+ * 100 MB). */
 #define ELEMENTWISE_PASSES 2.0
 #define HBM_EFF 0.9
 /* Adam step, bytes per local parameter: read+write fp32 master, m and v
@@ -648,12 +656,13 @@ static double rank_finish(const struct pipette_sched *s, int r, long max_ops)
 	return 0;
 }
 
-/* ---- compression what-ifs (Optimus-CC, ecosystem.md §1) -------------------- */
+/* ---- compression what-ifs (Optimus-CC, Song et al., ASPLOS'23) ------------ */
 
 /* One n x m tensor at rank r: P (n x r) and Q (m x r) replace it.  The
  * compress/decompress work is 6*n*m*r FLOPs in skinny GEMMs (P = MQ,
- * Q = M^T P, M' = PQ^T; ecosystem.md §1.4), which the GEMM efficiency
- * curve prices as the small GEMMs they are. */
+ * Q = M^T P, M' = PQ^T: PowerSGD, Vogels et al., NeurIPS 2019, as
+ * AIS-SNU/Optimus-CC @7f6437c megatron/mpu/reducers.py runs it), which
+ * the GEMM efficiency curve prices as the small GEMMs they are. */
 static double lowrank_elems(double n, double m, int r)
 {
 	double c = (double)r * (n + m);
@@ -815,8 +824,10 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 		}
 		/* CB compresses every backward send but the first virtual
 		 * stage's; epilogue-only, just the cooldown ones, about
-		 * min(p - s, m) of the m micro-batches (Optimus-CC's flush
-		 * sends, ecosystem.md §1.3). */
+		 * min(p - s, m) of the m micro-batches (Optimus-CC compresses
+		 * the sends its 1F1B passes flush=True, the last steady one
+		 * and the cooldown: megatron/schedules.py ~469-487, ~783-799
+		 * of AIS-SNU/Optimus-CC @7f6437c). */
 		if (pm->cb_cost > 0 && vs > 0)
 			cb += pm->cb_cost * (c->compress.pp_epilogue_only
 					     ? fmin((double)(p - s), (double)mb) / mb
