@@ -1,9 +1,10 @@
 /* make validate: predicted vs published iteration time on every calibration
- * case of reference/models.md (§5.1 Narayanan et al. SC'21 Table 1, §5.2
- * Korthikanti et al. MLSys'23 Table 5, §5.8 the zero-bubble paper's
- * Tables 4 and 6, §5.11 llm-foundry's H100 runs), with the error per case
- * and the MAPE; then the per-layer compute against layers timed on an H100
- * and an H200 (tests/validate/gpu/).  Uses the same library calls as
+ * case (Narayanan et al. SC'21 Table 1, Korthikanti et al. MLSys'23
+ * Table 5, the zero-bubble paper's Tables 4 and 6, llm-foundry's H100
+ * runs; each table, its upstream source and the derived columns are in
+ * tests/validate/README.md), with the error per case and the MAPE; then
+ * the per-layer compute against layers timed on an H100 and an H200
+ * (tests/validate/gpu/).  Uses the same library calls as
  * `pipette estimate`. */
 #include <math.h>
 #include <stdio.h>
@@ -29,9 +30,10 @@ struct gpt_case {
 	const char *source;
 };
 
-/* §5.1: all runs full recompute; the published figure is TFLOP/s, turned
- * into an iteration time with 96 BsLh^2 (1 + s/6h + V/16Lh) (column
- * implied_iter_time_s_D).  §5.2: measured end-to-end iteration times. */
+/* Narayanan et al. Table 1: all runs full recompute; the published figure
+ * is TFLOP/s, turned into an iteration time with 96 BsLh^2 (1 + s/6h +
+ * V/16Lh) (README.md, "implied s").  Korthikanti et al. Table 5: measured
+ * end-to-end iteration times. */
 static const struct gpt_case cases[] = {
 	{ "1.7B", 24, 2304, 24, 1, 1, 32, 1, 16, 512, 2048, 51200, PIPETTE_RECOMPUTE_FULL, 0, 3.53, "Narayanan T1" },
 	{ "3.6B", 32, 3072, 30, 2, 1, 32, 1, 16, 512, 2048, 51200, PIPETTE_RECOMPUTE_FULL, 0, 3.70, "Narayanan T1" },
@@ -53,9 +55,10 @@ static const struct gpt_case cases[] = {
 	{ "1T sp+sel", 160, 25600, 128, 8, 64, 1, 1, 1, 512, 2048, 51200, PIPETTE_RECOMPUTE_SELECTIVE, 1, 71.49, "Korthikanti T5" },
 };
 
-/* §5.8 zero-bubble paper, pure PP on A100 80G, seq 1024, first and last
- * stage one layer fewer; samples per GPU per second for 1F1B, ZB-1p (our
- * ZB-H1: the same memory limit p*M_B) and ZB-V (our V-ZB). */
+/* The zero-bubble paper (Qi et al., ICLR'24, README.md), pure PP on A100
+ * 80G, seq 1024, first and last stage one layer fewer; samples per GPU per
+ * second for 1F1B, ZB-1p (our ZB-H1: the same memory limit p*M_B) and
+ * ZB-V (our V-ZB). */
 struct zb_case {
 	const char *name;
 	int layers, heads, hidden, pp, mb;
@@ -88,7 +91,7 @@ static const struct zb_case zb_cases[] = {
 	{ "28.3B", 62, 48, 6144, 32, 2, 256, 0.95, 1.03, 1.06, "ZB T6" },
 };
 
-/* §5.11: MPT models trained by llm-foundry on H100 80GB, BF16, data
+/* MPT models trained by llm-foundry on H100 80GB (README.md), BF16, data
  * parallel only with FSDP FULL_SHARD, tokens/s per GPU.  MPT: GELU MLP of
  * 4h, no biases, tied embeddings, vocabulary 50368 (llm-foundry's yamls;
  * the parameter counts of the table check it: 32 x 12 x 4096^2 + 50368 x
@@ -285,7 +288,8 @@ static int check_gpt(struct pipette_timer *t, const struct pipette_gpu_spec *a10
 	int failures = 0;
 	size_t i;
 
-	printf("A100 iteration time, predicted vs published (models.md §5.1, §5.2)\n");
+	printf("A100 iteration time, predicted vs published (Narayanan et al. SC'21 T1, "
+	       "Korthikanti et al. MLSys'23 T5)\n");
 	printf("%-12s %-15s %5s %4s %4s %3s %10s %10s %8s\n", "case", "source", "tp", "pp",
 	       "dp", "v", "published", "predicted", "error");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -360,8 +364,8 @@ static int check_zb(struct pipette_timer *t, const struct pipette_gpu_spec *a100
 	int order_ok = 0, order_total = 0, failures = 0;
 	size_t i;
 
-	printf("Zero-bubble schedules, pure PP (models.md §5.8): samples/GPU/s, published -> "
-	       "predicted\n");
+	printf("Zero-bubble schedules, pure PP (Qi et al. ICLR'24 T4, T6): samples/GPU/s, "
+	       "published -> predicted\n");
 	printf("%-6s %4s %3s %4s  %-20s %-20s %-20s %s\n", "model", "pp", "b", "m", "1F1B",
 	       "ZB-1p (zb-h1)", "ZB-V (v-zb)", "order");
 	for (i = 0; i < sizeof(zb_cases) / sizeof(zb_cases[0]); i++) {
@@ -404,8 +408,8 @@ static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h10
 	int failures = 0;
 	size_t i;
 
-	printf("H100 throughput, llm-foundry MPT, FSDP data parallel (models.md §5.11): "
-	       "tokens/s per GPU\n");
+	printf("H100 throughput, llm-foundry MPT, FSDP data parallel (its benchmarking "
+	       "README): tokens/s per GPU\n");
 	printf("%-5s %6s %5s %4s %5s %10s %10s %8s\n", "model", "seq", "gpus", "mb", "ckpt",
 	       "published", "predicted", "error");
 	for (i = 0; i < sizeof(mpt_cases) / sizeof(mpt_cases[0]); i++) {
