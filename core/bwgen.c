@@ -1,9 +1,13 @@
 /* pipette: synthetic bandwidth caches (etc/examples, tests).
  *
  * Not measurements: a healthy figure per link with multiplicative noise,
- * then the faults a real cluster shows (pipette-original.md §6: links far
- * below nominal; slower leaf switches; a GPU with NVLinks down).  The
- * random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
+ * then faults: links far below nominal, the "static interconnect
+ * assumption" the original Pipette was built against (README of
+ * yimjinkyu1/date2024_pipette @a2b0683; its measured sample,
+ * Megatron-LM-2.5/mpigraph/temp/mpigraph_file.json, has 11072 and 14497
+ * MB/s for the two directions of one pair), and two of our own to
+ * exercise the mapping, a slower leaf switch and a GPU with NVLinks down.
+ * The random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
  * pseudorandom number generators", OOPSLA 2014), drawn in a fixed order so
  * the output depends only on the parameters. */
 #include "bwcache.h"
@@ -58,20 +62,9 @@ static int check_frac(double v, double lo, double hi, const char *what,
 	return 0;
 }
 
-int pipette_bwcache_generate(const struct pipette_bw_gen *g,
-			     struct pipette_bwcache **out,
-			     struct pipette_err *err)
+/* The parameters, each against its range. */
+static int check_gen(const struct pipette_bw_gen *g, struct pipette_err *err)
 {
-	struct pipette_bw_prov inter_prov = { g->tool, "busbw", 31457280.0, g->when };
-	struct pipette_bw_prov intra_prov = { g->tool, "busbw", 31457280.0, g->when };
-	struct pipette_bw_defaults def;
-	struct pipette_bwcache *bw = NULL;
-	char **names = NULL;
-	uint64_t s = g->seed;
-	int i, j, a, b, bad_gpu;
-	size_t plen;
-
-	*out = NULL;
 	if (g->nodes < 1 || g->nodes > PIPETTE_BW_MAX_NODES)
 		return pipette_fail(err, "generate: %d nodes, expected 1..%d",
 				    g->nodes, PIPETTE_BW_MAX_NODES);
@@ -104,24 +97,30 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 				    "below %d", g->degraded_node, g->nodes);
 	if (!g->prefix || strlen(g->prefix) > PIPETTE_BW_MAX_NAME - 8)
 		return pipette_fail(err, "generate: bad node name prefix");
-	bw = pipette_bwcache_create();
-	names = calloc((size_t)g->nodes, sizeof(char *));
-	if (!bw || !names)
-		goto oom;
-	plen = strlen(g->prefix) + 12;
-	for (i = 0; i < g->nodes; i++) {
-		names[i] = malloc(plen);
-		if (!names[i])
-			goto oom;
-		snprintf(names[i], plen, "%s%d", g->prefix, i + 1);
-		if (pipette_bwcache_add_node(bw, names[i], err) < 0)
-			goto fail;
-	}
-	/* Inter: per unordered pair, four draws in a fixed order. */
+	return 0;
+}
+
+/* What every generated figure claims to be: nccl-tests bus bandwidth at
+ * 30 MiB, taken at g->when by g->tool. */
+static struct pipette_bw_prov gen_prov(const struct pipette_bw_gen *g)
+{
+	struct pipette_bw_prov p = { g->tool, "busbw", 31457280.0, g->when };
+
+	return p;
+}
+
+/* Inter-node links: per unordered pair, four draws in a fixed order (is it
+ * slow, how slow, noise i->j, noise j->i), then the switch factors. */
+static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
+		     char *const *names, uint64_t *s, struct pipette_err *err)
+{
+	struct pipette_bw_prov prov = gen_prov(g);
+	int i, j;
+
 	for (i = 0; i < g->nodes; i++)
 		for (j = i + 1; j < g->nodes; j++) {
-			double u_slow = pipette_rng_unit(&s), u_fac = pipette_rng_unit(&s);
-			double u_ij = pipette_rng_unit(&s), u_ji = pipette_rng_unit(&s);
+			double u_slow = pipette_rng_unit(s), u_fac = pipette_rng_unit(s);
+			double u_ij = pipette_rng_unit(s), u_ji = pipette_rng_unit(s);
 			double f = 1.0, gij, gji;
 
 			if (g->switch_size > 0) {
@@ -141,17 +140,26 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 			if (gji < 0.01)
 				gji = 0.01;
 			if (pipette_bwcache_set_inter(bw, names[i], names[j], gij,
-						      g->inter_lat_us, &inter_prov, err) < 0 ||
+						      g->inter_lat_us, &prov, err) < 0 ||
 			    pipette_bwcache_set_inter(bw, names[j], names[i], gji,
-						      g->inter_lat_us, &inter_prov, err) < 0)
-				goto fail;
+						      g->inter_lat_us, &prov, err) < 0)
+				return -1;
 		}
-	/* Intra: one GPU of the degraded node has NVLinks down. */
-	bad_gpu = (int)(pipette_rng_next(&s) % (uint64_t)g->gpus_per_node);
+	return 0;
+}
+
+/* Intra-node links: one draw per ordered GPU pair; one GPU of the
+ * degraded node (drawn first) has NVLinks down. */
+static int gen_intra(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
+		     char *const *names, uint64_t *s, struct pipette_err *err)
+{
+	struct pipette_bw_prov prov = gen_prov(g);
+	int i, a, b, bad_gpu = (int)(pipette_rng_next(s) % (uint64_t)g->gpus_per_node);
+
 	for (i = 0; i < g->nodes; i++)
 		for (a = 0; a < g->gpus_per_node; a++)
 			for (b = 0; b < g->gpus_per_node; b++) {
-				double u = pipette_rng_unit(&s), f = 1.0, v;
+				double u = pipette_rng_unit(s), f = 1.0, v;
 
 				if (a == b)
 					continue;
@@ -161,10 +169,50 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 				if (v < 0.01)
 					v = 0.01;
 				if (pipette_bwcache_set_intra(bw, names[i], a, b, v,
-							      g->intra_lat_us, &intra_prov,
-							      err) < 0)
-					goto fail;
+							      g->intra_lat_us, &prov, err) < 0)
+					return -1;
 			}
+	return 0;
+}
+
+static void free_names(char **names, int n)
+{
+	int i;
+
+	for (i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int pipette_bwcache_generate(const struct pipette_bw_gen *g,
+			     struct pipette_bwcache **out,
+			     struct pipette_err *err)
+{
+	struct pipette_bw_defaults def;
+	struct pipette_bwcache *bw = NULL;
+	char **names = NULL;
+	uint64_t s = g->seed;
+	int i;
+	size_t plen;
+
+	*out = NULL;
+	if (check_gen(g, err) < 0)
+		return -1;
+	bw = pipette_bwcache_create();
+	names = calloc((size_t)g->nodes, sizeof(char *));
+	if (!bw || !names)
+		goto oom;
+	plen = strlen(g->prefix) + 12;
+	for (i = 0; i < g->nodes; i++) {
+		names[i] = malloc(plen);
+		if (!names[i])
+			goto oom;
+		snprintf(names[i], plen, "%s%d", g->prefix, i + 1);
+		if (pipette_bwcache_add_node(bw, names[i], err) < 0)
+			goto fail;
+	}
+	if (gen_inter(g, bw, names, &s, err) < 0 || gen_intra(g, bw, names, &s, err) < 0)
+		goto fail;
 	def.inter_gbps = g->inter_gbps;
 	def.intra_gbps = g->intra_gbps;
 	def.inter_lat_us = g->inter_lat_us;
@@ -172,17 +220,13 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 	if (pipette_bwcache_set_defaults(bw, &def, err) < 0)
 		goto fail;
 	pipette_bwcache_set_generated(bw, g->when);
-	for (i = 0; i < g->nodes; i++)
-		free(names[i]);
-	free(names);
+	free_names(names, g->nodes);
 	*out = bw;
 	return 0;
 oom:
 	pipette_fail(err, "generate: out of memory");
 fail:
-	for (i = 0; names && i < g->nodes; i++)
-		free(names[i]);
-	free(names);
+	free_names(names, g->nodes);
 	pipette_bwcache_destroy(bw);
 	return -1;
 }

@@ -104,6 +104,189 @@ static const char *source_of(double def, const struct pipette_gpu_spec *gpu,
 	return buf;
 }
 
+/* What resolving the links reads besides the cluster: the cache, where
+ * each node is in it, its defaults, and the nominal figures; and what it
+ * counts for the warnings. */
+struct resolve {
+	const struct pipette_bwcache *bw;	/* NULL: nominal figures only */
+	int *idx;		/* per node: its index in bw, -1 if absent */
+	struct pipette_bw_defaults def;
+	/* Nominal figures are peaks; what a transfer attains is the GPU
+	 * spec's link efficiency times that (hardware.c).  Measured figures
+	 * and cache defaults are attained already. */
+	double nic_gbps, nvlink_gbps;
+	int missing;		/* nodes not in bw */
+	int un_inter, un_intra;	/* links with no measurement */
+	int pairs_intra;
+};
+
+static int out_of_memory(struct pipette_err *err, int n, int g)
+{
+	return pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+}
+
+/* The GPU index of every slot (the identity without gpu_ids): in range and
+ * distinct. */
+static int set_gpu_ids(struct pipette_cluster *c, const int *gpu_ids, struct pipette_err *err)
+{
+	int a, b;
+
+	for (a = 0; a < c->g; a++) {
+		c->gpu_ids[a] = gpu_ids ? gpu_ids[a] : a;
+		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_BW_MAX_GPUS)
+			return pipette_fail(err, "cluster: GPU index %d (slot %d) is outside "
+					    "[0, %d)", c->gpu_ids[a], a, PIPETTE_BW_MAX_GPUS);
+		for (b = 0; b < a; b++)
+			if (c->gpu_ids[b] == c->gpu_ids[a])
+				return pipette_fail(err, "cluster: GPU index %d given twice "
+						    "(slots %d and %d)", c->gpu_ids[a], b, a);
+	}
+	return 0;
+}
+
+/* Node names: present and distinct (O(n^2) strcmp is ~0.5M compares at
+ * 1024 nodes), each found in the cache unless allow_missing. */
+static int set_names(struct pipette_cluster *c, const char *const *nodes, struct resolve *rs,
+		     int allow_missing, struct pipette_err *err)
+{
+	int i, j;
+
+	for (i = 0; i < c->n; i++) {
+		if (!nodes[i] || !*nodes[i])
+			return pipette_fail(err, "cluster: node %d has no name", i);
+		for (j = 0; j < i; j++)
+			if (!strcmp(nodes[i], nodes[j]))
+				return pipette_fail(err, "cluster: node '%.64s' given twice "
+						    "(positions %d and %d)", nodes[i], j, i);
+		c->names[i] = strdup(nodes[i]);
+		if (!c->names[i])
+			return out_of_memory(err, c->n, c->g);
+		rs->idx[i] = rs->bw ? pipette_bwcache_node_index(rs->bw, nodes[i]) : -1;
+		if (rs->bw && rs->idx[i] < 0) {
+			if (!allow_missing)
+				return pipette_fail(err, "cluster: node '%.64s' is not in the "
+						    "bandwidth cache (measure it, or allow "
+						    "missing nodes to use defaults)", nodes[i]);
+			rs->missing++;
+		}
+	}
+	return 0;
+}
+
+/* A GPU index outside a node's measured intra matrix: an error, or with
+ * allow_missing a warning (its links take the defaults). */
+static int check_intra_ids(struct pipette_cluster *c, const struct resolve *rs,
+			   int allow_missing, struct pipette_err *err)
+{
+	int i, a;
+
+	for (i = 0; rs->bw && i < c->n; i++) {
+		const struct bw_node *nd;
+
+		if (rs->idx[i] < 0 || !rs->bw->node[rs->idx[i]].ngpus)
+			continue;
+		nd = &rs->bw->node[rs->idx[i]];
+		for (a = 0; a < c->g; a++)
+			if (c->gpu_ids[a] >= nd->ngpus) {
+				if (!allow_missing)
+					return pipette_fail(err, "cluster: node %.64s: GPU "
+							    "index %d is outside its measured "
+							    "%dx%d intra matrix", nd->name,
+							    c->gpu_ids[a], nd->ngpus, nd->ngpus);
+				if (warn(c, "node %s: GPU index %d is outside its "
+					 "measured %dx%d intra matrix: using defaults",
+					 nd->name, c->gpu_ids[a], nd->ngpus, nd->ngpus) < 0)
+					return out_of_memory(err, c->n, c->g);
+			}
+	}
+	return 0;
+}
+
+/* Every node pair's link (node level) and every GPU pair's inside each
+ * node (by slot), through the fallback chain of fill(). */
+static void resolve_links(struct pipette_cluster *c, struct resolve *rs)
+{
+	int n = c->n, g = c->g, i, j, a, b;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			struct pipette_link *l = &c->inter[(size_t)i * n + j];
+			const struct bw_entry *e = NULL;
+
+			if (i == j) {
+				l->gbps = INFINITY;
+				l->lat_us = 0;
+				continue;
+			}
+			if (rs->idx[i] >= 0 && rs->idx[j] >= 0)
+				e = BW_INTER(rs->bw, rs->idx[i], rs->idx[j]);
+			fill(l, e, rs->def.inter_gbps, rs->def.inter_lat_us, rs->nic_gbps,
+			     c->gpu->nic_lat_us, &rs->un_inter);
+		}
+	for (i = 0; i < n; i++) {
+		const struct bw_node *nd = rs->idx[i] >= 0 ? &rs->bw->node[rs->idx[i]] : NULL;
+
+		for (a = 0; a < g; a++)
+			for (b = 0; b < g; b++) {
+				struct pipette_link *l = &c->intra[((size_t)i * g + a) * g + b];
+				const struct bw_entry *e = NULL;
+				int ia = c->gpu_ids[a], ib = c->gpu_ids[b];
+
+				if (a == b) {
+					l->gbps = INFINITY;
+					l->lat_us = 0;
+					continue;
+				}
+				rs->pairs_intra++;
+				if (nd && ia < nd->ngpus && ib < nd->ngpus)
+					e = &nd->intra[ia * nd->ngpus + ib];
+				fill(l, e, rs->def.intra_gbps, rs->def.intra_lat_us,
+				     rs->nvlink_gbps, c->gpu->nvlink_lat_us, &rs->un_intra);
+			}
+	}
+}
+
+/* Warnings for what the cache did not have: nodes (the first eight
+ * named), inter-node links and intra-node pairs, with what was used. */
+static int warn_unmeasured(struct pipette_cluster *c, const char *const *nodes,
+			   const struct resolve *rs)
+{
+	char src[160];
+	int n = c->n;
+
+	if (!rs->bw)
+		return 0;
+	if (rs->missing) {
+		int i, shown = 0;
+		char list[256];
+		size_t len = 0;
+
+		list[0] = '\0';
+		for (i = 0; i < n && shown < 8; i++)
+			if (rs->idx[i] < 0) {
+				len += (size_t)snprintf(list + len, len < sizeof(list) ?
+							sizeof(list) - len : 0,
+							"%s%s", shown ? ", " : "", nodes[i]);
+				shown++;
+			}
+		if (warn(c, "%d of %d nodes are not in the bandwidth cache (%s%s): "
+			 "using defaults for their links", rs->missing, n, list,
+			 rs->missing > shown ? ", ..." : "") < 0)
+			return -1;
+	}
+	if (rs->un_inter &&
+	    warn(c, "%d of %d inter-node links are unmeasured: using %s", rs->un_inter,
+		 n * (n - 1), source_of(rs->def.inter_gbps, c->gpu, src, sizeof(src),
+					rs->nic_gbps)) < 0)
+		return -1;
+	if (rs->un_intra &&
+	    warn(c, "%d of %d intra-node GPU pairs are unmeasured: using %s",
+		 rs->un_intra, rs->pairs_intra, source_of(rs->def.intra_gbps, c->gpu, src,
+							  sizeof(src), rs->nvlink_gbps)) < 0)
+		return -1;
+	return 0;
+}
+
 struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       int n_nodes, int gpus_per_node,
 					       const int *gpu_ids,
@@ -113,15 +296,8 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       struct pipette_err *err)
 {
 	struct pipette_cluster *c = NULL;
-	struct pipette_bw_defaults def = { NAN, NAN, NAN, NAN };
-	int *idx = NULL, n = n_nodes, g = gpus_per_node;
-	int i, j, a, b, missing = 0, un_inter = 0, un_intra = 0, pairs_intra = 0;
-	char src[160];
-	/* Nominal figures are peaks; what a transfer attains is the GPU
-	 * spec's link efficiency times that (hardware.c).  Measured figures
-	 * and cache defaults are attained already. */
-	double nic_gbps = gpu ? gpu->nic_gbps * gpu->nic_eff : 0;
-	double nvlink_gbps = gpu ? gpu->nvlink_gbps * gpu->nvlink_eff : 0;
+	struct resolve rs = { bw, NULL, { NAN, NAN, NAN, NAN }, 0, 0, 0, 0, 0, 0 };
+	int n = n_nodes, g = gpus_per_node;
 
 	if (!nodes || n < 1 || n > PIPETTE_BW_MAX_NODES) {
 		pipette_fail(err, "cluster: %d nodes given, expected 1..%d", n,
@@ -135,9 +311,11 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 	}
 	if (check_spec(gpu, err) < 0)
 		return NULL;
+	rs.nic_gbps = gpu->nic_gbps * gpu->nic_eff;
+	rs.nvlink_gbps = gpu->nvlink_gbps * gpu->nvlink_eff;
 	c = calloc(1, sizeof(*c));
-	idx = malloc((size_t)n * sizeof(int));
-	if (!c || !idx)
+	rs.idx = malloc((size_t)n * sizeof(int));
+	if (!c || !rs.idx)
 		goto oom;
 	c->n = n;
 	c->g = g;
@@ -150,143 +328,21 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 	if (!c->names || !c->gpu_ids || !c->inter || !c->intra || !c->warnings)
 		goto oom;
 	c->wcap = 1;
-	for (a = 0; a < g; a++) {
-		c->gpu_ids[a] = gpu_ids ? gpu_ids[a] : a;
-		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_BW_MAX_GPUS) {
-			pipette_fail(err, "cluster: GPU index %d (slot %d) is outside "
-				     "[0, %d)", c->gpu_ids[a], a, PIPETTE_BW_MAX_GPUS);
-			goto fail;
-		}
-		for (b = 0; b < a; b++)
-			if (c->gpu_ids[b] == c->gpu_ids[a]) {
-				pipette_fail(err, "cluster: GPU index %d given twice "
-					     "(slots %d and %d)", c->gpu_ids[a], b, a);
-				goto fail;
-			}
-	}
-	/* Names: distinct.  O(n^2) strcmp is ~0.5M compares at 1024 nodes. */
-	for (i = 0; i < n; i++) {
-		if (!nodes[i] || !*nodes[i]) {
-			pipette_fail(err, "cluster: node %d has no name", i);
-			goto fail;
-		}
-		for (j = 0; j < i; j++)
-			if (!strcmp(nodes[i], nodes[j])) {
-				pipette_fail(err, "cluster: node '%.64s' given twice "
-					     "(positions %d and %d)", nodes[i], j, i);
-				goto fail;
-			}
-		c->names[i] = strdup(nodes[i]);
-		if (!c->names[i])
-			goto oom;
-		idx[i] = bw ? pipette_bwcache_node_index(bw, nodes[i]) : -1;
-		if (bw && idx[i] < 0) {
-			if (!allow_missing) {
-				pipette_fail(err, "cluster: node '%.64s' is not in the "
-					     "bandwidth cache (measure it, or allow "
-					     "missing nodes to use defaults)", nodes[i]);
-				goto fail;
-			}
-			missing++;
-		}
-	}
+	if (set_gpu_ids(c, gpu_ids, err) < 0 || set_names(c, nodes, &rs, allow_missing, err) < 0)
+		goto fail;
 	if (bw)
-		def = bw->def;
-	/* Intra: GPU index outside a node's measured matrix. */
-	for (i = 0; bw && i < n; i++) {
-		const struct bw_node *nd;
-
-		if (idx[i] < 0 || !bw->node[idx[i]].ngpus)
-			continue;
-		nd = &bw->node[idx[i]];
-		for (a = 0; a < g; a++)
-			if (c->gpu_ids[a] >= nd->ngpus) {
-				if (!allow_missing) {
-					pipette_fail(err, "cluster: node %.64s: GPU "
-						     "index %d is outside its measured "
-						     "%dx%d intra matrix", nd->name,
-						     c->gpu_ids[a], nd->ngpus, nd->ngpus);
-					goto fail;
-				}
-				if (warn(c, "node %s: GPU index %d is outside its "
-					 "measured %dx%d intra matrix: using defaults",
-					 nd->name, c->gpu_ids[a], nd->ngpus,
-					 nd->ngpus) < 0)
-					goto oom;
-			}
-	}
-	for (i = 0; i < n; i++)
-		for (j = 0; j < n; j++) {
-			struct pipette_link *l = &c->inter[(size_t)i * n + j];
-			const struct bw_entry *e = NULL;
-
-			if (i == j) {
-				l->gbps = INFINITY;
-				l->lat_us = 0;
-				continue;
-			}
-			if (idx[i] >= 0 && idx[j] >= 0)
-				e = BW_INTER(bw, idx[i], idx[j]);
-			fill(l, e, def.inter_gbps, def.inter_lat_us, nic_gbps,
-			     gpu->nic_lat_us, &un_inter);
-		}
-	for (i = 0; i < n; i++) {
-		const struct bw_node *nd = idx[i] >= 0 ? &bw->node[idx[i]] : NULL;
-
-		for (a = 0; a < g; a++)
-			for (b = 0; b < g; b++) {
-				struct pipette_link *l =
-					&c->intra[((size_t)i * g + a) * g + b];
-				const struct bw_entry *e = NULL;
-				int ia = c->gpu_ids[a], ib = c->gpu_ids[b];
-
-				if (a == b) {
-					l->gbps = INFINITY;
-					l->lat_us = 0;
-					continue;
-				}
-				pairs_intra++;
-				if (nd && ia < nd->ngpus && ib < nd->ngpus)
-					e = &nd->intra[ia * nd->ngpus + ib];
-				fill(l, e, def.intra_gbps, def.intra_lat_us,
-				     nvlink_gbps, gpu->nvlink_lat_us, &un_intra);
-			}
-	}
-	if (bw && missing) {
-		int shown = 0;
-		char list[256];
-		size_t len = 0;
-
-		list[0] = '\0';
-		for (i = 0; i < n && shown < 8; i++)
-			if (idx[i] < 0) {
-				len += (size_t)snprintf(list + len, len < sizeof(list) ?
-							sizeof(list) - len : 0,
-							"%s%s", shown ? ", " : "",
-							nodes[i]);
-				shown++;
-			}
-		if (warn(c, "%d of %d nodes are not in the bandwidth cache (%s%s): "
-			 "using defaults for their links", missing, n, list,
-			 missing > shown ? ", ..." : "") < 0)
-			goto oom;
-	}
-	if (bw && un_inter &&
-	    warn(c, "%d of %d inter-node links are unmeasured: using %s", un_inter,
-		 n * (n - 1), source_of(def.inter_gbps, gpu, src, sizeof(src),
-					nic_gbps)) < 0)
+		rs.def = bw->def;
+	if (check_intra_ids(c, &rs, allow_missing, err) < 0)
+		goto fail;
+	resolve_links(c, &rs);
+	if (warn_unmeasured(c, nodes, &rs) < 0)
 		goto oom;
-	if (bw && un_intra &&
-	    warn(c, "%d of %d intra-node GPU pairs are unmeasured: using %s",
-		 un_intra, pairs_intra, source_of(def.intra_gbps, gpu, src,
-						  sizeof(src), nvlink_gbps)) < 0)
-		goto oom;
-	free(idx);
+	free(rs.idx);
 	return c;
 oom:
-	pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+	out_of_memory(err, n, g);
 fail:
-	free(idx);
+	free(rs.idx);
 	pipette_cluster_destroy(c);
 	return NULL;
 }

@@ -2,8 +2,10 @@
  *
  * Rank order follows Megatron's default "tp-cp-ep-dp-pp":
  *   r = tp + TP*(cp + CP*(dp + DP*pp))
- * (EP is carved out of the DP*CP ranks of the expert grid, see ecosystem.md
- * §3.3; it does not add ranks.) */
+ * (EP is carved out of the DP*CP ranks: Megatron's expert grid
+ * r = etp + ETP*(ep + EP*(edp + EDP*pp)) spans the same ranks and the same
+ * PP groups, megatron/core/parallel_state.py of NVIDIA/Megatron-LM
+ * @d98e8a64dd; it does not add ranks.) */
 #ifndef PIPETTE_CONFIG_H
 #define PIPETTE_CONFIG_H
 
@@ -41,7 +43,8 @@ enum pipette_attention {
 };
 
 /* Communication-compression what-ifs after Optimus-CC (Song et al.,
- * ASPLOS'23; ecosystem.md §1).  All zero = off.  They change training
+ * ASPLOS'23; its code, AIS-SNU/Optimus-CC @7f6437c, flags in
+ * megatron/arguments.py).  All zero = off.  They change training
  * numerics, so a plan uses them only when the user allows it. */
 struct pipette_compression {
 	int pp_rank;		/* CB: low-rank PP backward gradients, rank r */

@@ -27,8 +27,9 @@
  * numbers) is 8 MB as dense JSON for 4096 tokens and grows with the count
  * digits; leave room, but refuse what cannot be a trace. */
 #define MAX_TRACE_BYTES (512L << 20)
-/* BF16 activations travel in the all-to-all (ecosystem.md §2.4: bytes per
- * A2A = s*b*k*h*bytes_act, Megatron trains in BF16). */
+/* BF16 activations travel in the all-to-all: a dispatch moves the s*b*k
+ * routed tokens of a rank, h values each, in the training dtype, BF16 in
+ * Megatron's recipes. */
 #define ACT_BYTES 2.0
 /* Swap evaluations the local search may spend (a budget in work, not time). */
 #define SWAP_BUDGET 50000000L

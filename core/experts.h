@@ -4,10 +4,12 @@
  * tokens moved from the experts of one MoE layer to those of the next,
  * choose which experts each expert-parallel (EP) rank hosts so that the
  * busiest rank's load and the cross-node all-to-all volume are small.
- * Go and Mahajan, "MoETuner", arXiv 2502.06643 (ecosystem.md §2.1) solve
- * this as an ILP; the formulation here is our reconstruction
- * (ecosystem.md §2.2), solved with GLPK, with a greedy + pairwise-swap
- * fallback that is always computed.
+ * Go and Mahajan, "MoETuner", arXiv 2502.06643, solve this as an ILP over
+ * token load and the routing dependency between consecutive layers (their
+ * abstract; the formulation itself could not be read).  The ILP here is
+ * our reconstruction from that abstract (its variables and rows are
+ * described in experts_ilp.c), solved with GLPK, with a greedy +
+ * pairwise-swap fallback that is always computed.
  *
  * Routing trace, schema "pipette-routing/1" (JSON):
  *

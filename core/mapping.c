@@ -6,9 +6,10 @@
 #include <string.h>
 
 /* Annealing start temperature: accept this share of uphill moves at the
- * start (the usual calibration, Kirkpatrick et al. 1983; the original's
- * T0 = 1 on a magnitude-normalised delta is replaced, pipette-original.md
- * §8 item 12). */
+ * start (the usual calibration, Kirkpatrick et al. 1983; it replaces the
+ * original's T0 = 1 on a delta normalised by its decimal magnitude,
+ * mh_simulated_annealing_opt.py:217 of yimjinkyu1/date2024_pipette
+ * @a2b0683). */
 #define SA_ACCEPT0 0.8
 /* Final temperature as a fraction of the start: the last moves are greedy. */
 #define SA_TEND_FRAC 1e-3
@@ -30,8 +31,8 @@
 #define BUDGET_WORK 3e6
 #define BUDGET_MIN 60
 #define BUDGET_MAX 1500
-/* Up to this many nodes the default budget covers every node order
- * (pipette-original.md §8 item 10 asks for brute force at <= 8). */
+/* Up to this many nodes the default budget covers every node order (see
+ * pipette_mapping_search: 8! = 40320 estimates, about 1 s of CPU). */
 #define SMALL_NODES 8
 /* An annealing run ends early after this share of its iterations without
  * a new best (deterministic: counted in iterations). */
@@ -592,14 +593,13 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	mp.blocks = (mp.world + mp.G - 1) / mp.G;
 	mp.budget = o->budget > 0 ? o->budget : pipette_mapping_default_budget(c);
 	if (o->budget <= 0 && mp.N <= SMALL_NODES) {
-		/* Small clusters: every node order (pipette-original.md §8
-		 * item 10), plus the block mapping's estimate, plus two
-		 * passes of the slot descent over every node (the slots
-		 * then searched from the optimal order gain as much again
-		 * as the order on hetero-8x8, tests/bench/bench_plan.c);
-		 * where some nodes stay unused (no brute force) annealing
-		 * gets as much.  8! = 40320 estimates: about 1 s of CPU at
-		 * 8 x 8 GPUs. */
+		/* Small clusters: every node order, plus the block
+		 * mapping's estimate, plus two passes of the slot descent
+		 * over every node (the slots then searched from the optimal
+		 * order gain as much again as the order on hetero-8x8,
+		 * tests/bench/bench_plan.c); where some nodes stay unused
+		 * (no brute force) annealing gets as much.  8! = 40320
+		 * estimates: about 1 s of CPU at 8 x 8 GPUs. */
 		long all = factorial_capped(mp.N, 1L << 30) + 1 + (long)mp.N * mp.G * (mp.G - 1);
 
 		if (all > mp.budget)

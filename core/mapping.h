@@ -3,8 +3,12 @@
  * sigma sends global rank r (Megatron order tp-cp-ep-dp-pp, config.h) to a
  * GPU g = node*G + slot.  The objective is the full predicted iteration
  * time, pipette_time_estimate() (timing.h), never a proxy: this fixes the
- * original Pipette's annealer, which minimised C_pp + C_dp over stage-0 DP
- * nodes only (pipette-original.md §4.2, §8 items 1, 2, 4).
+ * original Pipette's annealer, which minimised C_pp + C_dp over the
+ * stage-0 DP nodes only, while its configurations were ranked by the full
+ * time, which also dropped the m mod p micro-batches
+ * (yimjinkyu1/date2024_pipette @a2b0683, Megatron-LM-2.5/strategy/merge4/:
+ * mh_simulated_annealing_opt.py:112-153, stage 0 at :130;
+ * llm_train_strategy_assignment_total_v3.py:512-530).
  *
  * Search space: node-block mappings.  Rank block k (ranks kG .. kG+G-1)
  * runs on node node_of_block[k], and local rank i of a node on the node's
@@ -14,7 +18,9 @@
  * hold which stages and replicas and which GPUs of a node form a TP group.
  *
  * Method, all deterministic (seeded splitmix64, iteration budgets, no
- * clock; pipette-original.md §8 items 10-12):
+ * clock; the original annealed until a wall-clock limit, with T0 = 1 on a
+ * delta scaled by its decimal magnitude: mh_simulated_annealing_opt.py
+ * :187-247 of date2024_pipette @a2b0683):
  *  1. the block mapping (rank r on GPU r) and a constructive start that
  *     chains nodes by mutual bandwidth (nearest neighbour on min(a->b,
  *     b->a)), so consecutive rank blocks, which share DP rings and PP

@@ -32,8 +32,9 @@ static int gpt_style(const struct pipette_model *m)
 	return m->ffn_kind == PIPETTE_FFN_GELU;
 }
 
-/* Korthikanti et al. Table 2 per-block breakdown, generalised to GQA,
- * SwiGLU and MoE widths (models.md §1.2, §2.3):
+/* Korthikanti et al. (MLSys'23) Table 2 per-block breakdown, generalised
+ * to GQA, SwiGLU and MoE widths as Fujii's memory-estimator.js @837b9f48
+ * does (okoge-kaz/okoge-kaz.github.io):
  *   replicated across TP unless sequence parallel: QKV input 2sbh, MLP
  *   input 2sbh, two norm inputs 4sbh, dropout masks sbh + sbh (GPT only);
  *   sharded by TP: Q 2sb*qw, K and V 2sb*kvw each, attention output

@@ -5,7 +5,13 @@
  * distributed optimizer); activations follow Korthikanti et al. (MLSys'23)
  * for GELU/LayerNorm (GPT) blocks and Fujii et al. (arXiv 2411.06465) for
  * SwiGLU/GQA (Llama) blocks; in-flight micro-batches come from the
- * pipeline schedule (schedule.h).  See reference/models.md §1, §2, §7.1. */
+ * pipeline schedule (schedule.h).  Sources: NVIDIA/Megatron-LM
+ * megatron/training/theoretical_memory_usage.py @d98e8a64dd (bytes per
+ * parameter :293-303, activations :308-452); Korthikanti et al., MLSys'23
+ * (arXiv 2205.05198), Table 2; for Fujii et al. the paper's body could not
+ * be read, so its formula is taken from the author's own estimator,
+ * okoge-kaz/okoge-kaz.github.io static/js/memory-estimator.js @837b9f48
+ * (calculate()). */
 #ifndef PIPETTE_MEMORY_H
 #define PIPETTE_MEMORY_H
 

@@ -11,7 +11,7 @@
  *    error when p does not divide m, and so do we.
  *  - ZB-H1: Qi et al., ICLR'24 (arXiv 2401.10241) §3.1, Fig. 3: the 1F1B
  *    order with W split off B; worker i (1-based) delays i-1 W passes, so
- *    it holds (p-i+1) M_B + (i-1) M_W (ZB Table 2 text; models.md §3.2).
+ *    it holds (p-i+1) M_B + (i-1) M_W (the text under ZB Table 2).
  *  - V-Min, V-Half: Qi et al., NeurIPS'24 (arXiv 2405.15362) building
  *    blocks of interval 6 with the per-rank offsets of F(chunk 0),
  *    F(chunk 1), B(chunk 1), B(chunk 0) used by sail-sg/zero-bubble-
@@ -78,13 +78,15 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 	 * upper bound per rank) for every m and p <= 32 in
 	 * tests/unit/test_schedule.c (and p <= 64 in a wider sweep). */
 	case PIPETTE_SCHED_V_MIN:
-		/* HF space table: (p+4)//3 micro-batches. */
+		/* (p+4)//3 micro-batches: the table of the Hugging Face space
+		 * sail/pipeline-parallelism-with-controllable-memory
+		 * (description1.md). */
 		return min_d((double)((p + 4) / 3), (double)m);
 	case PIPETTE_SCHED_V_HALF:
-		/* HF space table: (p+2)//2 micro-batches. */
+		/* (p+2)//2 micro-batches: the same table. */
 		return min_d((double)((p + 2) / 2), (double)m);
 	case PIPETTE_SCHED_V_ZB:
-		/* 1F1B's peak pM_B (ZB paper §3.2), on every rank of the V:
+		/* 1F1B's peak pM_B (ZB paper, Table 2), on every rank of the V:
 		 * the old p - stage under-counted all ranks but the first. */
 		return min_d((double)p, (double)m);
 	case PIPETTE_SCHED_1F1B:
@@ -547,22 +549,248 @@ static void vzb_wake(struct vq *qu, long *st, int r, int p, long now)
 
 static long max_l(long a, long b) { return a > b ? a : b; }
 
-/* One V-ZB order for W-gap threshold theta/4 of T_W.  Returns the integer
- * makespan, or -1 (err set) if the greedy stalls. */
-static long vzb_greedy(struct pipette_sched *s, int alt, int theta, int keep,
-		       struct pipette_err *err)
-{
-	int p = s->o.p, S = s->o.S, r;
-	long m = s->o.m, cap = 2L * p, n = 0, mk = 0, relaxed_at = -1;
-	const long qf = s->o.vq[0], qb = s->o.vq[1], qw = s->o.vq[2], qc = s->o.vq[3];
-	long *st = s->vst, *endt = s->endt;	/* F (stage, mb) at (mb*S+stage)*2, B at +1 */
-	int32_t *wq = s->wq;
-	struct vq qu;
-	long i;
-
+/* The greedy's per-rank counters (st, s->vst) and the end times of F and
+ * B of (stage, mb) (endt, s->endt: F at (mb*S+stage)*2, B at +1), in the
+ * helpers below, which name them st, endt and S. */
 #define ST(r, f) st[(size_t)(r) * V_NST + (f)]
 #define ENDF(stg, k) endt[((size_t)(k) * S + (size_t)(stg)) * 2]
 #define ENDB(stg, k) endt[((size_t)(k) * S + (size_t)(stg)) * 2 + 1]
+
+/* What rank r may run next.  Rank r holds stage r of chunk 0 (s0) and
+ * stage S-1-r of chunk 1 (s1): the V. */
+struct vzb_pick {
+	long rb0, rb1, rf0, rf1;	/* ready times of B0, B1, F0, F1; V_INF
+					 * when the dependency is not placed yet */
+	int type, chunk;		/* the op chosen */
+	long rdy;			/* when its input is there */
+	int full;			/* an F of that chunk would pass the cap */
+	int wpend;			/* a W is waiting in the rank's queue */
+};
+
+/* The ready times of rank r's four candidates: its next F and B of each
+ * chunk, from the end of the op each depends on plus the transfer (none at
+ * the turn of the V, on rank p-1, nor on rank 0 between the loss and B1). */
+static void vzb_ready(const struct pipette_sched *s, int r, struct vzb_pick *pk)
+{
+	int p = s->o.p, S = s->o.S, s0 = r, s1 = S - 1 - r;
+	long m = s->o.m, qc = s->o.vq[3], k;
+	const long *st = s->vst, *endt = s->endt;
+
+	pk->rb0 = pk->rb1 = pk->rf0 = pk->rf1 = V_INF;
+	if ((k = ST(r, V_NB1)) < m && k < ST(r, V_NF1)) {
+		if (r == 0)
+			pk->rb1 = ENDF(s1, k);
+		else if (ST(r - 1, V_NB1) > k)
+			pk->rb1 = ENDB(s1 + 1, k) + qc;
+	}
+	if ((k = ST(r, V_NB0)) < m && k < ST(r, V_NF0)) {
+		if (r == p - 1) {
+			if (ST(r, V_NB1) > k)
+				pk->rb0 = ENDB(s1, k);	/* the turn is local */
+		} else if (ST(r + 1, V_NB0) > k)
+			pk->rb0 = ENDB(s0 + 1, k) + qc;
+	}
+	if ((k = ST(r, V_NF1)) < m) {
+		if (r == p - 1) {
+			if (ST(r, V_NF0) > k)
+				pk->rf1 = ENDF(s0, k);
+		} else if (ST(r + 1, V_NF1) > k)
+			pk->rf1 = ENDF(s1 - 1, k) + qc;
+	}
+	if ((k = ST(r, V_NF0)) < m) {
+		if (r == 0)
+			pk->rf0 = 0;
+		else if (ST(r - 1, V_NF0) > k)
+			pk->rf0 = ENDF(r - 1, k) + qc;
+	}
+}
+
+/* After the warm-up, zbv.py's rhythm: one B then one F.  F of chunk 1 when
+ * its input is there, else chunk 0; B of chunk 1 then chunk 0 per
+ * micro-batch.  Falls back to B when memory is full and no W can free it,
+ * or when the F's input is not known and a B is ready. */
+static void vzb_alternate(const struct pipette_sched *s, int r, int keep, long now, long tb,
+			  struct vzb_pick *pk)
+{
+	int p = s->o.p;
+	long m = s->o.m, cap = 2L * p;
+	const long *st = s->vst;
+
+	pk->type = (int)ST(r, V_WANT);
+	if (pk->type == OP_F && ST(r, V_NF1) == m)
+		pk->type = OP_B;
+	if (pk->type == OP_F) {
+		if (ST(r, V_NF1) >= ST(r, V_NF0))
+			pk->chunk = 0;
+		else if (r == p - 1 || pk->rf1 != V_INF || ST(r, V_NF0) == m)
+			pk->chunk = 1;
+		else
+			pk->chunk = pk->rf0 != V_INF ? 0 : 1;
+		pk->rdy = pk->chunk ? pk->rf1 : pk->rf0;
+		pk->full = ST(r, V_HELD) + (pk->chunk ? 0 : keep) >= cap;
+		if ((pk->full && !pk->wpend) || (pk->rdy == V_INF && tb <= now))
+			pk->type = OP_B;
+	}
+	if (pk->type == OP_B) {
+		if (ST(r, V_NB1) < m && ST(r, V_NB0) >= ST(r, V_NB1))
+			pk->chunk = 1;	/* B1 then B0 per micro-batch */
+		else if (ST(r, V_NB0) < m &&
+			 (r == p - 1 || pk->rb0 != V_INF || ST(r, V_NB1) == m))
+			pk->chunk = 0;
+		else
+			pk->chunk = 1;
+		pk->rdy = pk->chunk ? pk->rb1 : pk->rb0;
+	}
+}
+
+/* Choose rank r's next op from its candidates' ready times (vzb_ready),
+ * deciding at `now`, free since t: once F and B are all placed, the Ws;
+ * with alt, after the warm-up, zbv.py's rhythm (vzb_alternate); otherwise
+ * the earliest B, else an F when memory allows, else whichever comes
+ * first. */
+static void vzb_choose(const struct pipette_sched *s, int r, int alt, int keep, long now,
+		       long t, struct vzb_pick *pk)
+{
+	long m = s->o.m, cap = 2L * s->o.p, tb, tf;
+	const long *st = s->vst;
+	int fch;
+
+	/* B: the earlier, chunk 0 (the older stage) on a tie.
+	 * F: the earlier start, chunk 1 (nearer the loss) on a tie. */
+	tb = pk->rb0 <= pk->rb1 ? pk->rb0 : pk->rb1;
+	tf = max_l(t, pk->rf1) <= max_l(t, pk->rf0) ? pk->rf1 : pk->rf0;
+	/* Memory: an F0 (a new micro-batch) never takes the last free
+	 * chunk, which stays for an F1.  By induction on the micro-batch
+	 * the oldest one's F1 and then B1 always find room on every
+	 * rank, so the greedy cannot lock itself in at the cap. */
+	fch = pk->rf1 != V_INF && (max_l(t, pk->rf1) <= max_l(t, pk->rf0) ||
+				   ST(r, V_HELD) + keep >= cap) ? 1 : 0;
+	pk->full = ST(r, V_HELD) + (fch ? 0 : keep) >= cap;
+	pk->wpend = ST(r, V_WH) < ST(r, V_WT);
+	pk->chunk = 0;
+	pk->rdy = V_INF;
+	if (ST(r, V_NF0) == m && ST(r, V_NF1) == m && ST(r, V_NB0) == m && ST(r, V_NB1) == m) {
+		pk->type = OP_W;
+		pk->rdy = t;
+	} else if (alt && ST(r, V_NB0) + ST(r, V_NB1) > 0 && !ST(r, V_RELAX)) {
+		vzb_alternate(s, r, keep, now, tb, pk);
+	} else if (tb <= now) {
+		pk->type = OP_B;
+		pk->chunk = pk->rb0 <= pk->rb1 ? 0 : 1;
+		pk->rdy = tb;
+	} else if (!pk->full && tf <= now) {
+		pk->type = OP_F;
+		pk->chunk = fch;
+		pk->rdy = tf;
+	} else if (pk->full ? pk->wpend && tf < tb : tf <= tb) {
+		pk->type = OP_F;	/* the next thing, once memory allows */
+		pk->chunk = fch;
+		pk->rdy = tf;
+	} else {
+		pk->type = OP_B;
+		pk->chunk = pk->rb0 <= pk->rb1 ? 0 : 1;
+		pk->rdy = tb;
+	}
+}
+
+/* Place rank r's chosen op as the n-th of the global order (a W is the
+ * oldest of the rank's queue), deciding at `now`: its end time, the
+ * rank's counters and peaks, its dependency in the order; wake the
+ * neighbours that may wait for it.  Returns its end. */
+static long vzb_place(struct pipette_sched *s, struct vq *qu, int r, long now,
+		      const struct vzb_pick *pk, long n)
+{
+	int p = s->o.p, S = s->o.S, type = pk->type, chunk = pk->chunk, stg;
+	long m = s->o.m, *st = s->vst, *endt = s->endt;
+	int32_t *q = s->wq + (size_t)r * 2 * m;
+	long start = ST(r, V_T0), end, mb, dk;
+	size_t li = RIDX(s, r, ST(r, V_LEN));
+
+	if (type == OP_W) {
+		int32_t e = q[ST(r, V_WH)++ % (2 * m)];
+
+		chunk = e & 1;
+		mb = e >> 1;
+		end = start + s->o.vq[2];
+		ST(r, V_HELD)--;
+		ST(r, V_FW)--;
+	} else if (type == OP_B) {
+		ST(r, V_WANT) = OP_F;
+		mb = ST(r, chunk ? V_NB1 : V_NB0)++;
+		start = max_l(start, chunk ? pk->rb1 : pk->rb0);
+		end = start + s->o.vq[1];
+		q[ST(r, V_WT)++ % (2 * m)] = (int32_t)(mb * 2 + chunk);
+		ST(r, V_FB)--;
+	} else {
+		mb = ST(r, chunk ? V_NF1 : V_NF0)++;
+		start = max_l(start, chunk ? pk->rf1 : pk->rf0);
+		end = start + s->o.vq[0];
+		ST(r, V_HELD)++;
+		ST(r, V_WANT) = OP_B;
+		ST(r, V_FB)++;
+		ST(r, V_FW)++;
+	}
+	stg = chunk ? S - 1 - r : r;
+	if (type == OP_F)
+		ENDF(stg, mb) = end;
+	else if (type == OP_B)
+		ENDB(stg, mb) = end;
+	if (ST(r, V_FB) > s->o.peak_fb[r])
+		s->o.peak_fb[r] = (int)ST(r, V_FB);
+	if (ST(r, V_FW) > s->o.peak_fw[r])
+		s->o.peak_fw[r] = (int)ST(r, V_FW);
+	dk = dep_key(s, type, stg, mb);
+	s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
+	s->o.gops[n].key = (r * 2 + chunk) * 3 + type;
+	s->o.gops[n].rank = r;
+	s->o.g_mb[n] = (int32_t)mb;
+	s->pos_tab[KEY(type, stg, mb)] = (int32_t)n;
+	s->o.rank_pos[li] = (int32_t)n;
+	ST(r, V_LEN)++;
+	ST(r, V_T0) = end;
+	ST(r, V_FT) = max_l(end, now);
+	if (type != OP_W) {
+		vzb_wake(qu, st, r - 1, p, now);
+		vzb_wake(qu, st, r + 1, p, now);
+	}
+	if (ST(r, V_LEN) < s->o.per_rank)
+		vq_insert(qu, st, r);
+	else
+		ST(r, V_STATE) = 2;
+	return end;
+}
+
+/* Every rank waits for another: let the asleep ones take any ready op
+ * once (never needed in the tests' shapes, kept so that no input can stall
+ * the greedy). */
+static void vzb_relax(struct pipette_sched *s, struct vq *qu)
+{
+	long *st = s->vst;
+	int r;
+
+	for (r = 0; r < s->o.p; r++)
+		if (ST(r, V_STATE) == 1) {
+			ST(r, V_STATE) = 0;
+			ST(r, V_RELAX) = 1;
+			ST(r, V_FT) = max_l(ST(r, V_T0), qu->cur);
+			vq_insert(qu, st, r);
+		}
+}
+
+/* One V-ZB order for W-gap threshold theta/4 of T_W.  Returns the integer
+ * makespan, or -1 (err set) if the greedy stalls.  Each rank, when it is
+ * free, looks at what it may run (vzb_ready, vzb_choose) and places it,
+ * idles until its input is there, runs a W in the gap, or sleeps until a
+ * neighbour places what it waits for. */
+static long vzb_greedy(struct pipette_sched *s, int alt, int theta, int keep,
+		       struct pipette_err *err)
+{
+	int p = s->o.p, r;
+	long m = s->o.m, n = 0, mk = 0, relaxed_at = -1, i;
+	const long qw = s->o.vq[2];
+	long *st = s->vst;
+	struct vq qu;
+
 	memset(st, 0, (size_t)p * V_NST * sizeof(long));
 	qu.head = s->bucket;
 	qu.nb = s->n_bucket;
@@ -576,117 +804,26 @@ static long vzb_greedy(struct pipette_sched *s, int alt, int theta, int keep,
 	}
 again:
 	while (qu.n > 0) {
-		long now, t, k, rb0 = V_INF, rb1 = V_INF, rf0 = V_INF, rf1 = V_INF, tb, tf, rdy = V_INF;
-		int s0, s1, type, chunk = 0, full, wpend, fbdone, fch;
-		int32_t *q;
+		struct vzb_pick pk;
+		long now, t, end;
 
 		r = vq_pop(&qu, st);
 		now = ST(r, V_FT);	/* deciding now, with what is known */
 		t = ST(r, V_T0);	/* free since */
-		s0 = r;
-		s1 = S - 1 - r;
-		q = wq + (size_t)r * 2 * m;
-		/* ready times of the four candidates; V_INF when the
-		 * dependency is not placed yet */
-		if ((k = ST(r, V_NB1)) < m && k < ST(r, V_NF1)) {
-			if (r == 0)
-				rb1 = ENDF(s1, k);
-			else if (ST(r - 1, V_NB1) > k)
-				rb1 = ENDB(s1 + 1, k) + qc;
-		}
-		if ((k = ST(r, V_NB0)) < m && k < ST(r, V_NF0)) {
-			if (r == p - 1) {
-				if (ST(r, V_NB1) > k)
-					rb0 = ENDB(s1, k);	/* the turn is local */
-			} else if (ST(r + 1, V_NB0) > k)
-				rb0 = ENDB(s0 + 1, k) + qc;
-		}
-		if ((k = ST(r, V_NF1)) < m) {
-			if (r == p - 1) {
-				if (ST(r, V_NF0) > k)
-					rf1 = ENDF(s0, k);
-			} else if (ST(r + 1, V_NF1) > k)
-				rf1 = ENDF(s1 - 1, k) + qc;
-		}
-		if ((k = ST(r, V_NF0)) < m) {
-			if (r == 0)
-				rf0 = 0;
-			else if (ST(r - 1, V_NF0) > k)
-				rf0 = ENDF(r - 1, k) + qc;
-		}
-		/* B: the earlier, chunk 0 (the older stage) on a tie.
-		 * F: the earlier start, chunk 1 (nearer the loss) on a tie. */
-		tb = rb0 <= rb1 ? rb0 : rb1;
-		tf = max_l(t, rf1) <= max_l(t, rf0) ? rf1 : rf0;
-		/* Memory: an F0 (a new micro-batch) never takes the last free
-		 * chunk, which stays for an F1.  By induction on the micro-batch
-		 * the oldest one's F1 and then B1 always find room on every
-		 * rank, so the greedy cannot lock itself in at the cap. */
-		fch = rf1 != V_INF && (max_l(t, rf1) <= max_l(t, rf0) ||
-				       ST(r, V_HELD) + keep >= cap) ? 1 : 0;
-		full = ST(r, V_HELD) + (fch ? 0 : keep) >= cap;
-		wpend = ST(r, V_WH) < ST(r, V_WT);
-		fbdone = ST(r, V_NF0) == m && ST(r, V_NF1) == m &&
-			 ST(r, V_NB0) == m && ST(r, V_NB1) == m;
-		if (fbdone) {
-			type = OP_W;
-			rdy = t;
-		} else if (alt && ST(r, V_NB0) + ST(r, V_NB1) > 0 && !ST(r, V_RELAX)) {
-			/* after the warm-up, one B then one F (zbv.py) */
-			type = (int)ST(r, V_WANT);
-			if (type == OP_F && ST(r, V_NF1) == m)
-				type = OP_B;
-			if (type == OP_F) {
-				if (ST(r, V_NF1) >= ST(r, V_NF0))
-					chunk = 0;
-				else if (r == p - 1 || rf1 != V_INF || ST(r, V_NF0) == m)
-					chunk = 1;
-				else
-					chunk = rf0 != V_INF ? 0 : 1;
-				rdy = chunk ? rf1 : rf0;
-				full = ST(r, V_HELD) + (chunk ? 0 : keep) >= cap;
-				if ((full && !wpend) || (rdy == V_INF && tb <= now))
-					type = OP_B;
-			}
-			if (type == OP_B) {
-				if (ST(r, V_NB1) < m && ST(r, V_NB0) >= ST(r, V_NB1))
-					chunk = 1;	/* B1 then B0 per micro-batch */
-				else if (ST(r, V_NB0) < m &&
-					 (r == p - 1 || rb0 != V_INF || ST(r, V_NB1) == m))
-					chunk = 0;
-				else
-					chunk = 1;
-				rdy = chunk ? rb1 : rb0;
-			}
-		} else if (tb <= now) {
-			type = OP_B;
-			chunk = rb0 <= rb1 ? 0 : 1;
-			rdy = tb;
-		} else if (!full && tf <= now) {
-			type = OP_F;
-			chunk = fch;
-			rdy = tf;
-		} else if (full ? wpend && tf < tb : tf <= tb) {
-			type = OP_F;	/* the next thing, once memory allows */
-			chunk = fch;
-			rdy = tf;
-		} else {
-			type = OP_B;
-			chunk = rb0 <= rb1 ? 0 : 1;
-			rdy = tb;
-		}
+		vzb_ready(s, r, &pk);
+		vzb_choose(s, r, alt, keep, now, t, &pk);
 		ST(r, V_RELAX) = 0;
-		if (type == OP_F && full) {
-			if (!wpend) {	/* F needs memory no W can free */
+		if (pk.type == OP_F && pk.full) {
+			if (!pk.wpend) {	/* F needs memory no W can free */
 				ST(r, V_STATE) = 1;
 				continue;
 			}
-			type = OP_W;	/* free memory for it */
-		} else if (type != OP_W && rdy > now) {
-			if (wpend && rdy != V_INF && 4 * (rdy - t) >= theta * qw) {
-				type = OP_W;	/* fill the gap */
-			} else if (rdy != V_INF) {
-				ST(r, V_FT) = rdy;	/* idle until it is ready */
+			pk.type = OP_W;	/* free memory for it */
+		} else if (pk.type != OP_W && pk.rdy > now) {
+			if (pk.wpend && pk.rdy != V_INF && 4 * (pk.rdy - t) >= theta * qw) {
+				pk.type = OP_W;	/* fill the gap */
+			} else if (pk.rdy != V_INF) {
+				ST(r, V_FT) = pk.rdy;	/* idle until it is ready */
 				vq_insert(&qu, st, r);
 				continue;
 			} else {
@@ -694,80 +831,13 @@ again:
 				continue;
 			}
 		}
-		/* place it */
-		{
-			long start = t, end, mb, dk;
-			int stg;
-			size_t li = RIDX(s, r, ST(r, V_LEN));
-
-			if (type == OP_W) {
-				int32_t e = q[ST(r, V_WH)++ % (2 * m)];
-
-				chunk = e & 1;
-				mb = e >> 1;
-				end = start + qw;
-				ST(r, V_HELD)--;
-				ST(r, V_FW)--;
-			} else if (type == OP_B) {
-				ST(r, V_WANT) = OP_F;
-				mb = ST(r, chunk ? V_NB1 : V_NB0)++;
-				start = max_l(t, chunk ? rb1 : rb0);
-				end = start + qb;
-				q[ST(r, V_WT)++ % (2 * m)] = (int32_t)(mb * 2 + chunk);
-				ST(r, V_FB)--;
-			} else {
-				mb = ST(r, chunk ? V_NF1 : V_NF0)++;
-				start = max_l(t, chunk ? rf1 : rf0);
-				end = start + qf;
-				ST(r, V_HELD)++;
-				ST(r, V_WANT) = OP_B;
-				ST(r, V_FB)++;
-				ST(r, V_FW)++;
-			}
-			stg = chunk ? s1 : s0;
-			if (type == OP_F)
-				ENDF(stg, mb) = end;
-			else if (type == OP_B)
-				ENDB(stg, mb) = end;
-			if (ST(r, V_FB) > s->o.peak_fb[r])
-				s->o.peak_fb[r] = (int)ST(r, V_FB);
-			if (ST(r, V_FW) > s->o.peak_fw[r])
-				s->o.peak_fw[r] = (int)ST(r, V_FW);
-			dk = dep_key(s, type, stg, mb);
-			s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
-			s->o.gops[n].key = (r * 2 + chunk) * 3 + type;
-			s->o.gops[n].rank = r;
-			s->o.g_mb[n] = (int32_t)mb;
-			s->pos_tab[KEY(type, stg, mb)] = (int32_t)n;
-			s->o.rank_pos[li] = (int32_t)n;
-			n++;
-			ST(r, V_LEN)++;
-			ST(r, V_T0) = end;
-			ST(r, V_FT) = max_l(end, now);
-			if (end > mk)
-				mk = end;
-			if (type != OP_W) {
-				vzb_wake(&qu, st, r - 1, p, now);
-				vzb_wake(&qu, st, r + 1, p, now);
-			}
-			if (ST(r, V_LEN) < s->o.per_rank)
-				vq_insert(&qu, st, r);
-			else
-				ST(r, V_STATE) = 2;
-		}
+		end = vzb_place(s, &qu, r, now, &pk, n++);
+		if (end > mk)
+			mk = end;
 	}
 	if (n < s->o.n && n > relaxed_at) {
-		/* every rank waits for another: let the asleep ones take any
-		 * ready op once (never needed in the tests' shapes, kept so
-		 * that no input can stall the greedy) */
 		relaxed_at = n;
-		for (r = 0; r < p; r++)
-			if (ST(r, V_STATE) == 1) {
-				ST(r, V_STATE) = 0;
-				ST(r, V_RELAX) = 1;
-				ST(r, V_FT) = max_l(ST(r, V_T0), qu.cur);
-				vq_insert(&qu, st, r);
-			}
+		vzb_relax(s, &qu);
 		goto again;
 	}
 	if (n < s->o.n && !keep)
@@ -777,11 +847,11 @@ again:
 			     p, m, n, s->o.n);
 		return -1;
 	}
+	return mk;
+}
 #undef ST
 #undef ENDF
 #undef ENDB
-	return mk;
-}
 
 /* Variants, as { alternate, theta, keep }: zbv.py's one-B-one-F rhythm
  * after the warm-up (alternate = 1) or plain B-first list scheduling;

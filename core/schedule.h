@@ -24,9 +24,12 @@
  *
  * Transfers and the critical path (1F1B, tests/unit/test_schedule.c): with
  * equal links the run grows by p(t_F+t_B) + 2(p-1)c per p micro-batches,
- * Pipette's round-trip observation (reference §2.5); but one slow link
- * between two ranks sits in a loop of only 2 micro-batches in flight and
- * costs its c about once per micro-batch (m·c, not Pipette's (m/p)·2c).
+ * Pipette's round-trip observation (Yim et al., DATE 2024: T = (p-1)(f+b)
+ * + floor(m/p)(p(f+b) + C_pp), llm_train_strategy_assignment_total_v3.py
+ * :512-530 of yimjinkyu1/date2024_pipette @a2b0683, under
+ * Megatron-LM-2.5/strategy/merge4/); but one slow link between two ranks
+ * sits in a loop of only 2 micro-batches in flight and costs its c about
+ * once per micro-batch (m·c, not Pipette's (m/p)·2c).
  *
  * The operation order depends only on (kind, p, v, m), and for V-ZB also on
  * the time ratios (T_F : T_B : T_W : transfer, chunk means rounded to 1/48

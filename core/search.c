@@ -13,9 +13,11 @@
  * only add activation memory once GEMMs are large (Narayanan et al.,
  * SC'21, §3.4 find b = 1..8 best for GPT-scale models). */
 static const int micro_batches[] = { 1, 2, 4, 8, 16 };
-/* Largest context-parallel and interleaving degrees tried unpinned:
- * Megatron's long-context recipes stop at CP 16 and its interleaved
- * examples use 2..8 virtual stages (ecosystem.md §3.2). */
+/* Largest context-parallel and interleaving degrees tried unpinned, to
+ * bound the search (a pin may go beyond them): CP 16 keeps chunks of 8K
+ * tokens, the length from which Megatron recommends CP (below), up to
+ * 128K-token sequences; VPP 8 is well above the 2 and 3 chunks per rank
+ * of the interleaved runs of Narayanan et al. (SC'21, Table 1). */
 #define MAX_CP 16
 #define MAX_VPP 8
 
@@ -161,8 +163,9 @@ static int consider(struct search *s, const struct pipette_config *c)
 }
 
 /* Recomputation from none to full: each level only adds compute (the
- * forward pass of what it drops, models.md §2), so once a level fits the
- * heavier ones cannot be faster and are counted as dominated. */
+ * forward pass of what it drops, Korthikanti et al., MLSys'23), so once a
+ * level fits the heavier ones cannot be faster and are counted as
+ * dominated. */
 static int recompute_levels(struct search *s, struct pipette_config *c)
 {
 	int rc, fit;
@@ -308,8 +311,9 @@ static int enumerate(struct search *s, int world, int G)
 			    (pn->cp < 0 && cp > MAX_CP) || s->in->seq_len % cp)
 				continue;
 			/* Context parallelism only for long sequences unless pinned:
-			 * Megatron's guideline is CP from 8K tokens (MoE README,
-			 * ecosystem.md §2.3); below that the model does not see the
+			 * Megatron's guideline is CP from 8K tokens (NVIDIA/
+			 * Megatron-LM megatron/core/transformer/moe/README.md
+			 * @d98e8a64dd); below that the model does not see the
 			 * ring-attention kernels' inefficiency on short chunks. */
 			if (pn->cp < 0 && cp > 1 && s->in->seq_len < CP_MIN_SEQ)
 				continue;
@@ -555,9 +559,11 @@ out:
 	return rv;
 }
 
-/* The Optimus-CC recipe for this configuration (ecosystem.md §1.1: CB at
- * rank 16 on the cooldown sends, PowerSGD at rank 128 on all but the last
- * stage, fused embedding sync), kept when it is predicted faster. */
+/* The Optimus-CC recipe for this configuration, that of the paper's
+ * scripts (ASPLOS23/tbl2_fig9_tbl4/ of AIS-SNU/Optimus-CC @7f6437c: CB at
+ * rank 16 on the cooldown sends, PowerSGD at rank 128 on stages 0..2 of
+ * PP 4, i.e. all but the last, fused embedding sync), kept when it is
+ * predicted faster. */
 void pipette_compression_recipe(const struct pipette_model *m,
 				const struct pipette_config *c,
 				struct pipette_compression *k)

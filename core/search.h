@@ -8,7 +8,11 @@
  * helps).  Pinned knobs (struct pipette_pins, -1 = free) are fixed;
  * pipette_config_check() decides validity.
  *
- * Pruning, cheapest first (pipette-original.md §8 item 14):
+ * Pruning, cheapest first, so that only the best few configurations get a
+ * mapping search (the original Pipette annealed a mapping for every
+ * candidate: the call at llm_train_strategy_assignment_total_v3.py:296-332
+ * inside its loop at :362-543, yimjinkyu1/date2024_pipette @a2b0683,
+ * under Megatron-LM-2.5/strategy/merge4/):
  *  1. memory: pipette_memory_estimate() with the schedule's analytic
  *     in-flight count (stage 0 alone first); an infeasible configuration
  *     is counted with the component that dominates its peak stage and

@@ -57,27 +57,16 @@ static double tick_step(double span_ms)
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
-int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
-			    const char *title, struct pipette_err *err)
-{
-	struct pipette_sched_event ev;
-	double makespan = 0, xs, width, height, step, t;
-	int p = 0, r, k;
-	long i, n;
+/* The drawing's frame: p rank rows, time scaled by xs px per second. */
+struct frame {
+	int p;
+	double makespan, xs;
+};
 
-	if (!out)
-		return pipette_fail(err, "timeline svg: no output stream");
-	for (n = 0; pipette_sched_event(s, n, &ev) == 0; n++) {
-		if (ev.rank + 1 > p)
-			p = ev.rank + 1;
-		if (ev.end > makespan)
-			makespan = ev.end;
-	}
-	if (n == 0)
-		return pipette_fail(err, "timeline svg: no simulation to draw (call pipette_sched_simulate first)");
-	xs = makespan > 0 ? SVG_PLOT / makespan : 0;
-	width = SVG_LEFT + SVG_PLOT + SVG_RIGHT;
-	height = SVG_TOP + p * SVG_ROW + SVG_AXIS + SVG_LEGEND;
+static void svg_head(FILE *out, const struct frame *fr, const char *title)
+{
+	double width = SVG_LEFT + SVG_PLOT + SVG_RIGHT;
+	double height = SVG_TOP + fr->p * SVG_ROW + SVG_AXIS + SVG_LEGEND;
 
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -87,10 +76,15 @@ int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 		width, height);
 	fprintf(out, "<text x=\"%.1f\" y=\"24\" font-size=\"15\">", SVG_LEFT);
 	put_escaped(out, title ? title : "pipeline timeline");
-	fprintf(out, " (makespan %.3f ms)</text>\n", makespan * 1e3);
+	fprintf(out, " (makespan %.3f ms)</text>\n", fr->makespan * 1e3);
+}
 
-	/* Rows. */
-	for (r = 0; r < p; r++) {
+/* One striped row per rank, with its label. */
+static void svg_rows(FILE *out, const struct frame *fr)
+{
+	int r;
+
+	for (r = 0; r < fr->p; r++) {
 		double y = SVG_TOP + r * SVG_ROW;
 
 		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
@@ -98,8 +92,16 @@ int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d</text>\n",
 			SVG_LEFT - 6, y + SVG_ROW / 2 + 4, r);
 	}
+}
 
-	/* Blocks. */
+/* The n ops as blocks (with a tooltip), then their micro-batch numbers
+ * where they fit. */
+static void svg_blocks(FILE *out, const struct pipette_sched *s, long n,
+		       const struct frame *fr)
+{
+	struct pipette_sched_event ev;
+	long i;
+
 	fputs("<g stroke=\"#333333\" stroke-width=\"0.3\">\n", out);
 	for (i = 0; i < n; i++) {
 		double x, w, y;
@@ -107,8 +109,8 @@ int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 
 		pipette_sched_event(s, i, &ev);
 		ti = type_index(ev.type);
-		x = SVG_LEFT + ev.start * xs;
-		w = (ev.end - ev.start) * xs;
+		x = SVG_LEFT + ev.start * fr->xs;
+		w = (ev.end - ev.start) * fr->xs;
 		y = SVG_TOP + ev.rank * SVG_ROW + (SVG_ROW - SVG_BAR) / 2;
 		fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
 			"<title>rank %d %c chunk %d stage %d mb %ld: %.4f-%.4f ms</title></rect>\n",
@@ -119,19 +121,27 @@ int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 	for (i = 0; i < n; i++) {
 		char num[24];
 		double w;
+		int k;
 
 		pipette_sched_event(s, i, &ev);
-		w = (ev.end - ev.start) * xs;
+		w = (ev.end - ev.start) * fr->xs;
 		k = snprintf(num, sizeof(num), "%ld", ev.mb);
 		if (w < 6.0 * k + 2)
 			continue;	/* the number does not fit */
 		fprintf(out, "<text x=\"%.2f\" y=\"%.1f\">%s</text>\n",
-			SVG_LEFT + (ev.start + ev.end) / 2 * xs,
+			SVG_LEFT + (ev.start + ev.end) / 2 * fr->xs,
 			SVG_TOP + ev.rank * SVG_ROW + SVG_ROW / 2 + 3, num);
 	}
 	fputs("</g>\n", out);
+}
 
-	/* Transfers: sender's row edge at send time to receiver's at arrival. */
+/* Transfers: sender's row edge at send time to receiver's at arrival. */
+static void svg_transfers(FILE *out, const struct pipette_sched *s, long n,
+			  const struct frame *fr)
+{
+	struct pipette_sched_event ev;
+	long i;
+
 	fputs("<g stroke=\"#d62728\" stroke-width=\"0.8\" stroke-opacity=\"0.7\">\n", out);
 	for (i = 0; i < n; i++) {
 		double y0, y1;
@@ -142,45 +152,73 @@ int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 		y0 = SVG_TOP + ev.from_rank * SVG_ROW + (ev.from_rank < ev.rank ? SVG_ROW - 2 : 2);
 		y1 = SVG_TOP + ev.rank * SVG_ROW + (ev.from_rank < ev.rank ? 2 : SVG_ROW - 2);
 		fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n",
-			SVG_LEFT + ev.xfer_start * xs, y0, SVG_LEFT + ev.xfer_end * xs, y1);
+			SVG_LEFT + ev.xfer_start * fr->xs, y0, SVG_LEFT + ev.xfer_end * fr->xs, y1);
 	}
 	fputs("</g>\n", out);
+}
 
-	/* Time axis in ms. */
-	{
-		double ya = SVG_TOP + p * SVG_ROW, span_ms = makespan * 1e3;
+/* Time axis in ms. */
+static void svg_axis(FILE *out, const struct frame *fr)
+{
+	double ya = SVG_TOP + fr->p * SVG_ROW, span_ms = fr->makespan * 1e3, step, t;
 
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
-			SVG_LEFT, ya, SVG_LEFT + SVG_PLOT, ya);
-		step = tick_step(span_ms);
-		for (t = 0; span_ms > 0 && t <= span_ms * (1 + 1e-9); t += step) {
-			double x = SVG_LEFT + t / span_ms * SVG_PLOT;
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+		SVG_LEFT, ya, SVG_LEFT + SVG_PLOT, ya);
+	step = tick_step(span_ms);
+	for (t = 0; span_ms > 0 && t <= span_ms * (1 + 1e-9); t += step) {
+		double x = SVG_LEFT + t / span_ms * SVG_PLOT;
 
-			fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#000000\"/>"
-				"<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-				x, ya, x, ya + 5, x, ya + 17, t);
-		}
-		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">ms</text>\n",
-			SVG_LEFT + SVG_PLOT, ya + 31);
+		fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#000000\"/>"
+			"<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+			x, ya, x, ya + 5, x, ya + 17, t);
 	}
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">ms</text>\n",
+		SVG_LEFT + SVG_PLOT, ya + 31);
+}
 
-	/* Legend. */
-	{
-		static const char *const names[3] = { "F forward", "B backward (input grad; +W when folded)",
-						     "W weight grad" };
-		double yl = SVG_TOP + p * SVG_ROW + SVG_AXIS + 6, x = SVG_LEFT;
+static void svg_legend(FILE *out, const struct frame *fr)
+{
+	static const char *const names[3] = { "F forward", "B backward (input grad; +W when folded)",
+					     "W weight grad" };
+	double yl = SVG_TOP + fr->p * SVG_ROW + SVG_AXIS + 6, x = SVG_LEFT;
+	int k;
 
-		for (k = 0; k < 3; k++) {
-			fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>"
-				"<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>"
-				"<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-				x, yl, fill_even[k], x + 15, yl, fill_odd[k], x + 34, yl + 10, names[k]);
-			x += 34 + 7.0 * (double)strlen(names[k]) + 20;
-		}
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\"/>"
-			"<text x=\"%.1f\" y=\"%.1f\">transfer; lighter shade = odd chunk</text>\n",
-			x, yl + 6, x + 24, yl + 6, x + 30, yl + 10);
+	for (k = 0; k < 3; k++) {
+		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>"
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+			x, yl, fill_even[k], x + 15, yl, fill_odd[k], x + 34, yl + 10, names[k]);
+		x += 34 + 7.0 * (double)strlen(names[k]) + 20;
 	}
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\"/>"
+		"<text x=\"%.1f\" y=\"%.1f\">transfer; lighter shade = odd chunk</text>\n",
+		x, yl + 6, x + 24, yl + 6, x + 30, yl + 10);
+}
+
+int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
+			    const char *title, struct pipette_err *err)
+{
+	struct pipette_sched_event ev;
+	struct frame fr = { 0, 0, 0 };
+	long n;
+
+	if (!out)
+		return pipette_fail(err, "timeline svg: no output stream");
+	for (n = 0; pipette_sched_event(s, n, &ev) == 0; n++) {
+		if (ev.rank + 1 > fr.p)
+			fr.p = ev.rank + 1;
+		if (ev.end > fr.makespan)
+			fr.makespan = ev.end;
+	}
+	if (n == 0)
+		return pipette_fail(err, "timeline svg: no simulation to draw (call pipette_sched_simulate first)");
+	fr.xs = fr.makespan > 0 ? SVG_PLOT / fr.makespan : 0;
+	svg_head(out, &fr, title);
+	svg_rows(out, &fr);
+	svg_blocks(out, s, n, &fr);
+	svg_transfers(out, s, n, &fr);
+	svg_axis(out, &fr);
+	svg_legend(out, &fr);
 	fputs("</svg>\n", out);
 	if (ferror(out))
 		return pipette_fail(err, "timeline svg: write error");

@@ -7,7 +7,11 @@
 
 #include "memory.h"
 
-/* ---- collectives (alpha-beta; models.md §4.1) ---------------------------- */
+/* ---- collectives ---------------------------------------------------------- */
+
+/* alpha-beta ring forms: an all-reduce is 2(n-1) steps moving S/n each, an
+ * all-gather (or all-to-all on a full bisection) n-1; the bus-bandwidth
+ * factors 2(n-1)/n and (n-1)/n of NVIDIA/nccl-tests doc/PERFORMANCE.md. */
 
 double pipette_allreduce_s(int n, double bytes, double gbps, double lat_us)
 {
@@ -332,7 +336,9 @@ static void ring_links(const struct placement *p, const int *ranks, int n, int *
 		g->inter_bw = g->bw;
 }
 
-/* Groups of Megatron's rank grids (ecosystem.md §3.3): dense
+/* Groups of Megatron's rank grids (RankGenerator, default order
+ * "tp-cp-ep-dp-pp", megatron/core/parallel_state.py of NVIDIA/Megatron-LM
+ * @d98e8a64dd): dense
  * r = tp + TP*(cp + CP*(dp + DP*pp)); expert r = etp + ETP*(ep + EP*(edp +
  * EDP*pp)) over the same ranks. */
 enum group_kind { G_TP, G_CP, G_DPCP, G_EP };
@@ -491,8 +497,10 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 /* Memory-bound elementwise work (norms, activations, dropout, residuals,
  * softmax without FlashAttention): each stored activation byte is written
  * in the forward pass and read back, and the backward pass touches twice
- * that (models.md §4.2, Calculon's memory time).  HBM efficiency 0.9 for
- * large transfers (Calculon systems/a100_80g.json). */
+ * that (Calculon's memory time: calculon-ai/calculon @caa4b11
+ * calculon/system.py:77-81).  HBM efficiency 0.9 for large transfers
+ * (mem1 "MB_efficiency" of Calculon's systems/a100_80g.json: 0.90 from
+ * 100 MB). */
 #define ELEMENTWISE_PASSES 2.0
 #define HBM_EFF 0.9
 /* Adam step, bytes per local parameter: read+write fp32 master, m and v
@@ -648,12 +656,13 @@ static double rank_finish(const struct pipette_sched *s, int r, long max_ops)
 	return 0;
 }
 
-/* ---- compression what-ifs (Optimus-CC, ecosystem.md §1) -------------------- */
+/* ---- compression what-ifs (Optimus-CC, Song et al., ASPLOS'23) ------------ */
 
 /* One n x m tensor at rank r: P (n x r) and Q (m x r) replace it.  The
  * compress/decompress work is 6*n*m*r FLOPs in skinny GEMMs (P = MQ,
- * Q = M^T P, M' = PQ^T; ecosystem.md §1.4), which the GEMM efficiency
- * curve prices as the small GEMMs they are. */
+ * Q = M^T P, M' = PQ^T: PowerSGD, Vogels et al., NeurIPS 2019, as
+ * AIS-SNU/Optimus-CC @7f6437c megatron/mpu/reducers.py runs it), which
+ * the GEMM efficiency curve prices as the small GEMMs they are. */
 static double lowrank_elems(double n, double m, int r)
 {
 	double c = (double)r * (n + m);
@@ -716,189 +725,200 @@ static double powersgd_stage(const struct pipette_model *m, const struct pipette
 
 /* ---- the estimate ---------------------------------------------------------- */
 
-int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
-			  const struct pipette_gpu_spec *gpu,
-			  const struct pipette_config *c,
-			  const struct pipette_cluster *cluster,
-			  const int *gpu_of_rank, int detail,
-			  struct pipette_time *out, struct pipette_err *err)
+/* The point-to-point message between consecutive pipeline stages: one
+ * micro-batch's activations forward (bf16, split over TP with sequence
+ * parallelism), their gradient backward. */
+struct pp_msgs {
+	double fwd, bwd;	/* bytes */
+	double cb_cost;		/* CB's compression time per backward send, s */
+};
+
+static void pp_messages(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
+			const struct pipette_config *c, struct pp_msgs *pm)
 {
-	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster) };
-	int p = c->pp, v = pipette_config_chunks(c), world = pipette_config_world(c);
-	long mb = pipette_config_microbatches(c);
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
-	double pp_bytes = 2.0 * T * h / (c->sequence_parallel ? c->tp : 1);
 	/* CB: the backward activation gradient, an n x h matrix (n tokens of
 	 * this TP rank's scatter-gather share), sent as fp32 P and Q. */
 	double cb_n = T / (c->sequence_parallel ? c->tp : 1);
 	int cb_r = c->compress.pp_rank;
-	double pp_bytes_b = cb_r ? fmin(pp_bytes, 4.0 * lowrank_elems(cb_n, h, cb_r)) : pp_bytes;
-	double cb_cost = cb_r && pp_bytes_b < pp_bytes ? lowrank_s(gpu, cb_n, h, cb_r) : 0;
-	struct pipette_sched_input in;
-	struct pipette_sched_result res;
-	int s, k, busiest = 0;
-	double best_busy = -1, dp_exposed = 0, dp_tail = 0;
 
-	memset(out, 0, sizeof(*out));
-	if (world > pipette_cluster_node_count(cluster) * pl.G)
-		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
-				    world, pipette_cluster_node_count(cluster) * pl.G);
-	if (reserve(t, p * v, world))
-		return pipette_fail(err, "out of memory");
+	pm->fwd = 2.0 * T * h / (c->sequence_parallel ? c->tp : 1);
+	pm->bwd = cb_r ? fmin(pm->fwd, 4.0 * lowrank_elems(cb_n, h, cb_r)) : pm->fwd;
+	pm->cb_cost = cb_r && pm->bwd < pm->fwd ? lowrank_s(gpu, cb_n, h, cb_r) : 0;
+}
 
-	for (s = 0; s < p; s++) {
-		struct group_links tp, cp, ep, dp;
-		struct layer_times dense = { 0 }, moe = { 0 }, lt;
-		int first = pipette_config_stage_first_layer(m, c, s);
-		int n = pipette_config_stage_layers(m, c, s), l, have_dense = 0, have_moe = 0;
-		double f = 0, b = 0, w = 0, tpc = 0, cpc = 0, epc = 0, dense_p;
-		double grad_elems, comp_s;
-		int comp_mats;
-		struct pipette_stage_memory sm;
-		double dp_t, dp_exp;
+/* One pipeline stage's time per micro-batch, all its chunks together. */
+struct stage_times {
+	double f, b, w;		/* forward, input-gradient and weight-gradient passes */
+	double tpc, cpc, epc;	/* the TP, CP and EP communication inside them */
+};
 
-		worst_group(t, &pl, c, s, G_TP, COLL_AR, 2.0 * T * h, &tp);
-		worst_group(t, &pl, c, s, G_CP, COLL_AG, 4.0 * T, &cp);
-		worst_group(t, &pl, c, s, G_EP, COLL_A2A, 2.0 * T * h, &ep);
-		for (l = first; l < first + n; l++) {
-			int is_moe = pipette_model_is_moe_layer(m, l);
+/* The layers of stage s: compute plus the TP, CP and EP collectives inside
+ * each layer, on the stage's slowest group of each kind.  A stage's dense
+ * layers cost the same, and so do its MoE layers: each kind is priced
+ * once. */
+static void stage_layers(struct pipette_timer *t, const struct placement *pl,
+			 const struct pipette_model *m, const struct pipette_config *c, int s,
+			 struct stage_times *st)
+{
+	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
+	struct group_links tp, cp, ep;
+	struct layer_times dense = { 0 }, moe = { 0 };
+	int first = pipette_config_stage_first_layer(m, c, s);
+	int n = pipette_config_stage_layers(m, c, s), l, have_dense = 0, have_moe = 0;
 
-			if (is_moe && !have_moe) {
-				layer_times(m, gpu, c, l, &tp, &cp, &ep, &moe);
-				have_moe = 1;
-			} else if (!is_moe && !have_dense) {
-				layer_times(m, gpu, c, l, &tp, &cp, &ep, &dense);
-				have_dense = 1;
-			}
-			lt = is_moe ? moe : dense;
-			f += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
-			b += lt.b + lt.tp_b + lt.cp_b + lt.ep_b;
-			w += lt.w;
-			tpc += lt.tp_f + lt.tp_b;
-			cpc += lt.cp_f + lt.cp_b;
-			epc += lt.ep_f + lt.ep_b;
+	memset(st, 0, sizeof(*st));
+	worst_group(t, pl, c, s, G_TP, COLL_AR, 2.0 * T * h, &tp);
+	worst_group(t, pl, c, s, G_CP, COLL_AG, 4.0 * T, &cp);
+	worst_group(t, pl, c, s, G_EP, COLL_A2A, 2.0 * T * h, &ep);
+	for (l = first; l < first + n; l++) {
+		int is_moe = pipette_model_is_moe_layer(m, l);
+		struct layer_times lt;
+
+		if (is_moe && !have_moe) {
+			layer_times(m, pl->gpu, c, l, &tp, &cp, &ep, &moe);
+			have_moe = 1;
+		} else if (!is_moe && !have_dense) {
+			layer_times(m, pl->gpu, c, l, &tp, &cp, &ep, &dense);
+			have_dense = 1;
 		}
-		/* Spread the layers' time over this rank's chunks by their
-		 * layer counts; the embedding lookup (memory-bound, small) goes
-		 * to the first virtual stage and the logits and loss to the
-		 * last one (on rank 0 for the V-shapes). */
-		{
-			double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
-			double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
-			int fold = c->schedule == PIPETTE_SCHED_1F1B ||
-				   c->schedule == PIPETTE_SCHED_INTERLEAVED;
-			double fl = f, bl = b, wl = w;
-
-			f = b = w = 0;
-			for (k = 0; k < v; k++) {
-				int vs = pipette_config_virtual_stage(c, s, k);
-				double share = n ? (double)pipette_config_vstage_layers(m, c, vs) / n
-						 : 1.0 / v;
-				double cf = fl * share, cb = bl * share, cw = wl * share;
-
-				if (vs == 0)
-					cf += embed;
-				if (vs == p * v - 1) {
-					cf += logit;
-					cb += logit;
-					cw += logit;
-				}
-				/* CB compresses every backward send but the first
-				 * virtual stage's; epilogue-only, just the cooldown
-				 * ones, about min(p - s, m) of the m micro-batches
-				 * (Optimus-CC's flush sends, ecosystem.md §1.3). */
-				if (cb_cost > 0 && vs > 0)
-					cb += cb_cost * (c->compress.pp_epilogue_only
-							 ? fmin((double)(p - s), (double)mb) / mb
-							 : 1.0);
-				/* Only the zero-bubble family (ZB-H1 and the V-shapes
-				 * of Qi et al.) splits the backward; elsewhere W runs
-				 * inside B. */
-				if (fold) {
-					cb += cw;
-					cw = 0;
-				}
-				t->t_f[s * v + k] = cf;
-				t->t_b[s * v + k] = cb;
-				t->t_w[s * v + k] = cw;
-				f += cf;
-				b += cb;
-				w += cw;
-			}
-		}
-		if ((f + b + w) * mb > best_busy) {
-			best_busy = (f + b + w) * mb;
-			busiest = s;
-			out->tp_comm_s = tpc * mb;
-			out->cp_comm_s = cpc * mb;
-			out->ep_comm_s = epc * mb;
-			out->stage_f_s = f;
-			out->stage_b_s = b;
-			out->stage_w_s = w;
-		}
-
-		/* DP gradient reduction over DP x CP (fp32 gradients; reduce-
-		 * scatter + bf16 all-gather with the distributed optimizer),
-		 * overlapped with the last micro-batch's backward
-		 * (--overlap-grad-reduce) and the parameter gather with the
-		 * next forward (--overlap-param-gather). */
-		pipette_memory_stage(m, c, s, 1.0, &sm);
-		dense_p = sm.params_bytes / 2.0;
-		grad_elems = dense_p;
-		comp_s = 0;
-		comp_mats = 0;
-		/* FE: the embedding gradient leaves the DP bucket and is reduced
-		 * once over the first and last stages of all replicas. */
-		if (c->compress.fused_embedding && m->tied_embeddings && p > 1 &&
-		    (s == 0 || s == p - 1))
-			grad_elems -= (double)m->vocab * h / c->tp;
-		if (c->compress.dp_rank &&
-		    (!c->compress.dp_stages || s < c->compress.dp_stages))
-			grad_elems = powersgd_stage(m, gpu, c, s, grad_elems, &comp_s, &comp_mats);
-		worst_group(t, &pl, c, s, G_DPCP, COLL_AR, 4.0 * grad_elems, &dp);
-		/* The gradient reduction starts with the last micro-batch's
-		 * backward (--overlap-grad-reduce) and runs past this stage's
-		 * last op; the parameter all-gather of the distributed
-		 * optimizer hides behind the next iteration's first forward
-		 * (--overlap-param-gather).  Whether the tail is exposed depends
-		 * on when this stage finishes, known after the simulation. */
-		if (c->distributed_optimizer) {
-			double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
-
-			t->dp_rs[s] = coll_time(COLL_AG, &dp, 4.0 * grad_elems);
-			dp_t = t->dp_rs[s] + ag;
-			dp_exp = fmax(0, ag - f);
-		} else {
-			t->dp_rs[s] = coll_time(COLL_AR, &dp, 4.0 * grad_elems);
-			dp_t = t->dp_rs[s];
-			dp_exp = 0;
-		}
-		t->dp_win[s] = b + w;
-		if (comp_mats && dp.n > 1) {
-			/* PowerSGD reduces P, orthogonalises, then reduces Q: two
-			 * latency-bound collectives per matrix instead of one
-			 * bucket, and the compression itself, all after the last
-			 * backward. */
-			double extra = comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) *
-					       dp.lat * 1e-6;
-
-			dp_t += extra;
-			t->dp_rs[s] += extra;
-		}
-		if (dp_exp > dp_exposed)
-			dp_exposed = dp_exp;
-		if (dp_t > out->dp_comm_s)
-			out->dp_comm_s = dp_t;
-		{
-			double opt_params = sm.optimizer_bytes / 12.0;
-			double opt = opt_params * OPTIMIZER_BYTES_PER_PARAM /
-				     (gpu->hbm_gbps * 1e9 * HBM_EFF);
-
-			if (opt > out->optimizer_s)
-				out->optimizer_s = opt;
-		}
+		lt = is_moe ? moe : dense;
+		st->f += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
+		st->b += lt.b + lt.tp_b + lt.cp_b + lt.ep_b;
+		st->w += lt.w;
+		st->tpc += lt.tp_f + lt.tp_b;
+		st->cpc += lt.cp_f + lt.cp_b;
+		st->epc += lt.ep_f + lt.ep_b;
 	}
-	/* Point-to-point transfers between consecutive virtual stages. */
+}
+
+/* Spread stage s's layer time over its chunks by their layer counts, into
+ * the simulator's per-virtual-stage times (t->t_f, t_b, t_w); st's f, b
+ * and w become the sums of what the chunks got.  The embedding lookup
+ * (memory-bound, small) goes to the first virtual stage and the logits and
+ * loss to the last one (on rank 0 for the V-shapes). */
+static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
+			 const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+			 int s, const struct pp_msgs *pm, struct stage_times *st)
+{
+	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
+	int p = c->pp, v = pipette_config_chunks(c), n = pipette_config_stage_layers(m, c, s), k;
+	long mb = pipette_config_microbatches(c);
+	double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
+	double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+	int fold = c->schedule == PIPETTE_SCHED_1F1B || c->schedule == PIPETTE_SCHED_INTERLEAVED;
+	double fl = st->f, bl = st->b, wl = st->w;
+
+	st->f = st->b = st->w = 0;
+	for (k = 0; k < v; k++) {
+		int vs = pipette_config_virtual_stage(c, s, k);
+		double share = n ? (double)pipette_config_vstage_layers(m, c, vs) / n : 1.0 / v;
+		double cf = fl * share, cb = bl * share, cw = wl * share;
+
+		if (vs == 0)
+			cf += embed;
+		if (vs == p * v - 1) {
+			cf += logit;
+			cb += logit;
+			cw += logit;
+		}
+		/* CB compresses every backward send but the first virtual
+		 * stage's; epilogue-only, just the cooldown ones, about
+		 * min(p - s, m) of the m micro-batches (Optimus-CC compresses
+		 * the sends its 1F1B passes flush=True, the last steady one
+		 * and the cooldown: megatron/schedules.py ~469-487, ~783-799
+		 * of AIS-SNU/Optimus-CC @7f6437c). */
+		if (pm->cb_cost > 0 && vs > 0)
+			cb += pm->cb_cost * (c->compress.pp_epilogue_only
+					     ? fmin((double)(p - s), (double)mb) / mb
+					     : 1.0);
+		/* Only the zero-bubble family (ZB-H1 and the V-shapes of Qi et
+		 * al.) splits the backward; elsewhere W runs inside B. */
+		if (fold) {
+			cb += cw;
+			cw = 0;
+		}
+		t->t_f[s * v + k] = cf;
+		t->t_b[s * v + k] = cb;
+		t->t_w[s * v + k] = cw;
+		st->f += cf;
+		st->b += cb;
+		st->w += cw;
+	}
+}
+
+/* DP gradient reduction of stage s over DP x CP (fp32 gradients; reduce-
+ * scatter + bf16 all-gather with the distributed optimizer).  It starts
+ * with the last micro-batch's backward (--overlap-grad-reduce) and runs
+ * past this stage's last op; the parameter all-gather of the distributed
+ * optimizer hides behind the next iteration's first forward
+ * (--overlap-param-gather).  Whether the reduction's tail is exposed
+ * depends on when this stage finishes, known after the simulation: this
+ * sets t->dp_rs[s], what runs after the last backward, and t->dp_win[s],
+ * the backward window it starts in.  Returns the stage's whole DP time;
+ * *exposed gets the part of the gather the first forward cannot hide. */
+static double stage_dp(struct pipette_timer *t, const struct placement *pl,
+		       const struct pipette_model *m, const struct pipette_config *c, int s,
+		       const struct pipette_stage_memory *sm, const struct stage_times *st,
+		       double *exposed)
+{
+	double h = m->hidden, dense_p = sm->params_bytes / 2.0, grad_elems = dense_p;
+	double comp_s = 0, dp_t;
+	int comp_mats = 0, p = c->pp;
+	struct group_links dp;
+
+	/* FE: the embedding gradient leaves the DP bucket and is reduced
+	 * once over the first and last stages of all replicas. */
+	if (c->compress.fused_embedding && m->tied_embeddings && p > 1 &&
+	    (s == 0 || s == p - 1))
+		grad_elems -= (double)m->vocab * h / c->tp;
+	if (c->compress.dp_rank && (!c->compress.dp_stages || s < c->compress.dp_stages))
+		grad_elems = powersgd_stage(m, pl->gpu, c, s, grad_elems, &comp_s, &comp_mats);
+	worst_group(t, pl, c, s, G_DPCP, COLL_AR, 4.0 * grad_elems, &dp);
+	if (c->distributed_optimizer) {
+		double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
+
+		t->dp_rs[s] = coll_time(COLL_AG, &dp, 4.0 * grad_elems);
+		dp_t = t->dp_rs[s] + ag;
+		*exposed = fmax(0, ag - st->f);
+	} else {
+		t->dp_rs[s] = coll_time(COLL_AR, &dp, 4.0 * grad_elems);
+		dp_t = t->dp_rs[s];
+		*exposed = 0;
+	}
+	t->dp_win[s] = st->b + st->w;
+	if (comp_mats && dp.n > 1) {
+		/* PowerSGD reduces P, orthogonalises, then reduces Q: two
+		 * latency-bound collectives per matrix instead of one bucket,
+		 * and the compression itself, all after the last backward. */
+		double extra = comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) * dp.lat * 1e-6;
+
+		dp_t += extra;
+		t->dp_rs[s] += extra;
+	}
+	return dp_t;
+}
+
+/* The optimizer step of a stage: memory-bound over its local share of the
+ * optimizer state (12 bytes per parameter). */
+static double optimizer_step_s(const struct pipette_gpu_spec *gpu,
+			       const struct pipette_stage_memory *sm)
+{
+	double opt_params = sm->optimizer_bytes / 12.0;
+
+	return opt_params * OPTIMIZER_BYTES_PER_PARAM / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+}
+
+/* Point-to-point transfers between consecutive virtual stages (t->comm_f,
+ * comm_b), each on the slowest of the parallel links between the two
+ * ranks; the busiest stage's share goes to out->pp_comm_s. */
+static void pp_transfers(struct pipette_timer *t, const struct placement *pl,
+			 const struct pipette_config *c, const struct pp_msgs *pm, int busiest,
+			 struct pipette_time *out)
+{
+	int p = c->pp, v = pipette_config_chunks(c), k;
+	long mb = pipette_config_microbatches(c);
+
 	for (k = 0; k + 1 < p * v; k++) {
 		int ra, rb;
 		struct pipette_link l;
@@ -915,13 +935,29 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			t->comm_f[k] = t->comm_b[k] = 0;
 			continue;
 		}
-		l = worst_p2p(t, &pl, c, ra, rb, pp_bytes);
-		t->comm_f[k] = pipette_p2p_s(pp_bytes, l.gbps, l.lat_us);
-		l = worst_p2p(t, &pl, c, rb, ra, pp_bytes_b);
-		t->comm_b[k] = pipette_p2p_s(pp_bytes_b, l.gbps, l.lat_us);
+		l = worst_p2p(t, pl, c, ra, rb, pm->fwd);
+		t->comm_f[k] = pipette_p2p_s(pm->fwd, l.gbps, l.lat_us);
+		l = worst_p2p(t, pl, c, rb, ra, pm->bwd);
+		t->comm_b[k] = pipette_p2p_s(pm->bwd, l.gbps, l.lat_us);
 		if (ra == busiest || rb == busiest)
 			out->pp_comm_s += (t->comm_f[k] + t->comm_b[k]) * mb / 2;
 	}
+}
+
+/* The pipeline's critical path: simulate the schedule as events over the
+ * per-stage and per-link times.  Sets the makespan, the busiest stage's
+ * compute and bubble and, with detail, what the PP transfers add (a second
+ * simulation without them); fills t->inflight.  *dp_tail gets how far the
+ * latest gradient reduction runs past the makespan. */
+static int simulate_pipeline(struct pipette_timer *t, const struct pipette_config *c,
+			     int busiest, int detail, struct pipette_time *out,
+			     double *dp_tail, struct pipette_err *err)
+{
+	int p = c->pp, v = pipette_config_chunks(c), s;
+	int split = c->schedule != PIPETTE_SCHED_1F1B && c->schedule != PIPETTE_SCHED_INTERLEAVED;
+	long mb = pipette_config_microbatches(c);
+	struct pipette_sched_input in;
+	struct pipette_sched_result res;
 
 	memset(&in, 0, sizeof(in));
 	in.kind = c->schedule;
@@ -936,17 +972,15 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	if (pipette_sched_simulate(t->sched, &in, &res, err))
 		return -1;
 	out->makespan_s = res.makespan;
+	*dp_tail = 0;
 	for (s = 0; s < p; s++) {
-		int split = c->schedule != PIPETTE_SCHED_1F1B &&
-			    c->schedule != PIPETTE_SCHED_INTERLEAVED;
 		double end = rank_finish(t->sched, s, mb * v * (split ? 3 : 2)) -
 			     t->dp_win[s] + t->dp_rs[s];
 
 		t->inflight[s] = (double)res.peak_fb[s] / v;
-		if (end - res.makespan > dp_tail)
-			dp_tail = end - res.makespan;
+		if (end - res.makespan > *dp_tail)
+			*dp_tail = end - res.makespan;
 	}
-	dp_exposed += dp_tail;
 	out->compute_s = res.busy[busiest] - out->tp_comm_s - out->cp_comm_s - out->ep_comm_s;
 	out->bubble_s = res.makespan - res.busy[busiest];
 	if (detail && p > 1) {
@@ -962,19 +996,84 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		if (pipette_sched_simulate(t->sched, &in, &res, err))
 			return -1;
 	}
-	out->dp_exposed_s = dp_exposed;
-	/* Tied embeddings with pp > 1: all-reduce the embedding gradient
-	 * between the first and the last stage (Megatron). */
-	if (m->tied_embeddings && pipette_config_last_rank(c) != 0) {
-		struct pipette_link l = worst_p2p(t, &pl, c, 0, p - 1, 1.0);
-		double bytes = 4.0 * (double)m->vocab * h / c->tp;
-		int ranks = c->compress.fused_embedding ? 2 * c->dp * c->cp : 2;
+	return 0;
+}
 
-		/* FE (Optimus-CC): one all-reduce over the first and last
-		 * stages of every replica instead of DP then a 2-rank one. */
-		out->embed_sync_s = pipette_allreduce_s(ranks, bytes, l.gbps, l.lat_us);
+/* Tied embeddings with pp > 1: all-reduce the embedding gradient between
+ * the first and the last stage (Megatron). */
+static double embed_sync_s(struct pipette_timer *t, const struct placement *pl,
+			   const struct pipette_model *m, const struct pipette_config *c)
+{
+	struct pipette_link l;
+	double bytes;
+	int ranks;
+
+	if (!m->tied_embeddings || pipette_config_last_rank(c) == 0)
+		return 0;
+	l = worst_p2p(t, pl, c, 0, c->pp - 1, 1.0);
+	bytes = 4.0 * (double)m->vocab * m->hidden / c->tp;
+	/* FE (Optimus-CC): one all-reduce over the first and last stages of
+	 * every replica instead of DP then a 2-rank one. */
+	ranks = c->compress.fused_embedding ? 2 * c->dp * c->cp : 2;
+	return pipette_allreduce_s(ranks, bytes, l.gbps, l.lat_us);
+}
+
+int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu,
+			  const struct pipette_config *c,
+			  const struct pipette_cluster *cluster,
+			  const int *gpu_of_rank, int detail,
+			  struct pipette_time *out, struct pipette_err *err)
+{
+	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster) };
+	int p = c->pp, v = pipette_config_chunks(c), world = pipette_config_world(c);
+	long mb = pipette_config_microbatches(c);
+	struct pp_msgs pm;
+	int s, busiest = 0;
+	double best_busy = -1, dp_exposed = 0, dp_tail;
+
+	memset(out, 0, sizeof(*out));
+	if (world > pipette_cluster_node_count(cluster) * pl.G)
+		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
+				    world, pipette_cluster_node_count(cluster) * pl.G);
+	if (reserve(t, p * v, world))
+		return pipette_fail(err, "out of memory");
+	pp_messages(m, gpu, c, &pm);
+
+	for (s = 0; s < p; s++) {
+		struct stage_times st;
+		struct pipette_stage_memory sm;
+		double dp_t, dp_exp, opt;
+
+		stage_layers(t, &pl, m, c, s, &st);
+		stage_chunks(t, m, gpu, c, s, &pm, &st);
+		if ((st.f + st.b + st.w) * mb > best_busy) {
+			best_busy = (st.f + st.b + st.w) * mb;
+			busiest = s;
+			out->tp_comm_s = st.tpc * mb;
+			out->cp_comm_s = st.cpc * mb;
+			out->ep_comm_s = st.epc * mb;
+			out->stage_f_s = st.f;
+			out->stage_b_s = st.b;
+			out->stage_w_s = st.w;
+		}
+		pipette_memory_stage(m, c, s, 1.0, &sm);
+		dp_t = stage_dp(t, &pl, m, c, s, &sm, &st, &dp_exp);
+		if (dp_exp > dp_exposed)
+			dp_exposed = dp_exp;
+		if (dp_t > out->dp_comm_s)
+			out->dp_comm_s = dp_t;
+		opt = optimizer_step_s(gpu, &sm);
+		if (opt > out->optimizer_s)
+			out->optimizer_s = opt;
 	}
-	out->iteration_s = res.makespan + dp_exposed + out->embed_sync_s + out->optimizer_s;
+	pp_transfers(t, &pl, c, &pm, busiest, out);
+	if (simulate_pipeline(t, c, busiest, detail, out, &dp_tail, err))
+		return -1;
+	dp_exposed += dp_tail;
+	out->dp_exposed_s = dp_exposed;
+	out->embed_sync_s = embed_sync_s(t, &pl, m, c);
+	out->iteration_s = out->makespan_s + dp_exposed + out->embed_sync_s + out->optimizer_s;
 	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
 			      out->pp_exposed_s + dp_exposed + out->embed_sync_s;
 	out->model_flops = pipette_model_flops(m, c);

@@ -5,8 +5,16 @@
  * collectives on the links each group actually uses (a ring is as slow as
  * its slowest edge; hierarchical when a group spans nodes).  Pipeline: the
  * schedule's event simulation over the real per-stage and per-link times
- * (schedule.h).  Sources: reference/models.md §4, §6, §7.2 and
- * pipette-original.md §2. */
+ * (schedule.h).  Sources: the ring forms behind NCCL's bus bandwidth
+ * (NVIDIA/nccl-tests doc/PERFORMANCE.md); Megatron's per-layer TP traffic,
+ * two all-reduces forward and two backward (Narayanan et al., SC'21,
+ * §2.3); Calculon's op times, FLOPs at a size-dependent efficiency plus
+ * memory time, and its exposure of DP and PP traffic (Isaev et al.,
+ * SC'23; calculon-ai/calculon @caa4b11 calculon/llm/llm.py:1641-1669,
+ * 1695-1760, 2130-2142); the original Pipette's point that in 1F1B the
+ * round trip through all stages repeats every p micro-batches (Yim et al.,
+ * DATE 2024; yimjinkyu1/date2024_pipette @a2b0683 Megatron-LM-2.5/strategy/
+ * merge4/llm_train_strategy_assignment_total_v3.py:512-530). */
 #ifndef PIPETTE_TIMING_H
 #define PIPETTE_TIMING_H
 

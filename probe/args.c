@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 /* Default message sizes.  NCCL: 64 KiB fixes α, 4 MiB and 64 MiB fix β
- * (nvbandwidth's default buffer is 64 MiB, reference/ecosystem.md §5.3;
- * the original Pipette used a single 30 MiB message, §6.1 of
- * pipette-original.md).  TCP: smaller, so that a shaped 100 Mbit/s test
- * link still finishes a pair in seconds. */
+ * (nvbandwidth's default --bufferSize is 64 MiB, NVIDIA/nvbandwidth
+ * README; the original Pipette used a single 30 MiB message,
+ * "sendrecv_perf -b 31457280 -e 31457280" in run_nccl_test.sh of
+ * yimjinkyu1/date2024_pipette @a2b0683).  TCP: smaller, so that a shaped
+ * 100 Mbit/s test link still finishes a pair in seconds. */
 static const size_t nccl_sizes[] = { 64u << 10, 4u << 20, 64u << 20 };
 static const size_t tcp_sizes[] = { 64u << 10, 1u << 20, 16u << 20 };
 

@@ -1,10 +1,11 @@
 /* pipette-probe: command line and task environment.
  *
  * The task's identity comes from the environment Slurm gives every task
- * (reference/spank.md §1.9): SLURM_PROCID, SLURM_NTASKS, SLURMD_NODENAME,
- * SLURM_JOB_ID, SLURM_STEP_ID, SLURM_STEP_NODELIST.  Tests (and runs
- * without Slurm) set the same variables by hand; PIPETTE_PROBE_ROOT (the
- * host of rank 0) and PIPETTE_PROBE_PORT override the rendezvous. */
+ * (srun(1), OUTPUT ENVIRONMENT VARIABLES): SLURM_PROCID, SLURM_NTASKS,
+ * SLURMD_NODENAME, SLURM_JOB_ID, SLURM_STEP_ID, SLURM_STEP_NODELIST.
+ * Tests (and runs without Slurm) set the same variables by hand;
+ * PIPETTE_PROBE_ROOT (the host of rank 0) and PIPETTE_PROBE_PORT override
+ * the rendezvous. */
 #ifndef PIPETTE_PROBE_ARGS_H
 #define PIPETTE_PROBE_ARGS_H
 
@@ -64,7 +65,7 @@ struct pipette_probe_task {
  * `port_opt` (from --port, 0 = none) wins over PIPETTE_PROBE_PORT, which
  * wins over the derived port 61000 + (16·job + step mod 16) mod 4536
  * (enroot's MASTER_PORT rule, SLURM_JOB_ID % 4536 + 61000, from
- * conf/hooks/extra/50-slurm-pytorch.sh, reference/spank.md §1.9 item 6,
+ * conf/hooks/extra/50-slurm-pytorch.sh of NVIDIA/enroot,
  * with the step folded in so that two probe steps of one job differ; the
  * range stays above Linux's ephemeral ports 32768–60999). */
 int pipette_probe_task_read(pipette_probe_getenv_fn get, void *ctx, int port_opt,

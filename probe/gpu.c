@@ -103,8 +103,8 @@ int pipette_probe_gpu_count(struct pipette_err *err)
 	return n;
 }
 
-/* Rounds of timing: nvbandwidth's loopCount of 16 copies per sample
- * (reference/ecosystem.md §5.3), `reps` samples, median kept. */
+/* Rounds of timing: nvbandwidth's default --loopCount of 16 copies per
+ * sample (NVIDIA/nvbandwidth README), `reps` samples, median kept. */
 #define LOOP 16
 
 static int time_copies(int src, int dst, void *s_buf, void *d_buf, size_t bytes,

@@ -2,8 +2,10 @@
  *
  * NUMA nodes, GPUs and NICs found on the PCI bus, and for every GPU the
  * nearest NIC with the path class nvidia-smi topo -m uses (PIX, PXB, PHB,
- * NODE, SYS; reference/ecosystem.md §5.5).  Debian's hwloc has no NVML or
- * CUDA backend (§5.4), so NVLink is not seen here: the measured matrix
+ * NODE, SYS: the legend `nvidia-smi topo -m` prints, NVML's
+ * nvmlGpuTopologyLevel_t).  Debian's hwloc has no NVML or CUDA backend
+ * (bookworm's libhwloc-plugins 2.9.0-1 ships only the gl, opencl, pci and
+ * xml_libxml plugins), so NVLink is not seen here: the measured matrix
  * (gpu.h) is the authority for GPU pairs. */
 #ifndef PIPETTE_PROBE_TOPO_H
 #define PIPETTE_PROBE_TOPO_H

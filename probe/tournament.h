@@ -5,7 +5,9 @@
  * rounds of m/2 disjoint pairs cover every pair exactly once.  For odd n a
  * dummy node m−1 = n is added and its partner sits the round out.  This
  * fixes the original Pipette's recursive halving, which needs n to be a
- * power of two (reference/pipette-original.md §8 item 16).
+ * power of two (round_robin_test.py:36-72 of yimjinkyu1/date2024_pipette
+ * @a2b0683, under Megatron-LM-2.5/strategy/nccl-test/nccl-test-a100/,
+ * raises "Inappropriate node combinations" otherwise).
  *
  * The schedule is a pure function of (n, round, node), so every process
  * computes its own partner without talking to anyone. */

@@ -106,6 +106,8 @@ tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) 
 .PHONY: validate
 validate: tests/validate/validate$(EXEEXT)
 	./tests/validate/validate$(EXEEXT) $(srcdir)/tests/validate/gpu/layers-*.jsonl
+# The published tables validate.c checks, with their upstream sources.
+EXTRA_DIST += tests/validate/README.md
 
 # spank_pipette's SPANK-free parts (plugstack arguments, option values,
 # PIPETTE_* inputs, step layout), linked from plugin/ directly.

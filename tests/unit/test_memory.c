@@ -60,8 +60,9 @@ static double first_stage_layer_activations(const struct pipette_model *m,
 	return per * inflight;
 }
 
-/* Korthikanti et al. (MLSys'23) Fig. 1, as transcribed in models.md §2.4
- * (Calculon validation.py:61-97), s = 2048, a in heads, t = 8:
+/* Korthikanti et al. (MLSys'23) Fig. 1, as transcribed in Calculon
+ * (calculon-ai/calculon @caa4b11 calculon/llm/validation.py:61-97),
+ * s = 2048, a in heads, t = 8:
  *   weights+optimizer = 18 * 12h^2 * L / (t*p) bytes;
  *   activations "none" = sbhL(10 + 24/t + 5as/(ht)) * (1 + (p-1)/(pv));
  *   activations "seq+sel" = 34 sbhL/t * (1 + (p-1)/(pv)).
@@ -136,7 +137,9 @@ START_TEST(test_korthikanti_table2)
 }
 END_TEST
 
-/* Fujii et al. (models.md §1.2) for Llama-3-8B: k/a = 8/32, h_ffn/h = 3.5:
+/* Fujii et al.'s activations (sbh(12 + 4k/a + 8h_ffn/h) bytes per layer in
+ * the author's memory-estimator.js @837b9f48, okoge-kaz/okoge-kaz.github.io)
+ * for Llama-3-8B: k/a = 8/32, h_ffn/h = 3.5:
  * 12 + 4/4 + 28 = 41 sbh bytes per layer with TP+SP, divided by t*c.
  * Without SP the 8sbh of norm, QKV and MLP inputs stay replicated:
  * sbh(8 + 33/t).  CP divides s. */

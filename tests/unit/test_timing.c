@@ -13,7 +13,8 @@
 #include "timing.h"
 #include "check_run.h"
 
-/* alpha-beta forms (models.md §4.1), by hand:
+/* alpha-beta ring forms (the bus-bandwidth factors of NVIDIA/nccl-tests
+ * doc/PERFORMANCE.md plus a latency per step), by hand:
  *   ring all-reduce, n = 8, 1 GB, 100 GB/s, 10 us:
  *     2*7*10e-6 + 2*(7/8)*1e9/100e9 = 1.4e-4 + 0.0175 = 0.01764 s
  *   all-gather, n = 4, 400 MB, 50 GB/s, 5 us: 3*5e-6 + (3/4)*4e8/5e10 = 0.006015 s
@@ -282,7 +283,9 @@ END_TEST
  * per GPU over 8 ranks on 22.5 GB/s NICs) outlasts its last backward and
  * is exposed.  PowerSGD at rank 128 shrinks it; compressing only stages
  * 0..2 gains as much, because the later stages finish earlier in 1F1B and
- * hide their reduction in the cooldown (ecosystem.md §1.3).  Low-rank PP
+ * hide their reduction in the cooldown (Optimus-CC's selective stage
+ * compression, --selective_grad_comp_way, megatron/mpu/initialize.py of
+ * AIS-SNU/Optimus-CC @7f6437c).  Low-rank PP
  * gradients and the fused embedding sync each gain a little. */
 START_TEST(test_compression)
 {

@@ -1,9 +1,10 @@
 /* make validate: predicted vs published iteration time on every calibration
- * case of reference/models.md (§5.1 Narayanan et al. SC'21 Table 1, §5.2
- * Korthikanti et al. MLSys'23 Table 5, §5.8 the zero-bubble paper's
- * Tables 4 and 6, §5.11 llm-foundry's H100 runs), with the error per case
- * and the MAPE; then the per-layer compute against layers timed on an H100
- * and an H200 (tests/validate/gpu/).  Uses the same library calls as
+ * case (Narayanan et al. SC'21 Table 1, Korthikanti et al. MLSys'23
+ * Table 5, the zero-bubble paper's Tables 4 and 6, llm-foundry's H100
+ * runs; each table, its upstream source and the derived columns are in
+ * tests/validate/README.md), with the error per case and the MAPE; then
+ * the per-layer compute against layers timed on an H100 and an H200
+ * (tests/validate/gpu/).  Uses the same library calls as
  * `pipette estimate`. */
 #include <math.h>
 #include <stdio.h>
@@ -29,9 +30,10 @@ struct gpt_case {
 	const char *source;
 };
 
-/* §5.1: all runs full recompute; the published figure is TFLOP/s, turned
- * into an iteration time with 96 BsLh^2 (1 + s/6h + V/16Lh) (column
- * implied_iter_time_s_D).  §5.2: measured end-to-end iteration times. */
+/* Narayanan et al. Table 1: all runs full recompute; the published figure
+ * is TFLOP/s, turned into an iteration time with 96 BsLh^2 (1 + s/6h +
+ * V/16Lh) (README.md, "implied s").  Korthikanti et al. Table 5: measured
+ * end-to-end iteration times. */
 static const struct gpt_case cases[] = {
 	{ "1.7B", 24, 2304, 24, 1, 1, 32, 1, 16, 512, 2048, 51200, PIPETTE_RECOMPUTE_FULL, 0, 3.53, "Narayanan T1" },
 	{ "3.6B", 32, 3072, 30, 2, 1, 32, 1, 16, 512, 2048, 51200, PIPETTE_RECOMPUTE_FULL, 0, 3.70, "Narayanan T1" },
@@ -53,9 +55,10 @@ static const struct gpt_case cases[] = {
 	{ "1T sp+sel", 160, 25600, 128, 8, 64, 1, 1, 1, 512, 2048, 51200, PIPETTE_RECOMPUTE_SELECTIVE, 1, 71.49, "Korthikanti T5" },
 };
 
-/* §5.8 zero-bubble paper, pure PP on A100 80G, seq 1024, first and last
- * stage one layer fewer; samples per GPU per second for 1F1B, ZB-1p (our
- * ZB-H1: the same memory limit p*M_B) and ZB-V (our V-ZB). */
+/* The zero-bubble paper (Qi et al., ICLR'24, README.md), pure PP on A100
+ * 80G, seq 1024, first and last stage one layer fewer; samples per GPU per
+ * second for 1F1B, ZB-1p (our ZB-H1: the same memory limit p*M_B) and
+ * ZB-V (our V-ZB). */
 struct zb_case {
 	const char *name;
 	int layers, heads, hidden, pp, mb;
@@ -88,7 +91,7 @@ static const struct zb_case zb_cases[] = {
 	{ "28.3B", 62, 48, 6144, 32, 2, 256, 0.95, 1.03, 1.06, "ZB T6" },
 };
 
-/* §5.11: MPT models trained by llm-foundry on H100 80GB, BF16, data
+/* MPT models trained by llm-foundry on H100 80GB (README.md), BF16, data
  * parallel only with FSDP FULL_SHARD, tokens/s per GPU.  MPT: GELU MLP of
  * 4h, no biases, tied embeddings, vocabulary 50368 (llm-foundry's yamls;
  * the parameter counts of the table check it: 32 x 12 x 4096^2 + 50368 x
@@ -255,16 +258,38 @@ static int layer_check(struct pipette_timer *t, const char *file)
 	return failures;
 }
 
-int main(int argc, char **argv)
+/* Absolute relative errors of the cases printed: their mean (MAPE) and the
+ * worst. */
+struct errors {
+	double sum, worst;
+	int n;
+};
+
+static double relative_error(struct errors *e, double predicted, double published)
 {
-	const struct pipette_gpu_spec *a100 = pipette_gpu_lookup("a100", NULL);
-	const struct pipette_gpu_spec *h100 = pipette_gpu_lookup("h100", NULL);
-	struct pipette_timer *t = pipette_timer_create();
-	double sum = 0, worst = 0;
-	int n = 0, order_ok = 0, order_total = 0, failures = 0;
+	double r = predicted / published - 1;
+
+	e->sum += fabs(r);
+	if (fabs(r) > e->worst)
+		e->worst = fabs(r);
+	e->n++;
+	return r;
+}
+
+static double mape(const struct errors *e)
+{
+	return e->n ? 100 * e->sum / e->n : 0;
+}
+
+/* The A100 iteration times (cases[]).  Returns the failed estimates. */
+static int check_gpt(struct pipette_timer *t, const struct pipette_gpu_spec *a100)
+{
+	struct errors err = { 0, 0, 0 };
+	int failures = 0;
 	size_t i;
 
-	printf("A100 iteration time, predicted vs published (models.md §5.1, §5.2)\n");
+	printf("A100 iteration time, predicted vs published (Narayanan et al. SC'21 T1, "
+	       "Korthikanti et al. MLSys'23 T5)\n");
 	printf("%-12s %-15s %5s %4s %4s %3s %10s %10s %8s\n", "case", "source", "tp", "pp",
 	       "dp", "v", "published", "predicted", "error");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -291,61 +316,73 @@ int main(int argc, char **argv)
 			failures++;
 			continue;
 		}
-		e = tm.iteration_s / k->published_s - 1;
-		sum += fabs(e);
-		if (fabs(e) > worst)
-			worst = fabs(e);
-		n++;
+		e = relative_error(&err, tm.iteration_s, k->published_s);
 		printf("%-12s %-15s %5d %4d %4d %3d %9.2fs %9.2fs %+7.1f%%\n", k->name, k->source,
 		       k->tp, k->pp, k->dp, k->vpp, k->published_s, tm.iteration_s, 100 * e);
 	}
 	printf("MAPE %.1f%% over %d cases, worst %.1f%% (targets: <= 10%%, no case > 20%%)\n\n",
-	       n ? 100 * sum / n : 0, n, 100 * worst);
+	       mape(&err), err.n, 100 * err.worst);
+	return failures;
+}
 
-	printf("Zero-bubble schedules, pure PP (models.md §5.8): samples/GPU/s, published -> "
-	       "predicted\n");
+/* Samples per GPU per second of zero-bubble case k under one schedule:
+ * *sps, or -1 when the estimate fails. */
+static int zb_samples(struct pipette_timer *t, const struct pipette_gpu_spec *a100,
+		      const struct zb_case *k, enum pipette_schedule_kind kind, double *sps)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_time tm;
+	int vstages = k->pp * (kind == PIPETTE_SCHED_V_ZB ? 2 : 1);
+	int fl = (k->layers + 2) / vstages - 1;
+
+	gpt_model(&m, k->name, k->layers, k->hidden, k->heads, 51200, 1024);
+	pipette_config_init(&c);
+	c.pp = k->pp;
+	c.micro_batch = k->mb;
+	c.global_batch = k->m * k->mb;
+	c.seq_len = 1024;
+	c.attention = PIPETTE_ATTN_UNFUSED;	/* their Megatron fork */
+	c.schedule = kind;
+	/* "First and last stage carry one layer fewer" (compensating for
+	 * embedding and loss); for ZB-V the first and last of the 2p chunks,
+	 * which with these layer counts (2p - 2) leaves them empty. */
+	c.first_stage_layers = c.last_stage_layers = fl > 0 ? fl : -1;
+	if (estimate(t, &m, a100, &c, &tm))
+		return -1;
+	*sps = (double)c.global_batch / tm.iteration_s / k->pp;
+	return 0;
+}
+
+/* The zero-bubble schedules (zb_cases[]): throughput, and whether the
+ * published order of the schedules is reproduced.  Returns the failed
+ * estimates. */
+static int check_zb(struct pipette_timer *t, const struct pipette_gpu_spec *a100)
+{
+	static const enum pipette_schedule_kind kinds[3] = {
+		PIPETTE_SCHED_1F1B, PIPETTE_SCHED_ZB_H1, PIPETTE_SCHED_V_ZB };
+	int order_ok = 0, order_total = 0, failures = 0;
+	size_t i;
+
+	printf("Zero-bubble schedules, pure PP (Qi et al. ICLR'24 T4, T6): samples/GPU/s, "
+	       "published -> predicted\n");
 	printf("%-6s %4s %3s %4s  %-20s %-20s %-20s %s\n", "model", "pp", "b", "m", "1F1B",
 	       "ZB-1p (zb-h1)", "ZB-V (v-zb)", "order");
 	for (i = 0; i < sizeof(zb_cases) / sizeof(zb_cases[0]); i++) {
 		const struct zb_case *k = &zb_cases[i];
-		static const enum pipette_schedule_kind kinds[3] = {
-			PIPETTE_SCHED_1F1B, PIPETTE_SCHED_ZB_H1, PIPETTE_SCHED_V_ZB };
 		const double pub[3] = { k->sps_1f1b, k->sps_zb1p, k->sps_zbv };
 		double pred[3] = { 0, 0, 0 };
 		char cell[3][32];
-		struct pipette_model m;
 		int j, ok = 1;
 
 		for (j = 0; j < 3; j++) {
-			struct pipette_config c;
-			struct pipette_time tm;
-
 			snprintf(cell[j], sizeof(cell[j]), "-");
 			if (!pub[j])
 				continue;
-			gpt_model(&m, k->name, k->layers, k->hidden, k->heads, 51200, 1024);
-			pipette_config_init(&c);
-			c.pp = k->pp;
-			c.micro_batch = k->mb;
-			c.global_batch = k->m * k->mb;
-			c.seq_len = 1024;
-			c.attention = PIPETTE_ATTN_UNFUSED;	/* their Megatron fork */
-			c.schedule = kinds[j];
-			/* "First and last stage carry one layer fewer"
-			 * (compensating for embedding and loss); for ZB-V the
-			 * first and last of the 2p chunks, which with these
-			 * layer counts (2p - 2) leaves them empty. */
-			{
-				int vstages = k->pp * (kinds[j] == PIPETTE_SCHED_V_ZB ? 2 : 1);
-				int fl = (k->layers + 2) / vstages - 1;
-
-				c.first_stage_layers = c.last_stage_layers = fl > 0 ? fl : -1;
-			}
-			if (estimate(t, &m, a100, &c, &tm)) {
+			if (zb_samples(t, a100, k, kinds[j], &pred[j])) {
 				failures++;
 				continue;
 			}
-			pred[j] = (double)c.global_batch / tm.iteration_s / k->pp;
 			snprintf(cell[j], sizeof(cell[j]), "%5.2f -> %5.2f", pub[j], pred[j]);
 		}
 		for (j = 0; j < 2; j++)
@@ -361,13 +398,20 @@ int main(int argc, char **argv)
 		       cell[0], cell[1], cell[2], ok ? "ok" : "WRONG");
 	}
 	printf("schedule ordering reproduced on %d of %d cases\n\n", order_ok, order_total);
+	return failures;
+}
 
-	printf("H100 throughput, llm-foundry MPT, FSDP data parallel (models.md §5.11): "
-	       "tokens/s per GPU\n");
+/* The H100 MPT throughputs (mpt_cases[]).  Returns the failed estimates. */
+static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h100)
+{
+	struct errors err = { 0, 0, 0 };
+	int failures = 0;
+	size_t i;
+
+	printf("H100 throughput, llm-foundry MPT, FSDP data parallel (its benchmarking "
+	       "README): tokens/s per GPU\n");
 	printf("%-5s %6s %5s %4s %5s %10s %10s %8s\n", "model", "seq", "gpus", "mb", "ckpt",
 	       "published", "predicted", "error");
-	sum = worst = 0;
-	n = 0;
 	for (i = 0; i < sizeof(mpt_cases) / sizeof(mpt_cases[0]); i++) {
 		const struct mpt_case *k = &mpt_cases[i];
 		struct pipette_model m;
@@ -389,19 +433,25 @@ int main(int argc, char **argv)
 			continue;
 		}
 		pred = (double)k->gbs * k->seq / tm.iteration_s / k->gpus;
-		e = pred / k->tokens_per_gpu_s - 1;
-		sum += fabs(e);
-		if (fabs(e) > worst)
-			worst = fabs(e);
-		n++;
+		e = relative_error(&err, pred, k->tokens_per_gpu_s);
 		printf("%-5s %6d %5d %4d %5s %10.0f %10.0f %+7.1f%%\n", k->name, k->seq, k->gpus,
 		       k->mb, k->act_ckpt ? "full" : "none", k->tokens_per_gpu_s, pred, 100 * e);
 	}
 	printf("MAPE %.1f%% over %d cases, worst %.1f%% (ZeRO-3's parameter gathers are not "
-	       "modelled)\n\n", n ? 100 * sum / n : 0, n, 100 * worst);
+	       "modelled)\n\n", mape(&err), err.n, 100 * err.worst);
+	return failures;
+}
 
+int main(int argc, char **argv)
+{
+	struct pipette_timer *t = pipette_timer_create();
+	int failures = 0, i;
+
+	failures += check_gpt(t, pipette_gpu_lookup("a100", NULL));
+	failures += check_zb(t, pipette_gpu_lookup("a100", NULL));
+	failures += check_mpt(t, pipette_gpu_lookup("h100", NULL));
 	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
-	for (i = 1; i < (size_t)argc; i++)
+	for (i = 1; i < argc; i++)
 		failures += layer_check(t, argv[i]);
 	pipette_timer_destroy(t);
 	return failures ? 1 : 0;
