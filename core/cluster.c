@@ -123,14 +123,14 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 	double nic_gbps = gpu ? gpu->nic_gbps * gpu->nic_eff : 0;
 	double nvlink_gbps = gpu ? gpu->nvlink_gbps * gpu->nvlink_eff : 0;
 
-	if (!nodes || n < 1 || n > PIPETTE_BW_MAX_NODES) {
+	if (!nodes || n < 1 || n > PIPETTE_MAX_NODES) {
 		pipette_fail(err, "cluster: %d nodes given, expected 1..%d", n,
-			     PIPETTE_BW_MAX_NODES);
+			     PIPETTE_MAX_NODES);
 		return NULL;
 	}
-	if (g < 1 || g > PIPETTE_BW_MAX_GPUS) {
+	if (g < 1 || g > PIPETTE_MAX_GPUS) {
 		pipette_fail(err, "cluster: %d GPUs per node, expected 1..%d", g,
-			     PIPETTE_BW_MAX_GPUS);
+			     PIPETTE_MAX_GPUS);
 		return NULL;
 	}
 	if (check_spec(gpu, err) < 0)
@@ -152,9 +152,9 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 	c->wcap = 1;
 	for (a = 0; a < g; a++) {
 		c->gpu_ids[a] = gpu_ids ? gpu_ids[a] : a;
-		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_BW_MAX_GPUS) {
+		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_MAX_GPUS) {
 			pipette_fail(err, "cluster: GPU index %d (slot %d) is outside "
-				     "[0, %d)", c->gpu_ids[a], a, PIPETTE_BW_MAX_GPUS);
+				     "[0, %d)", c->gpu_ids[a], a, PIPETTE_MAX_GPUS);
 			goto fail;
 		}
 		for (b = 0; b < a; b++)

@@ -7,7 +7,7 @@ noinst_LTLIBRARIES += core/libpipette.la
 core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
-	core/error.c core/error.h core/rng.h core/json.c core/json.h \
+	core/error.c core/error.h core/limits.h core/rng.h core/json.c core/json.h \
 	core/readfile.c core/readfile.h \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \

@@ -89,8 +89,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "emulate_nodes"))
 		return copy_value(s->emulate_nodes, sizeof(s->emulate_nodes), key, v, err);
 	if (!strcmp(key, "mem_fraction"))
-		return pipette_parse_double(v, 0.05, 1.0, &s->mem_fraction,
-					    "plugstack argument mem_fraction", err);
+		return pipette_parse_double(v, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION,
+					    &s->mem_fraction, "plugstack argument mem_fraction",
+					    err);
 	if (!strcmp(key, "master_port"))
 		return pipette_parse_long(v, 1024, 65535, &s->master_port,
 					  "plugstack argument master_port", err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "limits.h"
 #include "memory.h"
 #include "plan.h"
 
@@ -72,8 +73,8 @@ static int parse_gpu_ids(const char *s, int *ids, long *n)
 	if (pipette_strlcpy(buf, s, sizeof(buf)))
 		return cli_error("--gpu-ids: list too long");
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (*n == 64)
-			return cli_error("--gpu-ids: more than 64 GPUs");
+		if (*n == PIPETTE_MAX_GPUS)
+			return cli_error("--gpu-ids: more than %d GPUs", PIPETTE_MAX_GPUS);
 		if (pipette_parse_long(tok, 0, 1 << 20, &v, "--gpu-ids", &err))
 			return cli_error("%s", err.msg);
 		ids[(*n)++] = (int)v;
@@ -85,7 +86,7 @@ struct plan_opts {
 	struct pipette_request req;
 	const char *nodes;
 	long gpus_per_node, n_ids;
-	int gpu_ids[64];
+	int gpu_ids[PIPETTE_MAX_GPUS];
 	enum pipette_format fmt;
 	int have_batch, have_seq;
 };
@@ -125,7 +126,7 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 		if (cli_opt_value(argc, argv, &i, name, sizeof(name), &v))
 			return PIPETTE_EXIT_USAGE;
 		if ((pin = pin_field(&o->req.pins, name))) {
-			if (cli_int(name, v, 1, 1 << 20, &n))
+			if (cli_int(name, v, 1, PIPETTE_MAX_PIN, &n))
 				return PIPETTE_EXIT_USAGE;
 			*pin = (int)n;
 		} else if (!strcmp(name, "--model")) {
@@ -143,21 +144,22 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 		} else if (!strcmp(name, "--nodes")) {
 			o->nodes = v;
 		} else if (!strcmp(name, "--gpus-per-node")) {
-			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
+			if (cli_int(name, v, 1, PIPETTE_MAX_GPUS, &o->gpus_per_node))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--gpu-ids")) {
 			if (parse_gpu_ids(v, o->gpu_ids, &o->n_ids))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--global-batch")) {
-			if (cli_int(name, v, 1, 1L << 30, &o->req.global_batch))
+			if (cli_int(name, v, 1, PIPETTE_MAX_GLOBAL_BATCH, &o->req.global_batch))
 				return PIPETTE_EXIT_USAGE;
 			o->have_batch = 1;
 		} else if (!strcmp(name, "--seq-len")) {
-			if (cli_int(name, v, 1, 1L << 24, &o->req.seq_len))
+			if (cli_int(name, v, 1, PIPETTE_MAX_SEQ_LEN, &o->req.seq_len))
 				return PIPETTE_EXIT_USAGE;
 			o->have_seq = 1;
 		} else if (!strcmp(name, "--mem-fraction")) {
-			if (cli_double(name, v, 0.05, 1.0, &o->req.mem_fraction))
+			if (cli_double(name, v, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION,
+				       &o->req.mem_fraction))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--top")) {
 			if (cli_int(name, v, 1, 1000, &n))

@@ -7,10 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-
-/* Bare counts ("--nodes 16" = node1..node16) and hostlists alike stop
- * here: far above any Slurm partition pipette plans for. */
-#define CLI_MAX_NODES 65536
+#include "limits.h"
 
 void cli_free_nodes(char **names, int n)
 {
@@ -45,9 +42,9 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	if (all_digits(spec)) {
 		long k = strtol(spec, NULL, 10);
 
-		if (k < 1 || k > CLI_MAX_NODES)
+		if (k < 1 || k > PIPETTE_MAX_NODES)
 			return pipette_fail(err, "node count %s is not in [1, %d]",
-					    spec, CLI_MAX_NODES);
+					    spec, PIPETTE_MAX_NODES);
 		out = calloc((size_t)k, sizeof(char *));
 		if (!out)
 			return pipette_fail(err, "out of memory");
@@ -75,10 +72,10 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 			free(h);
 			goto fail;
 		}
-		if (count == CLI_MAX_NODES) {
+		if (count == PIPETTE_MAX_NODES) {
 			free(h);
 			pipette_fail(err, "node list '%.64s' has more than %d nodes",
-				     spec, CLI_MAX_NODES);
+				     spec, PIPETTE_MAX_NODES);
 			goto fail;
 		}
 		for (i = 0; i < count; i++)

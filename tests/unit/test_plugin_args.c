@@ -202,6 +202,9 @@ START_TEST(test_fix_partial_leaves_rest_unset)
 	ck_assert_int_eq(p.pp, -1);
 	ck_assert_int_eq(p.schedule, -1);
 	ck_assert_int_eq(p.sequence_parallel, -1);
+	/* The largest degree a pin takes: PIPETTE_MAX_PIN (limits.h). */
+	ck_assert_int_eq(pipette_parse_fix("pp=262144", &p, &err), 0);
+	ck_assert_int_eq(p.pp, 262144);
 }
 END_TEST
 
@@ -230,7 +233,8 @@ START_TEST(test_fix_hostile)
 	fix_rejects("tp= 8", "not an integer");
 	fix_rejects("tp=8x", "not an integer");
 	fix_rejects("tp=99999999999999999999", "not an integer");
-	fix_rejects("pp=4194305", "out of range");
+	/* PIPETTE_MAX_PIN = 4096 nodes x 64 GPUs = 262144 (limits.h). */
+	fix_rejects("pp=262145", "out of range");
 	fix_rejects("zz=1", "unknown knob 'zz'");
 	fix_rejects("schedule=gpipe", "expected 1f1b");
 	fix_rejects("recompute=some", "expected none");
@@ -513,7 +517,11 @@ START_TEST(test_tasks_per_node)
 	ck_assert_int_eq(pipette_tasks_per_node("8(x0)", &per, &nodes, &err), -1);
 	ck_assert_int_eq(pipette_tasks_per_node("8,", &per, &nodes, &err), -1);
 	ck_assert_int_eq(pipette_tasks_per_node("8(x99999999999)", &per, &nodes, &err), -1);
-	ck_assert_int_eq(pipette_tasks_per_node("8(x65536),1", &per, &nodes, &err), -1);
+	/* At most PIPETTE_MAX_NODES = 4096 nodes (limits.h). */
+	ck_assert_int_eq(pipette_tasks_per_node("8(x4096)", &per, &nodes, &err), 0);
+	ck_assert_int_eq(nodes, 4096);
+	ck_assert_int_eq(pipette_tasks_per_node("8(x4096),1", &per, &nodes, &err), -1);
+	ck_assert_msg(strstr(err.msg, "more than 4096 nodes"), "%s", err.msg);
 	ck_assert_int_eq(pipette_tasks_per_node("-1", &per, &nodes, &err), -1);
 }
 END_TEST
