@@ -31,7 +31,7 @@ core_libpipette_la_SOURCES += core/timeline_svg.c
 core_libpipette_la_SOURCES += core/bwcache.c core/bwcache.h core/bwcache_int.h \
 	core/bwcache_io.c core/bwimport.c core/bwgen.c \
 	core/cluster.c core/cluster.h
-pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c
+pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \

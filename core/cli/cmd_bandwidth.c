@@ -485,7 +485,7 @@ out:
 	free(all);
 	free(links);
 	free(idx);
-	cli_free_nodes(names, n_names);
+	pipette_hostlist_free(names, n_names);
 	pipette_bwcache_destroy(bw);
 	return rc;
 }

@@ -513,7 +513,7 @@ out:
 	pipette_experts_result_free(&res);
 	pipette_cluster_destroy(cl);
 	pipette_bwcache_destroy(bw);
-	cli_free_nodes(names, n);
+	pipette_hostlist_free(names, n);
 	pipette_routing_destroy(r);
 	return rc;
 }

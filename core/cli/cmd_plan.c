@@ -287,6 +287,6 @@ int cmd_plan(int argc, char **argv)
 	rc = PIPETTE_EXIT_OK;
 out:
 	pipette_plan_destroy(plan);
-	cli_free_nodes(names, n);
+	pipette_hostlist_free(names, n);
 	return rc;
 }

@@ -372,6 +372,32 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* --nodes: a count or a Slurm hostlist (core/cli/hostlist.c, shared with
+ * the plugin), at most PIPETTE_MAX_NODES = 4096 names (limits.h), each
+ * once; every error names the list. */
+START_TEST(test_cli_nodes)
+{
+	const char *base = "plan --model llama3-8b --gpu H100 --global-batch 64 --seq-len 4096";
+	char a[1024];
+
+	snprintf(a, sizeof(a), "%s --nodes 4097", base);
+	expect(a, 2, "--nodes: node count 4097 is not in [1, 4096]");
+	snprintf(a, sizeof(a), "%s --nodes 0", base);
+	expect(a, 2, "node count 0 is not in [1, 4096]");
+	/* Refused by its count, before a name is expanded. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-4097]'", base);
+	expect(a, 2, "node list 'gpu[1-4097]' has 4097 nodes, more than 4096");
+	/* The first name, in the list's order, that repeats an earlier one. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-3],gpu2,gpu1'", base);
+	expect(a, 2, "node list 'gpu[1-3],gpu2,gpu1' names gpu2 twice");
+	snprintf(a, sizeof(a), "%s --nodes ''", base);
+	expect(a, 2, "empty node list");
+	/* 4096 names are accepted: the plan fails on the pins, not the list. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-4096]' --tp 3", base);
+	expect(a, 1, "no configuration fits llama3-8b on 32768 GPUs");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("plan");
@@ -385,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, test_node_order_irrelevant);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_cli_nodes);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
