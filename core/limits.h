@@ -41,5 +41,9 @@
  * model fits, above 100% is not memory. */
 #define PIPETTE_MIN_MEM_FRACTION 0.05
 #define PIPETTE_MAX_MEM_FRACTION 1.0
+/* The age, in days, past which a cache's figures draw a warning
+ * (--max-age, max_age=, --stale-days; 0 = never): 10^5 days (273 years)
+ * is a bound on the arithmetic, not a policy. */
+#define PIPETTE_MAX_AGE_DAYS 100000.0
 
 #endif

@@ -112,6 +112,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "budget"))
 		return pipette_parse_long(v, 1, 1000000000L, &s->budget,
 					  "plugstack argument budget", err);
+	if (!strcmp(key, "max_age"))
+		return pipette_parse_double(v, 0, PIPETTE_MAX_AGE_DAYS, &s->max_age_days,
+					    "plugstack argument max_age (days)", err);
 	if (!strcmp(key, "attention")) {
 		if (pipette_attention_parse(v, &s->attention, err))
 			return pipette_fail_prefix(err, "plugstack argument ");
@@ -133,9 +136,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 		return 0;
 	}
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
-			    "gpu, mem_fraction, master_port, port_range, models, budget, attention, "
-			    "default, fallback, plan_memory, plan_cpu, plan_timeout, emulate_nodes, "
-			    "test_cache_swap)", arg, key);
+			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
+			    "attention, default, fallback, plan_memory, plan_cpu, plan_timeout, "
+			    "emulate_nodes, test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

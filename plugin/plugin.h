@@ -31,6 +31,7 @@ struct pipette_site {
 	long port_range;			/* ports in the range */
 	char models[PIPETTE_PATH_MAX];		/* site model configs ("" = none) */
 	long budget;				/* search budget (0 = core's) */
+	double max_age_days;	/* warn about cache figures older (0 = never) */
 	enum pipette_attention attention;	/* the site's attention kernel */
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */

@@ -122,7 +122,8 @@ struct stale_opt {
 static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc)
 {
 	if (is_opt(argv[*i], "--stale-days")) {
-		*rc = cli_double("--stale-days", need(argc, argv, i), 0, 1e5, &s->days);
+		*rc = cli_double("--stale-days", need(argc, argv, i), 0, PIPETTE_MAX_AGE_DAYS,
+				 &s->days);
 		return 1;
 	}
 	if (is_opt(argv[*i], "--now")) {

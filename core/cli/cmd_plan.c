@@ -25,6 +25,8 @@ static const char usage_text[] =
 "  --gpu TYPE               GPU type (pipette gpus)\n"
 "  --bandwidth FILE         bandwidth cache (pipette-bandwidth(5)); without it\n"
 "                           every link gets the GPU type's nominal figures\n"
+"  --max-age DAYS           warn when a figure of the cache used is older, or\n"
+"                           has no timestamp (0: never, the default)\n"
 "  --global-batch B         sequences per iteration\n"
 "  --seq-len S              tokens per sequence\n"
 "  pins (the search keeps them fixed):\n"
@@ -178,6 +180,9 @@ static int parse_number(struct plan_opts *o, const char *name, const char *v)
 		o->req.top_k = (int)n;
 	} else if (!strcmp(name, "--budget")) {
 		if (cli_int(name, v, 1, 1L << 30, &o->req.budget))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--max-age")) {
+		if (cli_double(name, v, 0, PIPETTE_MAX_AGE_DAYS, &o->req.stale_days))
 			return PIPETTE_EXIT_USAGE;
 	} else {
 		return NOT_MINE;

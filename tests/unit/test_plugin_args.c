@@ -68,6 +68,7 @@ START_TEST(test_site_defaults)
 	ck_assert_str_eq(s.bandwidth, "");
 	ck_assert(s.mem_fraction == 0.0);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_FLASH);
+	ck_assert(s.max_age_days == 0.0);	/* never warns about a cache's age */
 }
 END_TEST
 
@@ -76,11 +77,12 @@ START_TEST(test_site_all_keys)
 	char *av[] = { "bandwidth=/etc/pipette/bw.json", "gpu=H100", "mem_fraction=0.75",
 		       "master_port=30000", "port_range=100", "models=/etc/pipette/models",
 		       "budget=5000", "default=off", "fallback=block",
-		       "emulate_nodes=node[1-128]", "attention=unfused" };
+		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 11, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 12, av, &err) == 0, "%s", err.msg);
+	ck_assert(s.max_age_days == 30.5);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(s.bandwidth, "/etc/pipette/bw.json");
 	ck_assert_str_eq(s.gpu, "H100");
@@ -143,6 +145,12 @@ START_TEST(test_site_errors)
 	site_rejects("mem_fraction=1.5", "out of range");
 	site_rejects("mem_fraction=nan", "not a number");
 	site_rejects("budget=-1", "out of range");
+	site_rejects("max_age=-1", "plugstack argument max_age (days): -1 is out of range "
+		     "[0, 100000]");
+	site_rejects("max_age=100001", "out of range");
+	site_rejects("max_age=30d", "plugstack argument max_age (days): '30d' is not a number");
+	site_rejects("max_age=inf", "not a number");
+	site_rejects("max_age=", "empty value");
 	site_rejects("gpu=H100\tx", "control character");
 	site_rejects("a_very_long_key_name_that_is_not_known=1", "unknown key");
 	memset(longv, 'a', sizeof(longv) - 1);
