@@ -41,14 +41,13 @@
 #include <time.h>
 
 #include "error.h"
+#include "limits.h"
 
 #define PIPETTE_BW_SCHEMA "pipette-bw/1"
-/* Input limits: a file beyond them is rejected, never half-read.  4096
- * nodes is a dense 16.7M-entry matrix (~270 MB in memory); larger sites
- * keep one cache per partition.  64 GPUs per node exceeds any HGX/DGX
- * board (8) and NVL72 trays (4) with margin. */
-#define PIPETTE_BW_MAX_NODES 4096
-#define PIPETTE_BW_MAX_GPUS 64
+/* Input limits: a file beyond them is rejected, never half-read.  A cache
+ * holds at most the nodes and GPUs per node a plan can use (limits.h). */
+#define PIPETTE_BW_MAX_NODES PIPETTE_MAX_NODES
+#define PIPETTE_BW_MAX_GPUS PIPETTE_MAX_GPUS
 #define PIPETTE_BW_MAX_FILE_BYTES (256L << 20)
 #define PIPETTE_BW_MAX_NAME 255
 /* Plausibility bounds.  The fastest link in the GPU table is NVLink 5

@@ -104,38 +104,36 @@ static const char *source_of(double def, const struct pipette_gpu_spec *gpu,
 	return buf;
 }
 
-/* What resolving the links reads besides the cluster: the cache, where
- * each node is in it, its defaults, and the nominal figures; and what it
- * counts for the warnings. */
-struct resolve {
+/* What pipette_cluster_create resolves the links from, and what it found
+ * missing along the way. */
+struct build {
 	const struct pipette_bwcache *bw;	/* NULL: nominal figures only */
-	int *idx;		/* per node: its index in bw, -1 if absent */
-	struct pipette_bw_defaults def;
+	const struct pipette_gpu_spec *gpu;
+	struct pipette_bw_defaults def;		/* the cache's, or all NAN */
+	int *idx;				/* each node's index in bw, or -1 */
+	int allow_missing, missing;
 	/* Nominal figures are peaks; what a transfer attains is the GPU
 	 * spec's link efficiency times that (hardware.c).  Measured figures
 	 * and cache defaults are attained already. */
 	double nic_gbps, nvlink_gbps;
-	int missing;		/* nodes not in bw */
-	int un_inter, un_intra;	/* links with no measurement */
-	int pairs_intra;
+	int un_inter, un_intra, pairs_intra;	/* unmeasured links, GPU pairs */
 };
 
-static int out_of_memory(struct pipette_err *err, int n, int g)
+static int out_of_memory(const struct pipette_cluster *c, struct pipette_err *err)
 {
-	return pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+	return pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", c->n, c->g);
 }
 
-/* The GPU index of every slot (the identity without gpu_ids): in range and
- * distinct. */
+/* Slurm's GPU index of each slot: in range, none twice. */
 static int set_gpu_ids(struct pipette_cluster *c, const int *gpu_ids, struct pipette_err *err)
 {
 	int a, b;
 
 	for (a = 0; a < c->g; a++) {
 		c->gpu_ids[a] = gpu_ids ? gpu_ids[a] : a;
-		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_BW_MAX_GPUS)
+		if (c->gpu_ids[a] < 0 || c->gpu_ids[a] >= PIPETTE_MAX_GPUS)
 			return pipette_fail(err, "cluster: GPU index %d (slot %d) is outside "
-					    "[0, %d)", c->gpu_ids[a], a, PIPETTE_BW_MAX_GPUS);
+					    "[0, %d)", c->gpu_ids[a], a, PIPETTE_MAX_GPUS);
 		for (b = 0; b < a; b++)
 			if (c->gpu_ids[b] == c->gpu_ids[a])
 				return pipette_fail(err, "cluster: GPU index %d given twice "
@@ -144,10 +142,10 @@ static int set_gpu_ids(struct pipette_cluster *c, const int *gpu_ids, struct pip
 	return 0;
 }
 
-/* Node names: present and distinct (O(n^2) strcmp is ~0.5M compares at
- * 1024 nodes), each found in the cache unless allow_missing. */
-static int set_names(struct pipette_cluster *c, const char *const *nodes, struct resolve *rs,
-		     int allow_missing, struct pipette_err *err)
+/* The node names (distinct) and each node's place in the cache.  O(n^2)
+ * strcmp is ~0.5M compares at 1024 nodes. */
+static int set_names(struct pipette_cluster *c, const char *const *nodes, struct build *b,
+		     struct pipette_err *err)
 {
 	int i, j;
 
@@ -160,57 +158,55 @@ static int set_names(struct pipette_cluster *c, const char *const *nodes, struct
 						    "(positions %d and %d)", nodes[i], j, i);
 		c->names[i] = strdup(nodes[i]);
 		if (!c->names[i])
-			return out_of_memory(err, c->n, c->g);
-		rs->idx[i] = rs->bw ? pipette_bwcache_node_index(rs->bw, nodes[i]) : -1;
-		if (rs->bw && rs->idx[i] < 0) {
-			if (!allow_missing)
+			return out_of_memory(c, err);
+		b->idx[i] = b->bw ? pipette_bwcache_node_index(b->bw, nodes[i]) : -1;
+		if (b->bw && b->idx[i] < 0) {
+			if (!b->allow_missing)
 				return pipette_fail(err, "cluster: node '%.64s' is not in the "
 						    "bandwidth cache (measure it, or allow "
 						    "missing nodes to use defaults)", nodes[i]);
-			rs->missing++;
+			b->missing++;
 		}
 	}
 	return 0;
 }
 
 /* A GPU index outside a node's measured intra matrix: an error, or with
- * allow_missing a warning (its links take the defaults). */
-static int check_intra_ids(struct pipette_cluster *c, const struct resolve *rs,
-			   int allow_missing, struct pipette_err *err)
+ * allow_missing a warning (its pairs then take the defaults). */
+static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
+			       struct pipette_err *err)
 {
 	int i, a;
 
-	for (i = 0; rs->bw && i < c->n; i++) {
+	for (i = 0; b->bw && i < c->n; i++) {
 		const struct bw_node *nd;
 
-		if (rs->idx[i] < 0 || !rs->bw->node[rs->idx[i]].ngpus)
+		if (b->idx[i] < 0 || !b->bw->node[b->idx[i]].ngpus)
 			continue;
-		nd = &rs->bw->node[rs->idx[i]];
-		for (a = 0; a < c->g; a++)
-			if (c->gpu_ids[a] >= nd->ngpus) {
-				if (!allow_missing)
-					return pipette_fail(err, "cluster: node %.64s: GPU "
-							    "index %d is outside its measured "
-							    "%dx%d intra matrix", nd->name,
-							    c->gpu_ids[a], nd->ngpus, nd->ngpus);
-				if (warn(c, "node %s: GPU index %d is outside its "
-					 "measured %dx%d intra matrix: using defaults",
-					 nd->name, c->gpu_ids[a], nd->ngpus, nd->ngpus) < 0)
-					return out_of_memory(err, c->n, c->g);
-			}
+		nd = &b->bw->node[b->idx[i]];
+		for (a = 0; a < c->g; a++) {
+			if (c->gpu_ids[a] < nd->ngpus)
+				continue;
+			if (!b->allow_missing)
+				return pipette_fail(err, "cluster: node %.64s: GPU index %d is "
+						    "outside its measured %dx%d intra matrix",
+						    nd->name, c->gpu_ids[a], nd->ngpus, nd->ngpus);
+			if (warn(c, "node %s: GPU index %d is outside its measured %dx%d "
+				 "intra matrix: using defaults", nd->name, c->gpu_ids[a],
+				 nd->ngpus, nd->ngpus) < 0)
+				return out_of_memory(c, err);
+		}
 	}
 	return 0;
 }
 
-/* Every node pair's link (node level) and every GPU pair's inside each
- * node (by slot), through the fallback chain of fill(). */
-static void resolve_links(struct pipette_cluster *c, struct resolve *rs)
+static void fill_inter(struct pipette_cluster *c, struct build *b)
 {
-	int n = c->n, g = c->g, i, j, a, b;
+	int i, j;
 
-	for (i = 0; i < n; i++)
-		for (j = 0; j < n; j++) {
-			struct pipette_link *l = &c->inter[(size_t)i * n + j];
+	for (i = 0; i < c->n; i++)
+		for (j = 0; j < c->n; j++) {
+			struct pipette_link *l = &c->inter[(size_t)i * c->n + j];
 			const struct bw_entry *e = NULL;
 
 			if (i == j) {
@@ -218,73 +214,104 @@ static void resolve_links(struct pipette_cluster *c, struct resolve *rs)
 				l->lat_us = 0;
 				continue;
 			}
-			if (rs->idx[i] >= 0 && rs->idx[j] >= 0)
-				e = BW_INTER(rs->bw, rs->idx[i], rs->idx[j]);
-			fill(l, e, rs->def.inter_gbps, rs->def.inter_lat_us, rs->nic_gbps,
-			     c->gpu->nic_lat_us, &rs->un_inter);
+			if (b->idx[i] >= 0 && b->idx[j] >= 0)
+				e = BW_INTER(b->bw, b->idx[i], b->idx[j]);
+			fill(l, e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+			     b->gpu->nic_lat_us, &b->un_inter);
 		}
-	for (i = 0; i < n; i++) {
-		const struct bw_node *nd = rs->idx[i] >= 0 ? &rs->bw->node[rs->idx[i]] : NULL;
+}
 
-		for (a = 0; a < g; a++)
-			for (b = 0; b < g; b++) {
-				struct pipette_link *l = &c->intra[((size_t)i * g + a) * g + b];
+static void fill_intra(struct pipette_cluster *c, struct build *b)
+{
+	int i, a, g = c->g;
+
+	for (i = 0; i < c->n; i++) {
+		const struct bw_node *nd = b->idx[i] >= 0 ? &b->bw->node[b->idx[i]] : NULL;
+
+		for (a = 0; a < g; a++) {
+			int k;
+
+			for (k = 0; k < g; k++) {
+				struct pipette_link *l = &c->intra[((size_t)i * g + a) * g + k];
 				const struct bw_entry *e = NULL;
-				int ia = c->gpu_ids[a], ib = c->gpu_ids[b];
+				int ia = c->gpu_ids[a], ib = c->gpu_ids[k];
 
-				if (a == b) {
+				if (a == k) {
 					l->gbps = INFINITY;
 					l->lat_us = 0;
 					continue;
 				}
-				rs->pairs_intra++;
+				b->pairs_intra++;
 				if (nd && ia < nd->ngpus && ib < nd->ngpus)
 					e = &nd->intra[ia * nd->ngpus + ib];
-				fill(l, e, rs->def.intra_gbps, rs->def.intra_lat_us,
-				     rs->nvlink_gbps, c->gpu->nvlink_lat_us, &rs->un_intra);
+				fill(l, e, b->def.intra_gbps, b->def.intra_lat_us,
+				     b->nvlink_gbps, b->gpu->nvlink_lat_us, &b->un_intra);
 			}
+		}
 	}
 }
 
-/* Warnings for what the cache did not have: nodes (the first eight
- * named), inter-node links and intra-node pairs, with what was used. */
-static int warn_unmeasured(struct pipette_cluster *c, const char *const *nodes,
-			   const struct resolve *rs)
+/* The warnings of a cache that does not cover the cluster: nodes missing
+ * from it, unmeasured links and GPU pairs. */
+static int warn_coverage(struct pipette_cluster *c, const char *const *nodes,
+			 const struct build *b)
 {
 	char src[160];
-	int n = c->n;
 
-	if (!rs->bw)
+	if (!b->bw)
 		return 0;
-	if (rs->missing) {
-		int i, shown = 0;
+	if (b->missing) {
+		int shown = 0, i;
 		char list[256];
 		size_t len = 0;
 
 		list[0] = '\0';
-		for (i = 0; i < n && shown < 8; i++)
-			if (rs->idx[i] < 0) {
+		for (i = 0; i < c->n && shown < 8; i++)
+			if (b->idx[i] < 0) {
 				len += (size_t)snprintf(list + len, len < sizeof(list) ?
 							sizeof(list) - len : 0,
 							"%s%s", shown ? ", " : "", nodes[i]);
 				shown++;
 			}
 		if (warn(c, "%d of %d nodes are not in the bandwidth cache (%s%s): "
-			 "using defaults for their links", rs->missing, n, list,
-			 rs->missing > shown ? ", ..." : "") < 0)
+			 "using defaults for their links", b->missing, c->n, list,
+			 b->missing > shown ? ", ..." : "") < 0)
 			return -1;
 	}
-	if (rs->un_inter &&
-	    warn(c, "%d of %d inter-node links are unmeasured: using %s", rs->un_inter,
-		 n * (n - 1), source_of(rs->def.inter_gbps, c->gpu, src, sizeof(src),
-					rs->nic_gbps)) < 0)
+	if (b->un_inter &&
+	    warn(c, "%d of %d inter-node links are unmeasured: using %s", b->un_inter,
+		 c->n * (c->n - 1), source_of(b->def.inter_gbps, b->gpu, src, sizeof(src),
+					      b->nic_gbps)) < 0)
 		return -1;
-	if (rs->un_intra &&
-	    warn(c, "%d of %d intra-node GPU pairs are unmeasured: using %s",
-		 rs->un_intra, rs->pairs_intra, source_of(rs->def.intra_gbps, c->gpu, src,
-							  sizeof(src), rs->nvlink_gbps)) < 0)
+	if (b->un_intra &&
+	    warn(c, "%d of %d intra-node GPU pairs are unmeasured: using %s", b->un_intra,
+		 b->pairs_intra, source_of(b->def.intra_gbps, b->gpu, src, sizeof(src),
+					   b->nvlink_gbps)) < 0)
 		return -1;
 	return 0;
+}
+
+/* The cluster's arrays, uninitialised; NULL when out of memory. */
+static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_gpu_spec *gpu)
+{
+	struct pipette_cluster *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->n = n;
+	c->g = g;
+	c->gpu = gpu;
+	c->names = calloc((size_t)n, sizeof(char *));
+	c->gpu_ids = malloc((size_t)g * sizeof(int));
+	c->inter = malloc((size_t)n * (size_t)n * sizeof(*c->inter));
+	c->intra = malloc((size_t)n * (size_t)g * (size_t)g * sizeof(*c->intra));
+	c->warnings = calloc(1, 1);
+	c->wcap = 1;
+	if (!c->names || !c->gpu_ids || !c->inter || !c->intra || !c->warnings) {
+		pipette_cluster_destroy(c);
+		return NULL;
+	}
+	return c;
 }
 
 struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
@@ -296,53 +323,50 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       struct pipette_err *err)
 {
 	struct pipette_cluster *c = NULL;
-	struct resolve rs = { bw, NULL, { NAN, NAN, NAN, NAN }, 0, 0, 0, 0, 0, 0 };
+	struct build b = {
+		.bw = bw,
+		.gpu = gpu,
+		.def = { NAN, NAN, NAN, NAN },
+		.allow_missing = allow_missing,
+		.nic_gbps = gpu ? gpu->nic_gbps * gpu->nic_eff : 0,
+		.nvlink_gbps = gpu ? gpu->nvlink_gbps * gpu->nvlink_eff : 0,
+	};
 	int n = n_nodes, g = gpus_per_node;
 
-	if (!nodes || n < 1 || n > PIPETTE_BW_MAX_NODES) {
+	if (!nodes || n < 1 || n > PIPETTE_MAX_NODES) {
 		pipette_fail(err, "cluster: %d nodes given, expected 1..%d", n,
-			     PIPETTE_BW_MAX_NODES);
+			     PIPETTE_MAX_NODES);
 		return NULL;
 	}
-	if (g < 1 || g > PIPETTE_BW_MAX_GPUS) {
+	if (g < 1 || g > PIPETTE_MAX_GPUS) {
 		pipette_fail(err, "cluster: %d GPUs per node, expected 1..%d", g,
-			     PIPETTE_BW_MAX_GPUS);
+			     PIPETTE_MAX_GPUS);
 		return NULL;
 	}
 	if (check_spec(gpu, err) < 0)
 		return NULL;
-	rs.nic_gbps = gpu->nic_gbps * gpu->nic_eff;
-	rs.nvlink_gbps = gpu->nvlink_gbps * gpu->nvlink_eff;
-	c = calloc(1, sizeof(*c));
-	rs.idx = malloc((size_t)n * sizeof(int));
-	if (!c || !rs.idx)
-		goto oom;
-	c->n = n;
-	c->g = g;
-	c->gpu = gpu;
-	c->names = calloc((size_t)n, sizeof(char *));
-	c->gpu_ids = malloc((size_t)g * sizeof(int));
-	c->inter = malloc((size_t)n * (size_t)n * sizeof(*c->inter));
-	c->intra = malloc((size_t)n * (size_t)g * (size_t)g * sizeof(*c->intra));
-	c->warnings = calloc(1, 1);
-	if (!c->names || !c->gpu_ids || !c->inter || !c->intra || !c->warnings)
-		goto oom;
-	c->wcap = 1;
-	if (set_gpu_ids(c, gpu_ids, err) < 0 || set_names(c, nodes, &rs, allow_missing, err) < 0)
+	c = cluster_alloc(n, g, gpu);
+	b.idx = malloc((size_t)n * sizeof(int));
+	if (!c || !b.idx) {
+		pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+		goto fail;
+	}
+	if (set_gpu_ids(c, gpu_ids, err) || set_names(c, nodes, &b, err))
 		goto fail;
 	if (bw)
-		rs.def = bw->def;
-	if (check_intra_ids(c, &rs, allow_missing, err) < 0)
+		b.def = bw->def;
+	if (check_intra_indices(c, &b, err))
 		goto fail;
-	resolve_links(c, &rs);
-	if (warn_unmeasured(c, nodes, &rs) < 0)
-		goto oom;
-	free(rs.idx);
+	fill_inter(c, &b);
+	fill_intra(c, &b);
+	if (warn_coverage(c, nodes, &b) < 0) {
+		out_of_memory(c, err);
+		goto fail;
+	}
+	free(b.idx);
 	return c;
-oom:
-	out_of_memory(err, n, g);
 fail:
-	free(rs.idx);
+	free(b.idx);
 	pipette_cluster_destroy(c);
 	return NULL;
 }

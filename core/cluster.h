@@ -18,6 +18,7 @@
 #include "bwcache.h"
 #include "error.h"
 #include "hardware.h"
+#include "limits.h"
 
 struct pipette_link {
 	double gbps;	/* one direction, GB/s */
@@ -31,7 +32,8 @@ struct pipette_cluster;
  * (nominal figures of gpu).  A node missing from a non-NULL cache is an
  * error unless allow_missing (then defaults apply, with a warning text
  * retrievable from the cluster); so is a GPU index outside a node's
- * measured intra matrix.  1 <= gpus_per_node <= PIPETTE_BW_MAX_GPUS. */
+ * measured intra matrix.  1 <= n_nodes <= PIPETTE_MAX_NODES and
+ * 1 <= gpus_per_node <= PIPETTE_MAX_GPUS (limits.h). */
 struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       int n_nodes, int gpus_per_node,
 					       const int *gpu_ids,

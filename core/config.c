@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "limits.h"
+
 static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const attention_names[] = { "flash", "unfused" };
 static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
@@ -161,9 +163,9 @@ int pipette_config_check(const struct pipette_model *m,
 		if (pipette_config_stage_layers(m, c, s) < 1 &&
 		    c->first_stage_layers >= 0 && c->last_stage_layers >= 0)
 			return pipette_fail(err, "pipeline stage %d has no layers", s);
-	if (c->seq_len < 1 || c->seq_len > (1L << 24))
+	if (c->seq_len < 1 || c->seq_len > PIPETTE_MAX_SEQ_LEN)
 		return pipette_fail(err, "--seq-len %ld is out of range [1, %ld]",
-				    c->seq_len, 1L << 24);
+				    c->seq_len, PIPETTE_MAX_SEQ_LEN);
 	if (c->seq_len % c->cp)
 		return pipette_fail(err, "--cp %d does not divide --seq-len %ld",
 				    c->cp, c->seq_len);

@@ -7,7 +7,7 @@ noinst_LTLIBRARIES += core/libpipette.la
 core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
-	core/error.c core/error.h core/rng.h core/json.c core/json.h \
+	core/error.c core/error.h core/limits.h core/rng.h core/json.c core/json.h \
 	core/readfile.c core/readfile.h \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \
@@ -31,7 +31,7 @@ core_libpipette_la_SOURCES += core/timeline_svg.c
 core_libpipette_la_SOURCES += core/bwcache.c core/bwcache.h core/bwcache_int.h \
 	core/bwcache_io.c core/bwimport.c core/bwgen.c \
 	core/cluster.c core/cluster.h
-pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c
+pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \

@@ -89,8 +89,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "emulate_nodes"))
 		return copy_value(s->emulate_nodes, sizeof(s->emulate_nodes), key, v, err);
 	if (!strcmp(key, "mem_fraction"))
-		return pipette_parse_double(v, 0.05, 1.0, &s->mem_fraction,
-					    "plugstack argument mem_fraction", err);
+		return pipette_parse_double(v, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION,
+					    &s->mem_fraction, "plugstack argument mem_fraction",
+					    err);
 	if (!strcmp(key, "master_port"))
 		return pipette_parse_long(v, 1024, 65535, &s->master_port,
 					  "plugstack argument master_port", err);
@@ -111,6 +112,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "budget"))
 		return pipette_parse_long(v, 1, 1000000000L, &s->budget,
 					  "plugstack argument budget", err);
+	if (!strcmp(key, "max_age"))
+		return pipette_parse_double(v, 0, PIPETTE_MAX_AGE_DAYS, &s->max_age_days,
+					    "plugstack argument max_age (days)", err);
 	if (!strcmp(key, "attention")) {
 		if (pipette_attention_parse(v, &s->attention, err))
 			return pipette_fail_prefix(err, "plugstack argument ");
@@ -132,9 +136,9 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 		return 0;
 	}
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
-			    "gpu, mem_fraction, master_port, port_range, models, budget, attention, "
-			    "default, fallback, plan_memory, plan_cpu, plan_timeout, emulate_nodes, "
-			    "test_cache_swap)", arg, key);
+			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
+			    "attention, default, fallback, plan_memory, plan_cpu, plan_timeout, "
+			    "emulate_nodes, test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

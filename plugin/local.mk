@@ -10,6 +10,9 @@ plugin_spank_pipette_la_SOURCES = \
 	plugin/options.c plugin/submit.c plugin/remote.c plugin/env.c \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c
+# Node lists: the helper the pipette command uses too (core/cli/hostlist.h),
+# compiled into the plugin against the host process's slurm_hostlist_*.
+plugin_spank_pipette_la_SOURCES += core/cli/hostlist.c core/cli/hostlist.h
 plugin_spank_pipette_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_spank_pipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 plugin_spank_pipette_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \

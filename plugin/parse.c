@@ -9,10 +9,6 @@
 #include "config.h"
 #include "plugin.h"
 
-/* Largest parallel degree or micro-batch accepted in a pin: a bound on the
- * work, far above any real job (PIPETTE_MAX_NODES x PIPETTE_MAX_GPUS). */
-#define PIN_MAX 4194304L
-
 static const struct {
 	const char *name;	/* option, without "--" */
 	const char *env;	/* input variable */
@@ -109,7 +105,7 @@ static int fix_one(const char *key, const char *val, struct pipette_pins *p,
 			return pipette_fail(err, "%s: given twice", what);
 		if (!isdigit((unsigned char)val[0]))
 			return pipette_fail(err, "%s: '%.32s' is not an integer", what, val);
-		if (pipette_parse_long(val, 1, PIN_MAX, &v, what, err))
+		if (pipette_parse_long(val, 1, PIPETTE_MAX_PIN, &v, what, err))
 			return -1;
 		*slot = (int)v;
 		return 0;
@@ -202,12 +198,12 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 			return pipette_fail(err, "%s: value too long", what);
 		break;
 	case PIPETTE_OPT_GLOBAL_BATCH:
-		if (pipette_parse_long(arg, 1, 1L << 30, &v, what, err))
+		if (pipette_parse_long(arg, 1, PIPETTE_MAX_GLOBAL_BATCH, &v, what, err))
 			return -1;
 		o->global_batch = v;
 		break;
 	case PIPETTE_OPT_SEQ_LEN:
-		if (pipette_parse_long(arg, 1, 1L << 24, &v, what, err))
+		if (pipette_parse_long(arg, 1, PIPETTE_MAX_SEQ_LEN, &v, what, err))
 			return -1;
 		o->seq_len = v;
 		break;
@@ -224,7 +220,8 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 		break;
 	}
 	case PIPETTE_OPT_MEM_FRACTION:
-		if (pipette_parse_double(arg, 0.05, 1.0, &d, what, err))
+		if (pipette_parse_double(arg, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION, &d,
+					 what, err))
 			return -1;
 		o->mem_fraction = d;
 		break;

@@ -17,15 +17,11 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "limits.h"
 #include "plan.h"
 
 /* Longest option value or input variable accepted (a path, a pin list). */
 #define PIPETTE_VALUE_MAX (PIPETTE_PATH_MAX - 1)
-/* Most nodes and GPUs per node the plugin plans for: far above any
- * partition; bounds the work done inside slurmstepd. */
-#define PIPETTE_MAX_NODES 65536
-#define PIPETTE_MAX_GPUS 64
-
 /* ---- site configuration: plugstack.conf arguments (args.c) ------------- */
 struct pipette_site {
 	char bandwidth[PIPETTE_PATH_MAX];	/* site cache ("" = nominal links) */
@@ -35,6 +31,7 @@ struct pipette_site {
 	long port_range;			/* ports in the range */
 	char models[PIPETTE_PATH_MAX];		/* site model configs ("" = none) */
 	long budget;				/* search budget (0 = core's) */
+	double max_age_days;	/* warn about cache figures older (0 = never) */
 	enum pipette_attention attention;	/* the site's attention kernel */
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/hostlist.h"
 #include "spank_pipette.h"
 
 static struct {
@@ -56,11 +57,8 @@ static const char *node_name(spank_t sp)
 {
 	static const char *const lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", NULL };
 	static char name[64];
-	char buf[PIPETTE_PATH_MAX * 4];
-	hostlist_t hl;
-	char *h = NULL;
-	uint32_t i;
-	int k;
+	char buf[PIPETTE_PATH_MAX * 4], **names;
+	int k, n;
 
 	if (rs.nodes && (int)rs.node_id < rs.nnodes)
 		return rs.nodes[rs.node_id];
@@ -70,17 +68,11 @@ static const char *node_name(spank_t sp)
 	for (k = 0; sp && lists[k]; k++)
 		if (spank_getenv(sp, lists[k], buf, (int)sizeof(buf)) == ESPANK_SUCCESS)
 			break;
-	if (!sp || !lists[k] || rs.node_id >= PIPETTE_MAX_NODES || !(hl = slurm_hostlist_create(buf)))
+	if (!sp || !lists[k] || pipette_hostlist_expand(buf, &names, &n, NULL))
 		return name;
-	for (i = 0; i <= rs.node_id; i++) {
-		free(h);
-		if (!(h = slurm_hostlist_shift(hl)))
-			break;
-	}
-	if (h)
-		snprintf(name, sizeof(name), "%s", h);
-	free(h);
-	slurm_hostlist_destroy(hl);
+	if ((int)rs.node_id < n)
+		snprintf(name, sizeof(name), "%s", names[rs.node_id]);
+	pipette_hostlist_free(names, n);
 	return name;
 }
 
@@ -121,56 +113,17 @@ static int getenv_first(const struct pipette_env_ops *env, const char *const *na
 
 static void free_nodes(void)
 {
-	int i;
-
-	for (i = 0; rs.nodes && i < rs.nnodes; i++)
-		free(rs.nodes[i]);
-	free(rs.nodes);
+	pipette_hostlist_free(rs.nodes, rs.nnodes);
 	rs.nodes = NULL;
 	rs.nnodes = 0;
 }
 
-/* Expand a Slurm hostlist with Slurm's own parser (resolved from the host
+/* The step's nodes, expanded by Slurm's own parser (resolved from the host
  * process; the plugin does not link libslurm). */
 static int expand_nodes(const char *list, struct pipette_err *err)
 {
-	hostlist_t hl = slurm_hostlist_create(list);
-	int n, i, rv = -1;
-	char *h;
-
-	if (!hl)
-		return pipette_fail(err, "node list '%.64s': not a Slurm hostlist", list);
-	n = slurm_hostlist_count(hl);
-	if (n < 1 || n > PIPETTE_MAX_NODES) {
-		pipette_fail(err, "node list '%.64s': %d nodes, expected 1 to %d", list, n,
-			     PIPETTE_MAX_NODES);
-		goto fail;
-	}
-	rs.nodes = calloc((size_t)n, sizeof(char *));
-	if (!rs.nodes) {
-		pipette_fail(err, "out of memory");
-		goto fail;
-	}
-	for (i = 0; i < n; i++) {
-		h = slurm_hostlist_shift(hl);
-		if (!h) {
-			pipette_fail(err, "node list '%.64s': ended early", list);
-			goto fail;
-		}
-		rs.nodes[i] = strdup(h);
-		free(h);
-		rs.nnodes = i + 1;
-		if (!rs.nodes[i]) {
-			pipette_fail(err, "out of memory");
-			goto fail;
-		}
-	}
-	rv = 0;
-fail:
-	slurm_hostlist_destroy(hl);
-	if (rv)
-		free_nodes();
-	return rv;
+	free_nodes();
+	return pipette_hostlist_expand(list, &rs.nodes, &rs.nnodes, err);
 }
 
 /* This node's GPUs: the list Slurm gave, or 0..N-1 from a bare count. */

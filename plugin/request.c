@@ -41,6 +41,7 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 	req->launch = launch;
 	if (s->budget > 0)
 		req->budget = s->budget;
+	req->stale_days = s->max_age_days;
 	req->attention = s->attention;
 	return 0;
 }

@@ -1,9 +1,11 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "limits.h"
 #include "model.h"
 #include "readfile.h"
 
@@ -116,5 +118,46 @@ int cli_option(int argc, char **argv, int *i, const char *cmd, const char *const
 	if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
 		return cli_error("%s needs a value", name);
 	*val = argv[++*i];
+	return 0;
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+int cli_expand_nodes(const char *spec, char ***names, int *n,
+		     struct pipette_err *err)
+{
+	char **out;
+	long k;
+	int i;
+
+	if (!spec || !all_digits(spec))
+		return pipette_hostlist_expand(spec, names, n, err);
+	*names = NULL;
+	*n = 0;
+	k = strtol(spec, NULL, 10);
+	if (k < 1 || k > PIPETTE_MAX_NODES)
+		return pipette_fail(err, "node count %.32s is not in [1, %d]", spec,
+				    PIPETTE_MAX_NODES);
+	out = calloc((size_t)k, sizeof(char *));
+	if (!out)
+		return pipette_fail(err, "out of memory");
+	for (i = 0; i < k; i++) {
+		out[i] = malloc(16);
+		if (!out[i]) {
+			pipette_hostlist_free(out, i);
+			return pipette_fail(err, "out of memory");
+		}
+		snprintf(out[i], 16, "node%d", i + 1);
+	}
+	*names = out;
+	*n = (int)k;
 	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "hostlist.h"
 
 /* Exit codes: 0 ok, 1 the request is valid but has no answer (e.g. does
  * not fit), 2 bad usage or bad input. */
@@ -29,12 +30,12 @@ int cmd_bandwidth(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_experts(int argc, char **argv);
 
-/* Expand a node list with Slurm's hostlist API (hostlist.c): "16" means
- * node1..node16, anything else is a Slurm hostlist ("gpu[01-16]").  The
- * names are in Slurm's order, distinct; free them with cli_free_nodes. */
+/* A --nodes value: a count N means node1..nodeN (the names of the example
+ * caches), anything else is a Slurm hostlist ("gpu[01-16]") expanded by
+ * Slurm (hostlist.h).  At most PIPETTE_MAX_NODES names, in Slurm's order,
+ * distinct; release them with pipette_hostlist_free. */
 int cli_expand_nodes(const char *spec, char ***names, int *n,
 		     struct pipette_err *err);
-void cli_free_nodes(char **names, int n);
 
 /* Print "pipette: <msg>" to stderr and return PIPETTE_EXIT_USAGE. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -10,6 +10,7 @@
 #include "bwcache.h"
 #include "cli.h"
 #include "hardware.h"
+#include "limits.h"
 
 /* Figures older than this are used with a warning; `--stale-days`
  * changes it.  A site policy, not a measurement: links degrade and get
@@ -132,7 +133,8 @@ struct stale_opt {
 static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc)
 {
 	if (is_opt(argv[*i], "--stale-days")) {
-		*rc = cli_double("--stale-days", need(argc, argv, i), 0, 1e5, &s->days);
+		*rc = cli_double("--stale-days", need(argc, argv, i), 0, PIPETTE_MAX_AGE_DAYS,
+				 &s->days);
 		return 1;
 	}
 	if (is_opt(argv[*i], "--now")) {
@@ -442,8 +444,8 @@ static int do_show(int argc, char **argv)
 		return cli_error("%s", err.msg);
 	if (show_select(bw, &o, &names, &n_names, &idx, &n))
 		goto out;
-	v = malloc(((size_t)n * PIPETTE_BW_MAX_GPUS + PIPETTE_BW_MAX_GPUS *
-		    PIPETTE_BW_MAX_GPUS + 1) * sizeof(double));
+	v = malloc(((size_t)n * PIPETTE_MAX_GPUS + PIPETTE_MAX_GPUS *
+		    PIPETTE_MAX_GPUS + 1) * sizeof(double));
 	links = malloc(((size_t)n * (size_t)n + 1) * sizeof(*links));
 	all = malloc(((size_t)n * (size_t)n + 1) * sizeof(double));
 	if (!v || !links || !all) {
@@ -500,7 +502,7 @@ out:
 	free(all);
 	free(links);
 	free(idx);
-	cli_free_nodes(names, n_names);
+	pipette_hostlist_free(names, n_names);
 	pipette_bwcache_destroy(bw);
 	return rc;
 }
@@ -572,7 +574,7 @@ static int do_import(int argc, char **argv)
 				       PIPETTE_BW_MAX_BYTES, &bytes);
 		} else if (is_opt(argv[i], "--gpus-per-node")) {
 			r = cli_int("--gpus-per-node", need(argc, argv, &i), 0,
-				    PIPETTE_BW_MAX_GPUS, &gpn);
+				    PIPETTE_MAX_GPUS, &gpn);
 		} else if (is_opt(argv[i], "--when")) {
 			r = parse_when("--when", need(argc, argv, &i), &when);
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -779,12 +781,12 @@ static int do_generate(int argc, char **argv)
 			have_seed = 1;
 		} else if (is_opt(argv[i], "--nodes")) {
 			r = cli_int("--nodes", need(argc, argv, &i), 1,
-				    PIPETTE_BW_MAX_NODES, &l);
+				    PIPETTE_MAX_NODES, &l);
 			g.nodes = (int)l;
 			have_nodes = 1;
 		} else if (is_opt(argv[i], "--gpus-per-node")) {
 			r = cli_int("--gpus-per-node", need(argc, argv, &i), 1,
-				    PIPETTE_BW_MAX_GPUS, &l);
+				    PIPETTE_MAX_GPUS, &l);
 			g.gpus_per_node = (int)l;
 		} else if (is_opt(argv[i], "--gpu")) {
 			if (!(gpu = need(argc, argv, &i)))
@@ -810,14 +812,14 @@ static int do_generate(int argc, char **argv)
 				   &g.slow_max, 0);
 		} else if (is_opt(argv[i], "--switch-size")) {
 			r = cli_int("--switch-size", need(argc, argv, &i), 0,
-				    PIPETTE_BW_MAX_NODES, &l);
+				    PIPETTE_MAX_NODES, &l);
 			g.switch_size = (int)l;
 		} else if (is_opt(argv[i], "--cross-factor")) {
 			r = cli_double("--cross-factor", need(argc, argv, &i), 0.01, 1,
 				       &g.cross_factor);
 		} else if (is_opt(argv[i], "--slow-switch")) {
 			r = split2("--slow-switch", need(argc, argv, &i), ':', &x, &y, 0);
-			if (!r && (x < 0 || x != floor(x) || x > PIPETTE_BW_MAX_NODES))
+			if (!r && (x < 0 || x != floor(x) || x > PIPETTE_MAX_NODES))
 				r = cli_error("--slow-switch: switch number %g is not "
 					      "0, 1, ...", x);
 			g.slow_switch = (int)x;
@@ -825,7 +827,7 @@ static int do_generate(int argc, char **argv)
 		} else if (is_opt(argv[i], "--degraded-nvlink")) {
 			y = g.degraded_factor;
 			r = split2("--degraded-nvlink", need(argc, argv, &i), ':', &x, &y, 1);
-			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_BW_MAX_NODES))
+			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
 				r = cli_error("--degraded-nvlink: node number %g is not "
 					      "1, 2, ...", x);
 			g.degraded_node = (int)x - 1;

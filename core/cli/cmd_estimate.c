@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cluster.h"
 #include "hardware.h"
+#include "limits.h"
 #include "memory.h"
 #include "model.h"
 #include "plan.h"
@@ -143,10 +144,10 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--gpu")) {
 			o->gpu = v;
 		} else if (!strcmp(name, "--nodes")) {
-			if (cli_int(name, v, 1, 1 << 16, &o->nodes))
+			if (cli_int(name, v, 1, PIPETTE_MAX_NODES, &o->nodes))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--gpus-per-node")) {
-			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
+			if (cli_int(name, v, 1, PIPETTE_MAX_GPUS, &o->gpus_per_node))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--compress")) {
 			if (pipette_compression_parse(v, &o->cfg.compress, &err))
@@ -158,15 +159,16 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--models-dir")) {
 			o->models_dir = v;
 		} else if (!strcmp(name, "--global-batch")) {
-			if (cli_int(name, v, 1, 1L << 30, &o->cfg.global_batch))
+			if (cli_int(name, v, 1, PIPETTE_MAX_GLOBAL_BATCH, &o->cfg.global_batch))
 				return PIPETTE_EXIT_USAGE;
 			o->global_batch_set = 1;
 		} else if (!strcmp(name, "--seq-len")) {
-			if (cli_int(name, v, 1, 1L << 24, &o->cfg.seq_len))
+			if (cli_int(name, v, 1, PIPETTE_MAX_SEQ_LEN, &o->cfg.seq_len))
 				return PIPETTE_EXIT_USAGE;
 			o->seq_len_set = 1;
 		} else if (!strcmp(name, "--mem-fraction")) {
-			if (cli_double(name, v, 0.05, 1.0, &o->mem_fraction))
+			if (cli_double(name, v, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION,
+				       &o->mem_fraction))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--recompute")) {
 			if (pipette_recompute_parse(v, &o->cfg.recompute, &err))

@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "experts.h"
 #include "hardware.h"
+#include "limits.h"
 #include "model.h"
 
 static const char usage_text[] =
@@ -143,7 +144,7 @@ static int parse(int argc, char **argv, int gen, struct experts_opts *o)
 		} else if (!gen && is_opt(a, "--nodes")) {
 			o->nodes = v;
 		} else if (!gen && is_opt(a, "--gpus-per-node")) {
-			if (cli_int("--gpus-per-node", v, 1, PIPETTE_BW_MAX_GPUS, &o->gpus_per_node))
+			if (cli_int("--gpus-per-node", v, 1, PIPETTE_MAX_GPUS, &o->gpus_per_node))
 				return PIPETTE_EXIT_USAGE;
 		} else if (!gen && is_opt(a, "--gpu")) {
 			o->gpu = v;
@@ -515,7 +516,7 @@ out:
 	pipette_experts_result_free(&res);
 	pipette_cluster_destroy(cl);
 	pipette_bwcache_destroy(bw);
-	cli_free_nodes(names, n);
+	pipette_hostlist_free(names, n);
 	pipette_routing_destroy(r);
 	return rc;
 }

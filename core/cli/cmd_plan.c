@@ -1,9 +1,11 @@
 /* pipette plan: what the SPANK plugin would choose for a job, and why. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "limits.h"
 #include "memory.h"
 #include "plan.h"
 
@@ -23,6 +25,8 @@ static const char usage_text[] =
 "  --gpu TYPE               GPU type (pipette gpus)\n"
 "  --bandwidth FILE         bandwidth cache (pipette-bandwidth(5)); without it\n"
 "                           every link gets the GPU type's nominal figures\n"
+"  --max-age DAYS           warn when a figure of the cache used is older, or\n"
+"                           has no timestamp (0: never, the default)\n"
 "  --global-batch B         sequences per iteration\n"
 "  --seq-len S              tokens per sequence\n"
 "  pins (the search keeps them fixed):\n"
@@ -72,8 +76,8 @@ static int parse_gpu_ids(const char *s, int *ids, long *n)
 	if (pipette_strlcpy(buf, s, sizeof(buf)))
 		return cli_error("--gpu-ids: list too long");
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (*n == 64)
-			return cli_error("--gpu-ids: more than 64 GPUs");
+		if (*n == PIPETTE_MAX_GPUS)
+			return cli_error("--gpu-ids: more than %d GPUs", PIPETTE_MAX_GPUS);
 		if (pipette_parse_long(tok, 0, 1 << 20, &v, "--gpu-ids", &err))
 			return cli_error("%s", err.msg);
 		ids[(*n)++] = (int)v;
@@ -85,7 +89,7 @@ struct plan_opts {
 	struct pipette_request req;
 	const char *nodes;
 	long gpus_per_node, n_ids;
-	int gpu_ids[64];
+	int gpu_ids[PIPETTE_MAX_GPUS];
 	enum pipette_format fmt;
 	int have_batch, have_seq;
 };
@@ -96,131 +100,154 @@ static const char *const value_options[] = {
 	"--model", "--models-dir", "--bandwidth", "--gpu", "--nodes", "--gpus-per-node",
 	"--gpu-ids", "--global-batch", "--seq-len", "--mem-fraction", "--top",
 	"--calibration", "--compress", "--budget", "--schedule", "--attention",
-	"--recompute", "--launch", "--mapping", "--format", NULL
+	"--recompute", "--launch", "--mapping", "--format", "--max-age", NULL
 };
 
-static int parse(int argc, char **argv, struct plan_opts *o)
+/* A parse_* helper's answer for an option that is not its own. */
+#define NOT_MINE (-1)
+
+/* The options without a value; 1 if `a` is one of them. */
+static int parse_flag(struct plan_opts *o, const char *a)
 {
-	struct cli_seen seen = { .n = 0 };
-	struct pipette_err err;
-	char name[64];
-	int i;
-
-	memset(o, 0, sizeof(*o));
-	pipette_request_init(&o->req);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		long n;
-		int *pin;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_text, stdout);
-			return -1;
-		}
-		if (!strcmp(a, "--sequence-parallel") || !strcmp(a, "--no-sequence-parallel")) {
-			o->req.pins.sequence_parallel = a[2] != 'n';
-			continue;
-		}
-		if (!strcmp(a, "--distributed-optimizer") ||
-		    !strcmp(a, "--no-distributed-optimizer")) {
-			o->req.pins.distributed_optimizer = a[2] != 'n';
-			continue;
-		}
-		if (!strcmp(a, "--allow-compression")) {
-			o->req.allow_compression = 1;
-			continue;
-		}
-		if (strncmp(a, "--", 2))
-			return cli_error("plan: unexpected argument '%.64s'", a);
-		if (cli_option(argc, argv, &i, "plan", value_options, &seen, name, sizeof(name),
-			       &v))
-			return PIPETTE_EXIT_USAGE;
-		if ((pin = pin_field(&o->req.pins, name))) {
-			if (cli_int(name, v, 1, 1 << 20, &n))
-				return PIPETTE_EXIT_USAGE;
-			*pin = (int)n;
-		} else if (!strcmp(name, "--model")) {
-			if (pipette_strlcpy(o->req.model, v, sizeof(o->req.model)))
-				return cli_error("--model: name too long");
-		} else if (!strcmp(name, "--models-dir")) {
-			if (pipette_strlcpy(o->req.models_dir, v, sizeof(o->req.models_dir)))
-				return cli_error("--models-dir: path too long");
-		} else if (!strcmp(name, "--bandwidth")) {
-			if (pipette_strlcpy(o->req.bandwidth, v, sizeof(o->req.bandwidth)))
-				return cli_error("--bandwidth: path too long");
-		} else if (!strcmp(name, "--gpu")) {
-			if (pipette_strlcpy(o->req.gpu, v, sizeof(o->req.gpu)))
-				return cli_error("--gpu: name too long");
-		} else if (!strcmp(name, "--nodes")) {
-			o->nodes = v;
-		} else if (!strcmp(name, "--gpus-per-node")) {
-			if (cli_int(name, v, 1, 64, &o->gpus_per_node))
-				return PIPETTE_EXIT_USAGE;
-		} else if (!strcmp(name, "--gpu-ids")) {
-			if (parse_gpu_ids(v, o->gpu_ids, &o->n_ids))
-				return PIPETTE_EXIT_USAGE;
-		} else if (!strcmp(name, "--global-batch")) {
-			if (cli_int(name, v, 1, 1L << 30, &o->req.global_batch))
-				return PIPETTE_EXIT_USAGE;
-			o->have_batch = 1;
-		} else if (!strcmp(name, "--seq-len")) {
-			if (cli_int(name, v, 1, 1L << 24, &o->req.seq_len))
-				return PIPETTE_EXIT_USAGE;
-			o->have_seq = 1;
-		} else if (!strcmp(name, "--mem-fraction")) {
-			if (cli_double(name, v, 0.05, 1.0, &o->req.mem_fraction))
-				return PIPETTE_EXIT_USAGE;
-		} else if (!strcmp(name, "--top")) {
-			if (cli_int(name, v, 1, 1000, &n))
-				return PIPETTE_EXIT_USAGE;
-			o->req.top_k = (int)n;
-		} else if (!strcmp(name, "--calibration")) {
-			if (pipette_strlcpy(o->req.calibration, v, sizeof(o->req.calibration)))
-				return cli_error("--calibration: path too long");
-		} else if (!strcmp(name, "--compress")) {
-			if (pipette_compression_parse(v, &o->req.compress, &err))
-				return cli_error("%s", err.msg);
-		} else if (!strcmp(name, "--budget")) {
-			if (cli_int(name, v, 1, 1L << 30, &o->req.budget))
-				return PIPETTE_EXIT_USAGE;
-		} else if (!strcmp(name, "--schedule")) {
-			enum pipette_schedule_kind k;
-
-			if (pipette_schedule_parse(v, &k, &err))
-				return cli_error("--schedule: %s", err.msg);
-			o->req.pins.schedule = (int)k;
-		} else if (!strcmp(name, "--attention")) {
-			if (pipette_attention_parse(v, &o->req.attention, &err))
-				return cli_error("--attention: %s", err.msg);
-		} else if (!strcmp(name, "--recompute")) {
-			enum pipette_recompute r;
-
-			if (pipette_recompute_parse(v, &r, &err))
-				return cli_error("--recompute: %s", err.msg);
-			o->req.pins.recompute = (int)r;
-		} else if (!strcmp(name, "--launch")) {
-			if (!strcmp(v, "srun"))
-				o->req.launch = PIPETTE_LAUNCH_SRUN;
-			else if (!strcmp(v, "torchrun"))
-				o->req.launch = PIPETTE_LAUNCH_TORCHRUN;
-			else
-				return cli_error("--launch: '%.32s': expected srun or torchrun", v);
-		} else if (!strcmp(name, "--mapping")) {
-			if (!strcmp(v, "optimize"))
-				o->req.mapping = PIPETTE_MAP_OPTIMIZE;
-			else if (!strcmp(v, "block"))
-				o->req.mapping = PIPETTE_MAP_BLOCK;
-			else
-				return cli_error("--mapping: '%.32s': expected optimize or block", v);
-		} else if (!strcmp(name, "--format")) {
-			if (cli_parse_format(v, 15, &o->fmt))
-				return cli_error("--format: '%.32s': expected table, json, env or "
-						 "megatron", v);
-		} else {
-			return cli_error("plan: unknown option %.64s (see pipette plan --help)",
-					 name);
-		}
+	if (!strcmp(a, "--sequence-parallel") || !strcmp(a, "--no-sequence-parallel")) {
+		o->req.pins.sequence_parallel = a[2] != 'n';
+		return 1;
 	}
+	if (!strcmp(a, "--distributed-optimizer") || !strcmp(a, "--no-distributed-optimizer")) {
+		o->req.pins.distributed_optimizer = a[2] != 'n';
+		return 1;
+	}
+	if (!strcmp(a, "--allow-compression")) {
+		o->req.allow_compression = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Names and paths, copied into the request. */
+static int parse_text(struct plan_opts *o, const char *name, const char *v)
+{
+#define REQ_FIELD(f) offsetof(struct pipette_request, f), sizeof(((struct pipette_request *)0)->f)
+	static const struct {
+		const char *name;
+		size_t off, size;
+		const char *what;
+	} texts[] = {
+		{ "--model", REQ_FIELD(model), "name" },
+		{ "--models-dir", REQ_FIELD(models_dir), "path" },
+		{ "--bandwidth", REQ_FIELD(bandwidth), "path" },
+		{ "--gpu", REQ_FIELD(gpu), "name" },
+		{ "--calibration", REQ_FIELD(calibration), "path" },
+	};
+#undef REQ_FIELD
+	size_t i;
+
+	if (!strcmp(name, "--nodes")) {
+		o->nodes = v;
+		return 0;
+	}
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		if (!strcmp(name, texts[i].name)) {
+			if (pipette_strlcpy((char *)&o->req + texts[i].off, v, texts[i].size))
+				return cli_error("%s: %s too long", name, texts[i].what);
+			return 0;
+		}
+	return NOT_MINE;
+}
+
+/* Counts, sizes and fractions, each within its limit. */
+static int parse_number(struct plan_opts *o, const char *name, const char *v)
+{
+	long n;
+	int *pin = pin_field(&o->req.pins, name);
+
+	if (pin) {
+		if (cli_int(name, v, 1, PIPETTE_MAX_PIN, &n))
+			return PIPETTE_EXIT_USAGE;
+		*pin = (int)n;
+	} else if (!strcmp(name, "--gpus-per-node")) {
+		if (cli_int(name, v, 1, PIPETTE_MAX_GPUS, &o->gpus_per_node))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--gpu-ids")) {
+		if (parse_gpu_ids(v, o->gpu_ids, &o->n_ids))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--global-batch")) {
+		if (cli_int(name, v, 1, PIPETTE_MAX_GLOBAL_BATCH, &o->req.global_batch))
+			return PIPETTE_EXIT_USAGE;
+		o->have_batch = 1;
+	} else if (!strcmp(name, "--seq-len")) {
+		if (cli_int(name, v, 1, PIPETTE_MAX_SEQ_LEN, &o->req.seq_len))
+			return PIPETTE_EXIT_USAGE;
+		o->have_seq = 1;
+	} else if (!strcmp(name, "--mem-fraction")) {
+		if (cli_double(name, v, PIPETTE_MIN_MEM_FRACTION, PIPETTE_MAX_MEM_FRACTION,
+			       &o->req.mem_fraction))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--top")) {
+		if (cli_int(name, v, 1, 1000, &n))
+			return PIPETTE_EXIT_USAGE;
+		o->req.top_k = (int)n;
+	} else if (!strcmp(name, "--budget")) {
+		if (cli_int(name, v, 1, 1L << 30, &o->req.budget))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--max-age")) {
+		if (cli_double(name, v, 0, PIPETTE_MAX_AGE_DAYS, &o->req.stale_days))
+			return PIPETTE_EXIT_USAGE;
+	} else {
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/* The options that name one of a few choices. */
+static int parse_choice(struct plan_opts *o, const char *name, const char *v)
+{
+	struct pipette_err err;
+
+	if (!strcmp(name, "--schedule")) {
+		enum pipette_schedule_kind k;
+
+		if (pipette_schedule_parse(v, &k, &err))
+			return cli_error("--schedule: %s", err.msg);
+		o->req.pins.schedule = (int)k;
+	} else if (!strcmp(name, "--recompute")) {
+		enum pipette_recompute r;
+
+		if (pipette_recompute_parse(v, &r, &err))
+			return cli_error("--recompute: %s", err.msg);
+		o->req.pins.recompute = (int)r;
+	} else if (!strcmp(name, "--attention")) {
+		if (pipette_attention_parse(v, &o->req.attention, &err))
+			return cli_error("--attention: %s", err.msg);
+	} else if (!strcmp(name, "--compress")) {
+		if (pipette_compression_parse(v, &o->req.compress, &err))
+			return cli_error("%s", err.msg);
+	} else if (!strcmp(name, "--launch")) {
+		if (!strcmp(v, "srun"))
+			o->req.launch = PIPETTE_LAUNCH_SRUN;
+		else if (!strcmp(v, "torchrun"))
+			o->req.launch = PIPETTE_LAUNCH_TORCHRUN;
+		else
+			return cli_error("--launch: '%.32s': expected srun or torchrun", v);
+	} else if (!strcmp(name, "--mapping")) {
+		if (!strcmp(v, "optimize"))
+			o->req.mapping = PIPETTE_MAP_OPTIMIZE;
+		else if (!strcmp(v, "block"))
+			o->req.mapping = PIPETTE_MAP_BLOCK;
+		else
+			return cli_error("--mapping: '%.32s': expected optimize or block", v);
+	} else if (!strcmp(name, "--format")) {
+		if (cli_parse_format(v, 15, &o->fmt))
+			return cli_error("--format: '%.32s': expected table, json, env or "
+					 "megatron", v);
+	} else {
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+static int required(const struct plan_opts *o)
+{
 	if (!o->req.model[0])
 		return cli_error("plan: --model is required");
 	if (!o->req.gpu[0])
@@ -229,9 +256,41 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 		return cli_error("plan: --nodes is required");
 	if (!o->have_batch)
 		return cli_error("plan: --global-batch is required");
-	if (!o->have_seq)
-		return cli_error("plan: --seq-len is required");
 	return 0;
+}
+
+/* 0 with the options in *o, -1 after --help, or an exit status. */
+static int parse(int argc, char **argv, struct plan_opts *o)
+{
+	struct cli_seen seen = { .n = 0 };
+	char name[64];
+	int i, rc;
+
+	memset(o, 0, sizeof(*o));
+	pipette_request_init(&o->req);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return -1;
+		}
+		if (parse_flag(o, a))
+			continue;
+		if (strncmp(a, "--", 2))
+			return cli_error("plan: unexpected argument '%.64s'", a);
+		if (cli_option(argc, argv, &i, "plan", value_options, &seen, name, sizeof(name),
+			       &v))
+			return PIPETTE_EXIT_USAGE;
+		if ((rc = parse_text(o, name, v)) == NOT_MINE &&
+		    (rc = parse_number(o, name, v)) == NOT_MINE &&
+		    (rc = parse_choice(o, name, v)) == NOT_MINE)
+			return cli_error("plan: unknown option %.64s (see pipette plan --help)",
+					 name);
+		if (rc)
+			return rc;
+	}
+	return required(o);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -296,6 +355,6 @@ int cmd_plan(int argc, char **argv)
 	rc = PIPETTE_EXIT_OK;
 out:
 	pipette_plan_destroy(plan);
-	cli_free_nodes(names, n);
+	pipette_hostlist_free(names, n);
 	return rc;
 }

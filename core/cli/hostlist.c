@@ -1,18 +1,12 @@
-/* pipette CLI: node lists through Slurm's own hostlist API (libslurm), so
- * "gpu[001-016,020]" means exactly what it means to Slurm.  The library
- * (core/) never sees Slurm; it gets the expanded names. */
+/* pipette: Slurm hostlists through Slurm's own API (see hostlist.h). */
 #include <slurm/slurm.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "hostlist.h"
+#include "limits.h"
 
-/* Bare counts ("--nodes 16" = node1..node16) and hostlists alike stop
- * here: far above any Slurm partition pipette plans for. */
-#define CLI_MAX_NODES 65536
-
-void cli_free_nodes(char **names, int n)
+void pipette_hostlist_free(char **names, int n)
 {
 	int i;
 
@@ -21,103 +15,117 @@ void cli_free_nodes(char **names, int n)
 	free(names);
 }
 
-static int all_digits(const char *s)
+struct named {
+	const char *name;
+	int pos;
+};
+
+static int by_name_then_pos(const void *a, const void *b)
 {
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
+	const struct named *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-int cli_expand_nodes(const char *spec, char ***names, int *n,
-		     struct pipette_err *err)
+/* The position of the first name, in list order, that repeats an earlier
+ * one, or -1 (-2 when out of memory).  Sorting keeps a 4096-node list to
+ * some 50k comparisons where comparing every pair would take 8M. */
+static int first_repeat(char *const *names, int n)
+{
+	struct named *v = malloc((size_t)n * sizeof(*v));
+	int i, first = -1;
+
+	if (!v)
+		return -2;
+	for (i = 0; i < n; i++) {
+		v[i].name = names[i];
+		v[i].pos = i;
+	}
+	qsort(v, (size_t)n, sizeof(*v), by_name_then_pos);
+	for (i = 1; i < n; i++)
+		if (!strcmp(v[i - 1].name, v[i].name) && (first < 0 || v[i].pos < first))
+			first = v[i].pos;
+	free(v);
+	return first;
+}
+
+/* Shift the n names out of hl into out[]; 0, or -1 with the message. */
+static int shift_names(hostlist_t hl, const char *list, char **out, int n,
+		       struct pipette_err *err)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		/* Released with free(): slurm.h, slurm_hostlist_shift. */
+		char *h = slurm_hostlist_shift(hl);
+
+		if (!h)
+			return pipette_fail(err, "node list '%.64s' ended after %d of its %d "
+					    "nodes", list, i, n);
+		out[i] = h;
+		/* libslurm passes some malformed lists through ("gpu[1-2"
+		 * gives "gpu]", "[" gives ""): refuse what names no node. */
+		if (!*h || strpbrk(h, "[]{}, \t\n") || h[0] == '-')
+			return pipette_fail(err, "node list '%.64s' is not a valid Slurm "
+					    "hostlist (it yields the name '%.64s')", list, h);
+	}
+	return 0;
+}
+
+int pipette_hostlist_expand(const char *list, char ***names, int *n,
+			    struct pipette_err *err)
 {
 	hostlist_t hl;
-	char **out = NULL, *h;
-	int count = 0, cap = 0, i;
+	char **out = NULL;
+	int count, dup, rv = -1;
 
 	*names = NULL;
 	*n = 0;
-	if (!spec || !*spec)
+	if (!list || !*list)
 		return pipette_fail(err, "empty node list");
 	/* "-1", "+4": a signed count is no count, and no host name begins
 	 * with a sign (RFC 952 "ASSUMPTIONS" 1 and RFC 1123 section 2.1: a
 	 * name begins with a letter or a digit). */
-	if (spec[0] == '-' || spec[0] == '+')
+	if (list[0] == '-' || list[0] == '+')
 		return pipette_fail(err, "'%.64s' is neither a node count (1, 2, ...) nor a "
-				    "Slurm hostlist", spec);
-	if (all_digits(spec)) {
-		long k = strtol(spec, NULL, 10);
-
-		if (k < 1 || k > CLI_MAX_NODES)
-			return pipette_fail(err, "node count %s is not in [1, %d]",
-					    spec, CLI_MAX_NODES);
-		out = calloc((size_t)k, sizeof(char *));
-		if (!out)
-			return pipette_fail(err, "out of memory");
-		for (i = 0; i < k; i++) {
-			out[i] = malloc(16);
-			if (!out[i]) {
-				cli_free_nodes(out, i);
-				return pipette_fail(err, "out of memory");
-			}
-			snprintf(out[i], 16, "node%d", i + 1);
-		}
-		*names = out;
-		*n = (int)k;
-		return 0;
-	}
-	hl = slurm_hostlist_create(spec);
+				    "Slurm hostlist", list);
+	hl = slurm_hostlist_create(list);
 	if (!hl)
-		return pipette_fail(err, "'%.64s' is not a valid Slurm hostlist", spec);
-	while ((h = slurm_hostlist_shift(hl))) {
-		/* libslurm passes some malformed lists through ("gpu[1-2"
-		 * gives "gpu]", "[" gives ""): refuse what no node is named. */
-		if (!*h || strpbrk(h, "[]{}, \t\n") || h[0] == '-') {
-			pipette_fail(err, "node list '%.64s' is not a valid Slurm "
-				     "hostlist (it yields the name '%.64s')", spec, h);
-			free(h);
-			goto fail;
-		}
-		if (count == CLI_MAX_NODES) {
-			free(h);
-			pipette_fail(err, "node list '%.64s' has more than %d nodes",
-				     spec, CLI_MAX_NODES);
-			goto fail;
-		}
-		for (i = 0; i < count; i++)
-			if (!strcmp(out[i], h)) {
-				pipette_fail(err, "node list '%.64s' names %s twice",
-					     spec, h);
-				free(h);
-				goto fail;
-			}
-		if (count == cap) {
-			int ncap = cap ? 2 * cap : 16;
-			char **np = realloc(out, (size_t)ncap * sizeof(char *));
-
-			if (!np) {
-				free(h);
-				pipette_fail(err, "out of memory");
-				goto fail;
-			}
-			out = np;
-			cap = ncap;
-		}
-		out[count++] = h;	/* malloc'd by libslurm; free() releases it */
+		return pipette_fail(err, "node list '%.64s' is not a valid Slurm hostlist",
+				    list);
+	count = slurm_hostlist_count(hl);
+	if (count < 1) {
+		pipette_fail(err, "node list '%.64s' is empty", list);
+		goto out;
 	}
-	slurm_hostlist_destroy(hl);
-	if (!count) {
-		free(out);
-		return pipette_fail(err, "node list '%.64s' is empty", spec);
+	if (count > PIPETTE_MAX_NODES) {
+		pipette_fail(err, "node list '%.64s' has %d nodes, more than %d", list,
+			     count, PIPETTE_MAX_NODES);
+		goto out;
+	}
+	out = calloc((size_t)count, sizeof(*out));
+	if (!out) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	if (shift_names(hl, list, out, count, err))
+		goto out;
+	dup = first_repeat(out, count);
+	if (dup != -1) {
+		if (dup == -2)
+			pipette_fail(err, "out of memory");
+		else
+			pipette_fail(err, "node list '%.64s' names %.64s twice", list,
+				     out[dup]);
+		goto out;
 	}
 	*names = out;
 	*n = count;
-	return 0;
-fail:
+	out = NULL;
+	rv = 0;
+out:
+	pipette_hostlist_free(out, count);
 	slurm_hostlist_destroy(hl);
-	cli_free_nodes(out, count);
-	return -1;
+	return rv;
 }

@@ -45,7 +45,7 @@ grep -q '<glpk.h>' "$srcdir"/core/*.c && libs="$libs -lglpk"
 # records it as a crash.  ASan's leak check runs after every input.
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer $san -Wall -Wextra
-	-I$srcdir/core -I$srcdir/plugin $jsonc_cflags $nettle_cflags ${FUZZ_CFLAGS:-}"
+	-iquote $srcdir/core -I$srcdir/plugin $jsonc_cflags $nettle_cflags ${FUZZ_CFLAGS:-}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # The file-based harnesses write each input to a temporary file there.

@@ -372,6 +372,70 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* --max-age DAYS: the plan warns about the cache's figures measured longer
+ * ago (plan.c, pipette_bwcache_stale); without it, never.  The example
+ * cache was measured on 2025-01-01, so every figure of it is older than 30
+ * days from 2025-01-31 on, and none is older than 10^5 days before the
+ * 23rd century.  Its 4 nodes x 8 GPUs have 4 x 3 = 12 inter-node links and
+ * 4 x 8 x 7 = 224 intra-node GPU pairs, all measured: 236 figures. */
+START_TEST(test_cli_max_age)
+{
+	const char *base = "plan --model llama3-8b --gpu H100 --global-batch 64 --seq-len 4096 "
+			   "--nodes 4 --bandwidth " EXAMPLE("uniform-4x8-h100.json");
+	const char *warning = "236 of 236 measured figures are older than 30 days (oldest: "
+			      "node1 -> node2, measured 2025-01-01T00:00:00Z)";
+	static char out[1 << 16];
+	char a[1024];
+
+	ck_assert_int_eq(cli_run(base, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "older than"), "warned without --max-age:\n%s", out);
+	snprintf(a, sizeof(a), "%s --max-age 30", base);
+	expect(a, 0, warning);
+	/* Outside the table, the warning goes to stderr. */
+	snprintf(a, sizeof(a), "%s --max-age 30 --format env", base);
+	expect(a, 0, "pipette: warning: 236 of 236 measured figures are older than 30 days");
+	snprintf(a, sizeof(a), "%s --max-age 100000", base);
+	ck_assert_int_eq(cli_run(a, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "older than"), "warned with --max-age 100000:\n%s", out);
+	/* 0 is the default: never. */
+	snprintf(a, sizeof(a), "%s --max-age 0", base);
+	ck_assert_int_eq(cli_run(a, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "older than"), "warned with --max-age 0:\n%s", out);
+	snprintf(a, sizeof(a), "%s --max-age -1", base);
+	expect(a, 2, "--max-age: -1 is out of range [0, 100000]");
+	snprintf(a, sizeof(a), "%s --max-age 100001", base);
+	expect(a, 2, "--max-age: 100001 is out of range");
+	snprintf(a, sizeof(a), "%s --max-age soon", base);
+	expect(a, 2, "--max-age: 'soon' is not a number");
+}
+END_TEST
+
+/* --nodes: a count or a Slurm hostlist (core/cli/hostlist.c, shared with
+ * the plugin), at most PIPETTE_MAX_NODES = 4096 names (limits.h), each
+ * once; every error names the list. */
+START_TEST(test_cli_nodes)
+{
+	const char *base = "plan --model llama3-8b --gpu H100 --global-batch 64 --seq-len 4096";
+	char a[1024];
+
+	snprintf(a, sizeof(a), "%s --nodes 4097", base);
+	expect(a, 2, "--nodes: node count 4097 is not in [1, 4096]");
+	snprintf(a, sizeof(a), "%s --nodes 0", base);
+	expect(a, 2, "node count 0 is not in [1, 4096]");
+	/* Refused by its count, before a name is expanded. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-4097]'", base);
+	expect(a, 2, "node list 'gpu[1-4097]' has 4097 nodes, more than 4096");
+	/* The first name, in the list's order, that repeats an earlier one. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-3],gpu2,gpu1'", base);
+	expect(a, 2, "node list 'gpu[1-3],gpu2,gpu1' names gpu2 twice");
+	snprintf(a, sizeof(a), "%s --nodes ''", base);
+	expect(a, 2, "empty node list");
+	/* 4096 names are accepted: the plan fails on the pins, not the list. */
+	snprintf(a, sizeof(a), "%s --nodes 'gpu[1-4096]' --tp 3", base);
+	expect(a, 1, "no configuration fits llama3-8b on 32768 GPUs");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("plan");
@@ -385,6 +449,8 @@ int main(void)
 	tcase_add_test(tc, test_node_order_irrelevant);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_cli_nodes);
+	tcase_add_test(tc, test_cli_max_age);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

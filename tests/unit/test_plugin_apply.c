@@ -293,6 +293,46 @@ START_TEST(test_job_env_only_pipette)
 }
 END_TEST
 
+/* plugstack max_age=DAYS reaches the plan: a site cache measured on
+ * 2025-01-01 (the 4-node example) draws the staleness warning that node 0
+ * prints, and without max_age none. */
+static const char *site_plan_warnings(double max_age_days, char *buf, size_t len)
+{
+	const char *const nodes[] = { "node1", "node2", "node3", "node4" };
+	struct pipette_cluster_spec cs = { 4, nodes, GPUS, NULL };
+	struct pipette_site site;
+	struct pipette_opts o;
+	struct pipette_request req;
+	struct pipette_plan *plan = NULL;
+	struct pipette_err err;
+
+	pipette_site_init(&site);
+	strcpy(site.gpu, "H100");
+	strcpy(site.bandwidth, TEST_DATADIR "/../../etc/examples/uniform-4x8-h100.json");
+	site.max_age_days = max_age_days;
+	pipette_opts_init(&o);
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_MODEL, "llama3-8b", &err), 0);
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_GLOBAL_BATCH, "64", &err), 0);
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_SEQ_LEN, "2048", &err), 0);
+	ck_assert_msg(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
+	snprintf(buf, len, "%s", pipette_plan_warnings(plan));
+	pipette_plan_destroy(plan);
+	return buf;
+}
+
+START_TEST(test_site_max_age)
+{
+	char w[1024];
+
+	ck_assert_str_eq(site_plan_warnings(0, w, sizeof(w)), "");
+	ck_assert_msg(strstr(site_plan_warnings(30, w, sizeof(w)),
+			     "measured figures are older than 30 days"), "%s", w);
+	ck_assert_str_eq(site_plan_warnings(100000, w, sizeof(w)), "");
+}
+END_TEST
+
 START_TEST(test_request_precedence)
 {
 	struct pipette_site site;
@@ -314,6 +354,10 @@ START_TEST(test_request_precedence)
 	site.budget = 123;
 	site.attention = PIPETTE_ATTN_UNFUSED;
 	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_TORCHRUN, &req, &err), 0);
+	ck_assert(req.stale_days == 0.0);	/* no max_age: no staleness warning */
+	site.max_age_days = 14;
+	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_TORCHRUN, &req, &err), 0);
+	ck_assert(req.stale_days == 14.0);
 	ck_assert_int_eq(req.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(req.bandwidth, "/site/bw.json");
 	ck_assert(req.mem_fraction == 0.7);
@@ -408,6 +452,7 @@ int main(void)
 	tcase_add_test(tc, test_apply_errors);
 	tcase_add_test(tc, test_job_env_only_pipette);
 	tcase_add_test(tc, test_request_precedence);
+	tcase_add_test(tc, test_site_max_age);
 	tcase_add_test(tc, test_plans_identical_across_calls);
 	suite_add_tcase(s, tc);
 	return check_run(s);

@@ -68,6 +68,7 @@ START_TEST(test_site_defaults)
 	ck_assert_str_eq(s.bandwidth, "");
 	ck_assert(s.mem_fraction == 0.0);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_FLASH);
+	ck_assert(s.max_age_days == 0.0);	/* never warns about a cache's age */
 }
 END_TEST
 
@@ -76,11 +77,12 @@ START_TEST(test_site_all_keys)
 	char *av[] = { "bandwidth=/etc/pipette/bw.json", "gpu=H100", "mem_fraction=0.75",
 		       "master_port=30000", "port_range=100", "models=/etc/pipette/models",
 		       "budget=5000", "default=off", "fallback=block",
-		       "emulate_nodes=node[1-128]", "attention=unfused" };
+		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 11, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 12, av, &err) == 0, "%s", err.msg);
+	ck_assert(s.max_age_days == 30.5);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(s.bandwidth, "/etc/pipette/bw.json");
 	ck_assert_str_eq(s.gpu, "H100");
@@ -143,6 +145,12 @@ START_TEST(test_site_errors)
 	site_rejects("mem_fraction=1.5", "out of range");
 	site_rejects("mem_fraction=nan", "not a number");
 	site_rejects("budget=-1", "out of range");
+	site_rejects("max_age=-1", "plugstack argument max_age (days): -1 is out of range "
+		     "[0, 100000]");
+	site_rejects("max_age=100001", "out of range");
+	site_rejects("max_age=30d", "plugstack argument max_age (days): '30d' is not a number");
+	site_rejects("max_age=inf", "not a number");
+	site_rejects("max_age=", "empty value");
 	site_rejects("gpu=H100\tx", "control character");
 	site_rejects("a_very_long_key_name_that_is_not_known=1", "unknown key");
 	memset(longv, 'a', sizeof(longv) - 1);
@@ -202,6 +210,9 @@ START_TEST(test_fix_partial_leaves_rest_unset)
 	ck_assert_int_eq(p.pp, -1);
 	ck_assert_int_eq(p.schedule, -1);
 	ck_assert_int_eq(p.sequence_parallel, -1);
+	/* The largest degree a pin takes: PIPETTE_MAX_PIN (limits.h). */
+	ck_assert_int_eq(pipette_parse_fix("pp=262144", &p, &err), 0);
+	ck_assert_int_eq(p.pp, 262144);
 }
 END_TEST
 
@@ -230,7 +241,8 @@ START_TEST(test_fix_hostile)
 	fix_rejects("tp= 8", "not an integer");
 	fix_rejects("tp=8x", "not an integer");
 	fix_rejects("tp=99999999999999999999", "not an integer");
-	fix_rejects("pp=4194305", "out of range");
+	/* PIPETTE_MAX_PIN = 4096 nodes x 64 GPUs = 262144 (limits.h). */
+	fix_rejects("pp=262145", "out of range");
 	fix_rejects("zz=1", "unknown knob 'zz'");
 	fix_rejects("schedule=gpipe", "expected 1f1b");
 	fix_rejects("recompute=some", "expected none");
@@ -513,7 +525,11 @@ START_TEST(test_tasks_per_node)
 	ck_assert_int_eq(pipette_tasks_per_node("8(x0)", &per, &nodes, &err), -1);
 	ck_assert_int_eq(pipette_tasks_per_node("8,", &per, &nodes, &err), -1);
 	ck_assert_int_eq(pipette_tasks_per_node("8(x99999999999)", &per, &nodes, &err), -1);
-	ck_assert_int_eq(pipette_tasks_per_node("8(x65536),1", &per, &nodes, &err), -1);
+	/* At most PIPETTE_MAX_NODES = 4096 nodes (limits.h). */
+	ck_assert_int_eq(pipette_tasks_per_node("8(x4096)", &per, &nodes, &err), 0);
+	ck_assert_int_eq(nodes, 4096);
+	ck_assert_int_eq(pipette_tasks_per_node("8(x4096),1", &per, &nodes, &err), -1);
+	ck_assert_msg(strstr(err.msg, "more than 4096 nodes"), "%s", err.msg);
 	ck_assert_int_eq(pipette_tasks_per_node("-1", &per, &nodes, &err), -1);
 }
 END_TEST
