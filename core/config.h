@@ -72,6 +72,8 @@ struct pipette_pins {
 	int distributed_optimizer;
 };
 
+struct pipette_stack;
+
 struct pipette_config {
 	int tp, pp, dp, cp;
 	int ep;			/* expert parallel (MoE only; 1 otherwise) */
@@ -85,6 +87,9 @@ struct pipette_config {
 	int distributed_optimizer;
 	enum pipette_schedule_kind schedule;
 	enum pipette_attention attention;	/* a property of the stack, not searched */
+	/* The training stack's facts (stack.h); NULL = megatron-2022, the
+	 * stack the library's models were first calibrated on. */
+	const struct pipette_stack *stack;
 	/* Uneven pipeline split: layers of the first and the last virtual
 	 * stage (0 = even; with one chunk per rank these are the first and
 	 * last pipeline stages); -1 = no transformer layer, only the

@@ -12,6 +12,7 @@ core_libpipette_la_SOURCES = \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \
 	core/config.c core/config.h \
+	core/stack.c core/stack.h \
 	core/memory.c core/memory.h \
 	core/schedule.c core/schedule.h \
 	core/timing.c core/timing.h
@@ -41,7 +42,7 @@ pipette_SOURCES += core/cli/cmd_plan.c
 # Renderers of a plan: the environment contract, Megatron-LM arguments,
 # JSON and the table.
 core_libpipette_la_SOURCES += core/render/env.c core/render/megatron.c \
-	core/render/json.c core/render/table.c
+	core/render/json.c core/render/table.c core/render/nemo.c
 
 # Expert placement from routing traces (experts.h).  The trace, the cost
 # model and the greedy are in libpipette; the GLPK integer program

@@ -1,17 +1,18 @@
 #include "memory.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "schedule.h"
+#include "stack.h"
 
 #define MIB (1024.0 * 1024.0)
 
 /* Bytes per parameter (Megatron theoretical_memory_usage.py:293-296):
- * bf16 weights 2, fp32 main gradients 4, fp32 master weights 4 + Adam
- * moments 4 + 4 = 12, the latter sharded over data parallel ranks by the
- * distributed optimizer. */
+ * bf16 weights 2, fp32 master weights 4 + Adam moments 4 + 4 = 12, the
+ * latter sharded over data parallel ranks by the distributed optimizer.
+ * The main gradients are the stack's (4 fp32, 2 bf16: stack.h). */
 #define BYTES_PARAM 2.0
-#define BYTES_GRAD 4.0
 #define BYTES_OPTIM 12.0
 
 /* CUDA context and framework: "CUDA context 300-500 MB" in the notes of
@@ -20,9 +21,6 @@
 #define CUDA_CONTEXT_BYTES (500.0 * MIB)
 /* NCCL buffers: 0.5 GB per communicator whose size is > 1 (same tool). */
 #define NCCL_BYTES_PER_COMM 0.5e9
-/* Temporaries and fragmentation: Megatron adds 5% to activations
- * ("buffer for optimizer and misc temporaries", :449-451). */
-#define ACT_TEMP_FACTOR 0.05
 
 /* GPT-style blocks (GELU, LayerNorm) carry dropout and, in the runs of
  * Korthikanti et al., unfused attention; Llama-style blocks (SwiGLU,
@@ -48,7 +46,8 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 {
 	double s = (double)c->seq_len / c->cp, b = c->micro_batch, h = m->hidden;
 	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
-	double ffn_tensors = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 4.0 : 2.0;
+	double ffn_tensors = m->ffn_kind == PIPETTE_FFN_SWIGLU
+		? pipette_config_stack(c)->swiglu_saved : 2.0;
 	double repl, shard, mlp, scores = 0;
 
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)	/* only the layer input */
@@ -118,11 +117,34 @@ static double comm_buffers(const struct pipette_config *c)
 	return groups * NCCL_BYTES_PER_COMM;
 }
 
+/* The last stage's loss, for one micro-batch: the output layer's input
+ * and the logits as the stack keeps them (megatron-2022: fp32 logits and
+ * input, Megatron's theoretical_memory_usage.py :367-376; current stacks:
+ * bf16 logits plus the fp32 copy vocab-parallel cross entropy saves as its
+ * softmax, 6 bytes), and the deferred embedding weight gradient: with PP,
+ * the last stage keeps each micro-batch's logit gradient and input for up
+ * to wgrad_deferral_limit micro-batches (Megatron-Core tensor_parallel/
+ * layers.py, tests/data/stacks/memory-terms.md). */
+static double loss_bytes(const struct pipette_model *m, const struct pipette_config *c)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double s = (double)c->seq_len / c->cp, b = c->micro_batch, t = c->tp;
+	double h = m->hidden, v = m->vocab;
+	double bytes = s * b * (st->head_input_bytes * h + st->logits_bytes * v) / t;
+	long mbs = pipette_config_microbatches(c);
+
+	if (st->wgrad_deferral_limit > 0 && c->pp > 1)
+		bytes += (double)(mbs < st->wgrad_deferral_limit ? mbs : st->wgrad_deferral_limit) *
+			 2.0 * s * b * (v + h) / t;
+	return bytes;
+}
+
 void pipette_memory_stage(const struct pipette_model *m,
 			  const struct pipette_config *c, int stage,
 			  double inflight, struct pipette_stage_memory *out)
 {
-	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp;
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp, counted;
 	double b = c->micro_batch, t = c->tp;
 	double dp_opt = c->distributed_optimizer ? (double)c->dp * c->cp : 1.0;
 	double edp_opt = c->distributed_optimizer
@@ -140,7 +162,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 
 	stage_params(m, c, stage, &dense, &expert);
 	out->params_bytes = BYTES_PARAM * (dense + expert);
-	out->grads_bytes = BYTES_GRAD * (dense + expert);
+	out->grads_bytes = st->grad_bytes * (dense + expert);
 	out->optimizer_bytes = BYTES_OPTIM * (dense / dp_opt + expert / edp_opt);
 
 	for (l = first; l < first + n; l++)
@@ -161,13 +183,16 @@ void pipette_memory_stage(const struct pipette_model *m,
 	}
 	if (stage == 0)	/* token ids (int64) and, for GPT, the dropout mask */
 		act += inflight * s * b * (8.0 + (gpt_style(m) ? m->hidden : 0)) / t;
-	if (stage == pipette_config_last_rank(c))	/* output-layer input and fp32 logits, one
-				 * micro-batch (Megatron :367-376) */
-		act += 4.0 * s * b * ((double)m->hidden + (double)m->vocab) / t;
+	if (stage == pipette_config_last_rank(c))
+		act += loss_bytes(m, c);
 	out->activations_bytes = act;
-	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + ACT_TEMP_FACTOR * act;
+	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + st->act_temp_factor * act;
+	counted = out->params_bytes + out->grads_bytes + out->optimizer_bytes + act +
+		  st->act_temp_factor * act;
+	if (st->mem_fraction <= 0)
+		out->reserve_bytes = fmax(st->reserve_floor_bytes, st->reserve_fraction * counted);
 	out->total_bytes = out->params_bytes + out->grads_bytes + out->optimizer_bytes +
-			   out->activations_bytes + out->other_bytes;
+			   out->activations_bytes + out->other_bytes + out->reserve_bytes;
 }
 
 void pipette_memory_estimate(const struct pipette_model *m,

@@ -19,8 +19,10 @@
 #include "hardware.h"
 #include "model.h"
 
-/* Feasible when peak <= fraction * HBM: Fujii et al. found no OOM in 454
- * A100/H100 runs whose estimate stayed below 80% of device memory. */
+/* megatron-2022's rule, feasible when peak <= fraction * HBM: Fujii et
+ * al. found no OOM in 454 A100/H100 runs whose estimate stayed below 80%
+ * of device memory.  The current stacks count the allocator's reserve
+ * (stack.h) and compare with the whole HBM (fraction 1). */
 #define PIPETTE_DEFAULT_MEM_FRACTION 0.8
 
 struct pipette_stage_memory {
@@ -30,7 +32,8 @@ struct pipette_stage_memory {
 	double grads_bytes;
 	double optimizer_bytes;
 	double activations_bytes;
-	double other_bytes;	/* CUDA context, NCCL buffers, fragmentation */
+	double other_bytes;	/* CUDA context, NCCL buffers, temporaries */
+	double reserve_bytes;	/* the allocator's reserve the stack's rule adds */
 	double total_bytes;
 };
 

@@ -62,6 +62,21 @@ static const struct pipette_model presets[] = {
 	  .layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .head_dim = 128,
 	  .ffn = 29568, .ffn_kind = PIPETTE_FFN_SWIGLU, .norm = PIPETTE_NORM_RMSNORM,
 	  .vocab = 152064, .max_seq = 32768, .moe_layer_freq = 1 },
+	/* Nemotron-4: squared-ReLU two-matrix MLP, GQA with 8 KV heads, a
+	 * 256000-token vocabulary, untied embeddings, no biases, 4096-token
+	 * context: Parmar et al., "Nemotron-4 15B Technical Report", arXiv
+	 * 2402.16819, §2 and Table 1 (32 layers, hidden 6144, 48 heads, ffn
+	 * 4 x hidden); NVIDIA, "Nemotron-4 340B Technical Report", arXiv
+	 * 2406.11704, §2.1 and Table 1 (96 layers, hidden 18432, 96 heads,
+	 * ffn 73728). */
+	{ .name = "nemotron4-15b", .source = "arXiv 2402.16819 Table 1",
+	  .layers = 32, .hidden = 6144, .heads = 48, .kv_heads = 8, .head_dim = 128,
+	  .ffn = 24576, .ffn_kind = PIPETTE_FFN_RELU2, .norm = PIPETTE_NORM_LAYERNORM,
+	  .vocab = 256000, .max_seq = 4096, .moe_layer_freq = 1 },
+	{ .name = "nemotron4-340b", .source = "arXiv 2406.11704 Table 1",
+	  .layers = 96, .hidden = 18432, .heads = 96, .kv_heads = 8, .head_dim = 192,
+	  .ffn = 73728, .ffn_kind = PIPETTE_FFN_RELU2, .norm = PIPETTE_NORM_LAYERNORM,
+	  .vocab = 256000, .max_seq = 4096, .moe_layer_freq = 1 },
 	/* DeepSeek-V3: github.com/deepseek-ai/DeepSeek-V3 @9b4e978,
 	 * inference/configs/config_671B.json lines 2-20 (dimensions, experts,
 	 * MLA ranks); the context (max_position_embeddings 163840) and the one
@@ -354,10 +369,29 @@ static int hf_neox(struct hf_ctx *c, struct pipette_model *m)
 	return hf_bool(c, "tie_word_embeddings", 0, &m->tied_embeddings);
 }
 
+/* Hugging Face "nemotron" (transformers models/nemotron/
+ * configuration_nemotron.py): llama-like keys, a squared-ReLU MLP
+ * (hidden_act "relu2") of two matrices, LayerNorm, untied by default. */
+static int hf_nemotron(struct hf_ctx *c, struct pipette_model *m)
+{
+	const char *act;
+
+	if (hf_llama_like(c, m))
+		return -1;
+	act = hf_str(c, "hidden_act");
+	if (act && strcmp(act, "relu2"))
+		return pipette_fail(c->err, "%s: key 'hidden_act': '%.32s' is not supported for "
+				    "nemotron (relu2)", c->path, act);
+	m->ffn_kind = PIPETTE_FFN_RELU2;
+	m->norm = PIPETTE_NORM_LAYERNORM;
+	return 0;
+}
+
 static const struct {
 	const char *type;
 	int (*load)(struct hf_ctx *, struct pipette_model *);
 } hf_types[] = {
+	{ "nemotron", hf_nemotron },
 	{ "llama", hf_llama_like },
 	{ "mistral", hf_llama_like },
 	{ "qwen2", hf_llama_like },
@@ -395,7 +429,7 @@ int pipette_model_load_hf(const char *path, struct pipette_model *out,
 			break;
 	if (i == sizeof(hf_types) / sizeof(hf_types[0])) {
 		pipette_fail(err, "%s: key 'model_type': '%.48s' is not supported "
-			     "(llama, mistral, qwen2, mixtral, qwen2_moe, deepseek_v3, "
+			     "(llama, mistral, qwen2, nemotron, mixtral, qwen2_moe, deepseek_v3, "
 			     "deepseek_v2, gpt2, gpt_neox)", path, type);
 		goto out;
 	}

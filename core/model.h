@@ -14,6 +14,7 @@
 enum pipette_ffn_kind {
 	PIPETTE_FFN_GELU,	/* two matrices, h -> ffn -> h (GPT-2/3, NeoX) */
 	PIPETTE_FFN_SWIGLU,	/* three matrices: gate, up, down (Llama family) */
+	PIPETTE_FFN_RELU2,	/* squared ReLU, two matrices h -> ffn -> h (Nemotron-4) */
 };
 
 enum pipette_norm_kind {

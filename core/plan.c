@@ -99,8 +99,8 @@ static int check_request(const struct pipette_request *req,
 	if (req->seq_len < 0)
 		return pipette_fail(err, "sequence length %ld must be >= 1 (or 0: the model's)",
 				    req->seq_len);
-	if (!(req->mem_fraction > 0 && req->mem_fraction <= 1))
-		return pipette_fail(err, "memory fraction %g is not in (0, 1]",
+	if (!(req->mem_fraction >= 0 && req->mem_fraction <= 1))
+		return pipette_fail(err, "memory fraction %g is not in (0, 1] (0: the stack's)",
 				    req->mem_fraction);
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
 		if (pins[i] == 0 || pins[i] < -1)
@@ -168,7 +168,7 @@ int pipette_plan_node_index(const struct pipette_plan *plan, const char *name)
 static int fail_nofit(const struct pipette_search_stats *st, const struct pipette_model *m,
 		      const struct pipette_request *req, int world, struct pipette_err *err)
 {
-	char why[200] = "";
+	char why[256] = "";
 	int i, best = -1;
 
 	for (i = 0; i < PIPETTE_MEM_PART_COUNT; i++)
@@ -184,9 +184,15 @@ static int fail_nofit(const struct pipette_search_stats *st, const struct pipett
 	if (st->pruned_memory) {
 		const struct pipette_config *c = &st->least_excess_cfg;
 
-		snprintf(why, sizeof(why), "; %ld exceed %.0f%% of GPU memory (mostly %s); "
+		char limit[64];
+
+		if (c->stack && c->stack->mem_fraction <= 0 && req->mem_fraction >= 1)
+			snprintf(limit, sizeof(limit), "the GPU memory with the allocator's reserve");
+		else
+			snprintf(limit, sizeof(limit), "%.0f%% of GPU memory", 100 * req->mem_fraction);
+		snprintf(why, sizeof(why), "; %ld exceed %s (mostly %s); "
 			 "the closest, tp %d pp %d dp %d cp %d micro-batch %d, is %.2f GiB over",
-			 st->pruned_memory, 100 * req->mem_fraction,
+			 st->pruned_memory, limit,
 			 pipette_mem_part_name((enum pipette_mem_part)best), c->tp, c->pp,
 			 c->dp, c->cp, c->micro_batch, st->least_excess_bytes / PIPETTE_GIB);
 	}
@@ -243,8 +249,8 @@ static int compute_hash(struct pipette_plan *p)
 
 	if (!f)
 		return -1;
-	fprintf(f, "pipette-plan/1\nmodel=%s\ngpu=%s\nlaunch=%d\n", p->model.name, p->gpu->name,
-		(int)p->req.launch);
+	fprintf(f, "pipette-plan/1\nmodel=%s\ngpu=%s\nlaunch=%d\nstack=%s,%s\n", p->model.name,
+		p->gpu->name, (int)p->req.launch, p->stack.name, p->req.stack_options);
 	fprintf(f, "config=%d,%d,%d,%d,%d,%d,%d,%d,%ld,%ld,%d,%d,%d,%d,%d,%d,%d\n", c->tp, c->pp,
 		c->dp, c->cp, c->ep, c->etp, c->vpp, c->micro_batch, c->global_batch, c->seq_len,
 		(int)c->recompute, c->sequence_parallel, c->distributed_optimizer,
@@ -286,7 +292,7 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 		       struct pipette_bwcache **bw, struct pipette_cluster **cl,
 		       struct pipette_err *err)
 {
-	if (pipette_request_resolve(req, &p->req, &p->model, err))
+	if (pipette_request_resolve(req, &p->req, &p->model, &p->stack, err))
 		return -1;
 	req = &p->req;
 	if (req->pin_model_sha256[0] &&
@@ -347,6 +353,7 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.pins = req->pins;
 	in.compress = req->compress;
 	in.attention = req->attention;
+	in.stack = &p->stack;
 	in.allow_compression = req->allow_compression;
 	in.top_k = req->top_k > MAP_TOP ? req->top_k : MAP_TOP;
 	if (pipette_search_run(&in, sr, err))

@@ -24,8 +24,13 @@ struct pipette_request {
 	char gpu[64];				/* GPU type */
 	long global_batch;
 	long seq_len;		/* 0 = the model's context length */
-	double mem_fraction;
-	enum pipette_attention attention;	/* the stack's kernel (flash) */
+	double mem_fraction;	/* 0 = the stack's rule (stack.h) */
+	/* The training stack ("" = megatron) and overrides of its facts
+	 * ("key=value,key=value": pipette_stack_option). */
+	char stack[32];
+	char stack_options[256];
+	enum pipette_attention attention;
+	int attention_given;	/* 0: the stack's kernel */
 	struct pipette_pins pins;
 	enum pipette_mapping_mode mapping;
 	enum pipette_launch_mode launch;
@@ -64,8 +69,13 @@ struct pipette_plan;
  * once, seq_len 0 = the model's context length, top_k). */
 void pipette_request_init(struct pipette_request *req);
 struct pipette_model;
+struct pipette_stack;
 int pipette_request_resolve(const struct pipette_request *req, struct pipette_request *out,
-			    struct pipette_model *model, struct pipette_err *err);
+			    struct pipette_model *model, struct pipette_stack *stack,
+			    struct pipette_err *err);
+/* The one default of the sequence length, for every front end. */
+int pipette_default_seq_len(const struct pipette_model *model, long given, long *out,
+			    struct pipette_err *err);
 int pipette_plan_compute(const struct pipette_request *req,
 			 const struct pipette_cluster_spec *cluster,
 			 struct pipette_plan **out, struct pipette_err *err);
@@ -131,5 +141,9 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f);
 /* "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 ..." */
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len);
+/* NeMo 2.0 recipe overrides: "trainer.strategy.tensor_model_parallel_size=8 ..." */
+int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len);
+/* The plan in its stack's launch form (one of the two above). */
+int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len);
 
 #endif

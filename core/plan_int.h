@@ -9,6 +9,7 @@
 #include "model.h"
 #include "plan.h"
 #include "search.h"
+#include "stack.h"
 #include "timing.h"
 
 #define PIPETTE_GIB (1024.0 * 1024.0 * 1024.0)
@@ -24,6 +25,7 @@ struct plan_entry {
 struct pipette_plan {
 	struct pipette_request req;
 	struct pipette_model model;
+	struct pipette_stack stack;	/* resolved; every config points here */
 	const struct pipette_gpu_spec *gpu;
 	struct pipette_gpu_spec gpu_calibrated;
 	int nodes, G, world;

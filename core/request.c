@@ -7,6 +7,7 @@
 #include "memory.h"
 #include "model.h"
 #include "plan.h"
+#include "stack.h"
 
 /* Runners-up kept when the request does not say (the table's five rows). */
 #define DEFAULT_TOP_K 5
@@ -16,7 +17,7 @@ void pipette_request_init(struct pipette_request *req)
 	memset(req, 0, sizeof(*req));
 	req->global_batch = 0;
 	req->seq_len = 0;
-	req->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
+	req->mem_fraction = 0;	/* the stack's rule */
 	req->pins.tp = req->pins.pp = req->pins.dp = req->pins.cp = -1;
 	req->pins.ep = req->pins.etp = req->pins.vpp = req->pins.micro_batch = -1;
 	req->pins.schedule = req->pins.recompute = -1;
@@ -29,21 +30,50 @@ void pipette_request_init(struct pipette_request *req)
 }
 
 int pipette_request_resolve(const struct pipette_request *req, struct pipette_request *out,
-			    struct pipette_model *model, struct pipette_err *err)
+			    struct pipette_model *model, struct pipette_stack *stack,
+			    struct pipette_err *err)
 {
 	*out = *req;
 	if (out->top_k < 1)
 		out->top_k = DEFAULT_TOP_K;
+	if (pipette_stack_resolve(req->stack, req->stack_options, stack, err))
+		return -1;
+	/* The memory rule: the user's fraction, else the stack's (the flat
+	 * 80% of megatron-2022, or the whole HBM with the allocator's
+	 * reserve counted). */
+	if (out->mem_fraction <= 0)
+		out->mem_fraction = stack->mem_fraction > 0 ? stack->mem_fraction : 1.0;
+	if (!out->attention_given)
+		out->attention = stack->attention;
+	/* A plan never emits what its stack would run differently. */
+	if (out->pins.schedule >= 0 &&
+	    !pipette_stack_runs(stack, (enum pipette_schedule_kind)out->pins.schedule)) {
+		char runs[128];
+
+		pipette_stack_schedules_text(stack, runs, sizeof(runs));
+		return pipette_fail(err, "stack %s does not run schedule %s (it runs %s): pin "
+				    "one of those, or plan for --stack megatron-zb", stack->name,
+				    pipette_schedule_name((enum pipette_schedule_kind)out->pins.schedule),
+				    runs);
+	}
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
 			       err))
 		return -1;
-	/* The sequence length: the model's context length
-	 * (max_position_embeddings of its config) unless given. */
-	if (out->seq_len < 1) {
-		if (model->max_seq < 1)
-			return pipette_fail(err, "model %s names no context length: give the "
-					    "sequence length", model->name);
-		out->seq_len = model->max_seq;
+	return pipette_default_seq_len(model, out->seq_len, &out->seq_len, err);
+}
+
+int pipette_default_seq_len(const struct pipette_model *model, long given, long *out,
+			    struct pipette_err *err)
+{
+	/* The model's context length (max_position_embeddings of its
+	 * config) unless given. */
+	if (given > 0) {
+		*out = given;
+		return 0;
 	}
+	if (model->max_seq < 1)
+		return pipette_fail(err, "model %s names no context length: give the sequence "
+				    "length", model->name);
+	*out = model->max_seq;
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "bwcache.h"
 #include "schedule.h"
+#include "stack.h"
 
 /* Micro-batch sizes tried: powers of two up to 16.  Larger micro-batches
  * only add activation memory once GEMMs are large (Narayanan et al.,
@@ -228,7 +229,8 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 	for (sched = 0; sched < PIPETTE_SCHED_COUNT; sched++) {
 		int vlo, vhi;
 
-		if (!pinned_ok(pn->schedule, sched))
+		if (!pinned_ok(pn->schedule, sched) ||
+		    !pipette_stack_runs(pipette_config_stack(c), (enum pipette_schedule_kind)sched))
 			continue;
 		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B && pn->schedule < 0)
 			continue;	/* no pipeline: nothing to schedule */
@@ -301,6 +303,7 @@ static int enumerate(struct search *s, int world, int G)
 
 	pipette_config_init(&c);
 	c.attention = s->in->attention;
+	c.stack = s->in->stack;
 	c.global_batch = s->in->global_batch;
 	c.seq_len = s->in->seq_len;
 	for (tp = 1; tp <= world; tp++) {

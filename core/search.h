@@ -69,6 +69,9 @@ struct pipette_search_input {
 	int allow_compression;
 	/* The training stack's attention kernel, on every configuration. */
 	enum pipette_attention attention;
+	/* The training stack (NULL: megatron-2022): every configuration
+	 * carries it, and only the schedules it runs are searched. */
+	const struct pipette_stack *stack;
 };
 
 struct pipette_candidate {

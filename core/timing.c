@@ -1,5 +1,7 @@
 #include "timing.h"
 
+#include "stack.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -592,9 +594,12 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 		lt->b += attn + mem * 0.5;	/* attention core and its softmax */
 
 	/* TP: two all-reduces of the layer's activations forward and two
-	 * backward (all-gather + reduce-scatter with SP: the same volume). */
+	 * backward (all-gather + reduce-scatter with SP: the same volume),
+	 * of which the stack leaves tp_exposed unhidden (userbuffers
+	 * pipeline them with the GEMMs: stack.h). */
 	bytes_tp = 2.0 * T * h;
-	lt->tp_f = 2 * coll_time(COLL_AR, tp, bytes_tp);
+	lt->tp_f = 2 * coll_time(COLL_AR, tp, bytes_tp) *
+		   pipette_stack_tp_exposed(pipette_config_stack(c), c);
 	lt->tp_b = lt->tp_f;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		lt->tp_b += lt->tp_f;
@@ -847,7 +852,8 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 	}
 }
 
-/* DP gradient reduction of stage s over DP x CP (fp32 gradients; reduce-
+/* DP gradient reduction of stage s over DP x CP (the stack's gradient
+ * dtype, fp32 or bf16; reduce-
  * scatter + bf16 all-gather with the distributed optimizer).  It starts
  * with the last micro-batch's backward (--overlap-grad-reduce) and runs
  * past this stage's last op; the parameter all-gather of the distributed
@@ -863,7 +869,8 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 		       double *exposed)
 {
 	double h = m->hidden, dense_p = sm->params_bytes / 2.0, grad_elems = dense_p;
-	double comp_s = 0, dp_t;
+	double comp_s = 0, dp_t, gb = pipette_config_stack(c)->grad_bytes;
+	int overlap = pipette_config_stack(c)->dp_overlap;
 	int comp_mats = 0, p = c->pp;
 	struct group_links dp;
 
@@ -874,19 +881,20 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 		grad_elems -= (double)m->vocab * h / c->tp;
 	if (c->compress.dp_rank && (!c->compress.dp_stages || s < c->compress.dp_stages))
 		grad_elems = powersgd_stage(m, pl->gpu, c, s, grad_elems, &comp_s, &comp_mats);
-	worst_group(t, pl, c, s, G_DPCP, COLL_AR, 4.0 * grad_elems, &dp);
+	worst_group(t, pl, c, s, G_DPCP, COLL_AR, gb * grad_elems, &dp);
 	if (c->distributed_optimizer) {
 		double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
 
-		t->dp_rs[s] = coll_time(COLL_AG, &dp, 4.0 * grad_elems);
+		t->dp_rs[s] = coll_time(COLL_AG, &dp, gb * grad_elems);
 		dp_t = t->dp_rs[s] + ag;
-		*exposed = fmax(0, ag - st->f);
+		*exposed = overlap ? fmax(0, ag - st->f) : ag;
 	} else {
-		t->dp_rs[s] = coll_time(COLL_AR, &dp, 4.0 * grad_elems);
+		t->dp_rs[s] = coll_time(COLL_AR, &dp, gb * grad_elems);
 		dp_t = t->dp_rs[s];
 		*exposed = 0;
 	}
-	t->dp_win[s] = st->b + st->w;
+	/* Without overlap the reduction waits for the last backward. */
+	t->dp_win[s] = overlap ? st->b + st->w : 0;
 	if (comp_mats && dp.n > 1) {
 		/* PowerSGD reduces P, orthogonalises, then reduces Q: two
 		 * latency-bound collectives per matrix instead of one bucket,

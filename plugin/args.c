@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "plugin.h"
+#include "stack.h"
 
 /* Linux's default ephemeral range is 32768-60999
  * (Documentation/networking/ip-sysctl.rst, ip_local_port_range), so ports
@@ -118,6 +119,19 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	if (!strcmp(key, "attention")) {
 		if (pipette_attention_parse(v, &s->attention, err))
 			return pipette_fail_prefix(err, "plugstack argument ");
+		s->attention_given = 1;
+		return 0;
+	}
+	if (!strcmp(key, "stack") || !strcmp(key, "stack_option")) {
+		struct pipette_stack st;
+		int opt = key[5] == '_';
+
+		if (copy_value(opt ? s->stack_options : s->stack,
+			       opt ? sizeof(s->stack_options) : sizeof(s->stack), key, v, err))
+			return -1;
+		/* Check now: a typo in plugstack.conf is found at srun. */
+		if (pipette_stack_resolve(s->stack, s->stack_options, &st, err))
+			return pipette_fail_prefix(err, "plugstack argument %s: ", key);
 		return 0;
 	}
 	if (!strcmp(key, "default")) {

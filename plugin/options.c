@@ -42,6 +42,9 @@ static struct spank_option options[] = {
 	{ "pipette-dry-run", NULL,
 	  "[pipette] print the plan and fail the step without starting tasks",
 	  0, PIPETTE_OPT_DRY_RUN, option_cb },
+	{ "pipette-stack", "NAME",
+	  "[pipette] the training stack the job runs: megatron, nemo, megatron-zb, "
+	  "megatron-2022 (default: the site's)", 1, PIPETTE_OPT_STACK, option_cb },
 };
 
 /* --pipette-model=help: the presets, then the site's models. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "stack.h"
 #include "plugin.h"
 
 static const struct {
@@ -24,6 +25,7 @@ static const struct {
 	[PIPETTE_OPT_BANDWIDTH] = { "pipette-bandwidth", "PIPETTE_BANDWIDTH", 1 },
 	[PIPETTE_OPT_EXPLAIN] = { "pipette-explain", "PIPETTE_EXPLAIN", 0 },
 	[PIPETTE_OPT_DRY_RUN] = { "pipette-dry-run", "PIPETTE_DRY_RUN", 0 },
+	[PIPETTE_OPT_STACK] = { "pipette-stack", "PIPETTE_STACK", 1 },
 };
 
 const char *pipette_opt_name(enum pipette_opt_id id)
@@ -250,6 +252,14 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 			o->dry_run = b;
 		break;
 	}
+	case PIPETTE_OPT_STACK: {
+		struct pipette_stack st;
+
+		if (pipette_stack_lookup(arg, &st, err))
+			return pipette_fail_prefix(err, "%s: ", what);
+		(void)pipette_strlcpy(o->stack, st.name, sizeof(o->stack));
+		break;
+	}
 	case PIPETTE_OPT_COUNT:
 		break;
 	}
@@ -329,7 +339,8 @@ int pipette_opts_fallback(struct pipette_opts *o, const struct pipette_site *sit
 		if (i == PIPETTE_OPT_MODEL || (given & (1u << i)))
 			continue;
 		if (fallback_opt(o, (enum pipette_opt_id)i,
-				 !(planned && i == PIPETTE_OPT_SCHEDULE), env, &given, err))
+				 !(planned && (i == PIPETTE_OPT_SCHEDULE || i == PIPETTE_OPT_STACK)),
+				 env, &given, err))
 			return -1;
 	}
 	o->set = given;

@@ -33,6 +33,9 @@ struct pipette_site {
 	long budget;				/* search budget (0 = core's) */
 	double max_age_days;	/* warn about cache figures older (0 = never) */
 	enum pipette_attention attention;	/* the site's attention kernel */
+	int attention_given;			/* 0: the stack's */
+	char stack[32];				/* the site's stack ("" = megatron) */
+	char stack_options[256];		/* overrides of its facts */
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */
 	/* The planner child's limits (child.c). */
@@ -68,6 +71,7 @@ enum pipette_opt_id {
 	PIPETTE_OPT_BANDWIDTH,
 	PIPETTE_OPT_EXPLAIN,
 	PIPETTE_OPT_DRY_RUN,
+	PIPETTE_OPT_STACK,
 	PIPETTE_OPT_COUNT
 };
 
@@ -83,6 +87,7 @@ struct pipette_opts {
 	char bandwidth[PIPETTE_PATH_MAX];
 	int explain;			/* -1 unset, 0, 1 */
 	int dry_run;
+	char stack[32];			/* "" = the site's */
 	unsigned set;			/* bit (1u << id): given as an option */
 };
 
@@ -122,9 +127,9 @@ struct pipette_env_ops {
  * variables (SLURM_SPANK__SLURM_SPANK_OPTION_pipette_*, which count as
  * options: a batch step under sbatch --export=NONE gets its options only
  * that way), then from the PIPETTE_* input variables.
- * PIPETTE_SCHEDULE is also an output (the batch step exports the chosen
- * schedule): it is read as an input only when PIPETTE_TP, which is only
- * ever an output, is absent.  (PIPETTE_GLOBAL_BATCH is an output too, but
+ * PIPETTE_SCHEDULE and PIPETTE_STACK are also outputs (the batch step
+ * exports them): they are read as inputs only when PIPETTE_TP, which is
+ * only ever an output, is absent.  (PIPETTE_GLOBAL_BATCH is an output too, but
  * always equal to the request's.)  Nothing but PIPETTE_MODEL is read
  * unless the request turns pipette on. */
 int pipette_opts_fallback(struct pipette_opts *o, const struct pipette_site *site,

@@ -43,5 +43,9 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 		req->budget = s->budget;
 	req->stale_days = s->max_age_days;
 	req->attention = s->attention;
+	req->attention_given = s->attention_given;
+	if (pipette_strlcpy(req->stack, o->stack[0] ? o->stack : s->stack, sizeof(req->stack)) ||
+	    pipette_strlcpy(req->stack_options, s->stack_options, sizeof(req->stack_options)))
+		return pipette_fail(err, "stack name or options too long");
 	return 0;
 }

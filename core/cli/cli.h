@@ -15,7 +15,7 @@
 #define PIPETTE_EXIT_USAGE 2
 
 enum pipette_format { PIPETTE_FMT_TABLE, PIPETTE_FMT_JSON, PIPETTE_FMT_ENV,
-		      PIPETTE_FMT_MEGATRON };
+		      PIPETTE_FMT_MEGATRON, PIPETTE_FMT_NEMO, PIPETTE_FMT_LAUNCH };
 
 struct pipette_cmd {
 	const char *name;
@@ -25,6 +25,7 @@ struct pipette_cmd {
 
 int cmd_models(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_bandwidth(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

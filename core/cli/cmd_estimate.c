@@ -12,6 +12,7 @@
 #include "cluster.h"
 #include "hardware.h"
 #include "limits.h"
+#include "stack.h"
 #include "memory.h"
 #include "model.h"
 #include "plan.h"
@@ -32,7 +33,10 @@ static const char usage_text[] =
 "  --vpp N                  model chunks per pipeline rank (interleaved; 1)\n"
 "  --micro-batch N          sequences per micro-batch (1)\n"
 "  --global-batch N         sequences per iteration (dp x micro-batch)\n"
-"  --seq-len N              tokens per sequence (2048, or the model's maximum)\n"
+"  --seq-len N              tokens per sequence (the model's context length)\n"
+"  --stack NAME             the training stack (megatron, nemo, megatron-zb,\n"
+"                           megatron-2022; pipette stacks)\n"
+"  --stack-option K=V[,K=V] override a fact of the stack (see pipette plan)\n"
 "  --recompute none|selective|full\n"
 "  --sequence-parallel      shard norms/dropout activations over TP\n"
 "  --distributed-optimizer  shard optimizer states over DP (ZeRO-1)\n"
@@ -43,7 +47,7 @@ static const char usage_text[] =
 "  --first-stage-layers N --last-stage-layers N   uneven pipeline split: layers\n"
 "                           of the first/last virtual stage (-1: embedding or\n"
 "                           loss only)\n"
-"  --mem-fraction F         usable fraction of HBM (0.8)\n"
+"  --mem-fraction F         usable fraction of HBM (the stack's rule)\n"
 "  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
 "  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
 "  --timeline FILE.svg      draw the simulated pipeline timeline\n"
@@ -66,8 +70,9 @@ struct estimate_opts {
 	const char *calibration;
 	long nodes, gpus_per_node;
 	struct pipette_config cfg;
-	int global_batch_set, seq_len_set;
-	double mem_fraction;
+	int global_batch_set, seq_len_set, attention_set;
+	double mem_fraction;	/* 0: the stack's rule */
+	const char *stack, *stack_options;
 	enum pipette_format fmt;
 };
 
@@ -100,7 +105,7 @@ static const char *const value_options[] = {
 	"--first-stage-layers", "--last-stage-layers", "--model", "--gpu", "--nodes",
 	"--gpus-per-node", "--compress", "--calibration", "--timeline", "--models-dir",
 	"--global-batch", "--seq-len", "--mem-fraction", "--recompute", "--schedule",
-	"--attention", "--format", NULL
+	"--attention", "--format", "--stack", "--stack-option", NULL
 };
 
 static int parse(int argc, char **argv, struct estimate_opts *o)
@@ -112,7 +117,7 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	pipette_config_init(&o->cfg);
-	o->mem_fraction = PIPETTE_DEFAULT_MEM_FRACTION;
+	o->mem_fraction = 0;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		long n;
@@ -179,6 +184,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--attention")) {
 			if (pipette_attention_parse(v, &o->cfg.attention, &err))
 				return cli_error("--attention: %s", err.msg);
+			o->attention_set = 1;
+		} else if (!strcmp(name, "--stack") || !strcmp(name, "--stack-option")) {
+			*(name[7] ? &o->stack_options : &o->stack) = v;
 		} else if (!strcmp(name, "--format")) {
 			if (cli_parse_format(v, 3, &o->fmt))
 				return cli_error("--format: '%.32s': expected table or json", v);
@@ -212,6 +220,7 @@ static struct json_object *stage_json(const struct pipette_stage_memory *s, int 
 	json_object_object_add(o, "optimizer_bytes", bytes_json(s->optimizer_bytes));
 	json_object_object_add(o, "activations_bytes", bytes_json(s->activations_bytes));
 	json_object_object_add(o, "other_bytes", bytes_json(s->other_bytes));
+	json_object_object_add(o, "reserve_bytes", bytes_json(s->reserve_bytes));
 	json_object_object_add(o, "total_bytes", bytes_json(s->total_bytes));
 	return o;
 }
@@ -326,6 +335,7 @@ static void print_json(const struct pipette_model *m, const struct pipette_gpu_s
 	json_object_object_add(jm, "activations_bytes",
 			       bytes_json(mem->peak.activations_bytes));
 	json_object_object_add(jm, "other_bytes", bytes_json(mem->peak.other_bytes));
+	json_object_object_add(jm, "reserve_bytes", bytes_json(mem->peak.reserve_bytes));
 	arr = json_object_new_array();
 	for (s = 0; s < c->pp; s++)
 		json_object_array_add(arr, stage_json(&stages[s], s));
@@ -370,20 +380,21 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 	printf("tp %d  pp %d  dp %d  cp %d  ep %d  vpp %d  micro-batch %d  global batch %ld"
 	       "  seq %ld\n", c->tp, c->pp, c->dp, c->cp, c->ep, c->vpp, c->micro_batch,
 	       c->global_batch, c->seq_len);
-	printf("schedule %s  recompute %s  sequence parallel %s  distributed optimizer %s"
-	       "  attention %s  micro-batches %ld\n\n", pipette_schedule_name(c->schedule),
+	printf("stack %s  schedule %s  recompute %s  sequence parallel %s  distributed optimizer %s"
+	       "  attention %s  micro-batches %ld\n\n", pipette_config_stack(c)->name,
+	       pipette_schedule_name(c->schedule),
 	       pipette_recompute_name(c->recompute), c->sequence_parallel ? "on" : "off",
 	       c->distributed_optimizer ? "on" : "off", pipette_attention_name(c->attention),
 	       pipette_config_microbatches(c));
-	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
-	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "TOTAL");
+	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
+	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "RESERVE", "TOTAL");
 	for (s = 0; s < c->pp; s++) {
 		const struct pipette_stage_memory *st = &stages[s];
 
-		printf("%5d %6d %8.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", s, st->layers,
-		       st->inflight, st->params_bytes / gib, st->grads_bytes / gib,
+		printf("%5d %6d %8.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", s,
+		       st->layers, st->inflight, st->params_bytes / gib, st->grads_bytes / gib,
 		       st->optimizer_bytes / gib, st->activations_bytes / gib,
-		       st->other_bytes / gib, st->total_bytes / gib,
+		       st->other_bytes / gib, st->reserve_bytes / gib, st->total_bytes / gib,
 		       s == mem->peak_stage ? "  <- peak" : "");
 	}
 	printf("(GiB per GPU)\n\npeak %.2f GiB of %.2f GiB (limit %.2f GiB at %.0f%%): %s\n",
@@ -433,6 +444,7 @@ int cmd_estimate(int argc, char **argv)
 	struct pipette_timer *timer = NULL;
 	const struct pipette_gpu_spec *gpu;
 	struct pipette_gpu_spec calibrated;
+	struct pipette_stack stack;
 	int rc = parse(argc, argv, &o);
 
 	if (rc)
@@ -449,8 +461,18 @@ int cmd_estimate(int argc, char **argv)
 			return cli_error("--calibration: %s", err.msg);
 		gpu = &calibrated;
 	}
-	if (!o.seq_len_set)
-		o.cfg.seq_len = m.max_seq && m.max_seq < 2048 ? m.max_seq : 2048;
+	if (pipette_stack_resolve(o.stack, o.stack_options, &stack, &err))
+		return cli_error("--stack: %s", err.msg);
+	o.cfg.stack = &stack;
+	if (!o.attention_set)
+		o.cfg.attention = stack.attention;
+	if (o.mem_fraction <= 0)
+		o.mem_fraction = stack.mem_fraction > 0 ? stack.mem_fraction : 1.0;
+	if (!pipette_stack_runs(&stack, o.cfg.schedule))
+		return cli_error("--schedule %s: stack %s does not run it (see pipette stacks)",
+				 pipette_schedule_name(o.cfg.schedule), stack.name);
+	if (pipette_default_seq_len(&m, o.seq_len_set ? o.cfg.seq_len : 0, &o.cfg.seq_len, &err))
+		return cli_error("--seq-len: %s", err.msg);
 	if (!o.global_batch_set)
 		o.cfg.global_batch = (long)o.cfg.dp * o.cfg.micro_batch;
 	if (pipette_config_check(&m, &o.cfg, &err))

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "hardware.h"
 #include "model.h"
+#include "stack.h"
 
 static int list_format(int argc, char **argv, const char *cmd, enum pipette_format *fmt)
 {
@@ -31,7 +32,8 @@ static int list_format(int argc, char **argv, const char *cmd, enum pipette_form
 
 static const char *ffn_name(const struct pipette_model *m)
 {
-	return m->ffn_kind == PIPETTE_FFN_SWIGLU ? "swiglu" : "gelu";
+	return m->ffn_kind == PIPETTE_FFN_SWIGLU ? "swiglu"
+	       : m->ffn_kind == PIPETTE_FFN_RELU2 ? "relu2" : "gelu";
 }
 
 int cmd_models(int argc, char **argv)
@@ -128,5 +130,53 @@ int cmd_gpus(int argc, char **argv)
 		       g->hbm_bytes / (1024.0 * 1024.0 * 1024.0), g->hbm_gbps,
 		       g->nvlink_gbps, g->nic_gbps);
 	}
+	return PIPETTE_EXIT_OK;
+}
+
+int cmd_stacks(int argc, char **argv)
+{
+	enum pipette_format fmt;
+	char text[2048];
+	int i, rc = list_format(argc, argv, "stacks", &fmt);
+
+	if (rc)
+		return rc > 0 ? rc : PIPETTE_EXIT_OK;
+	if (fmt == PIPETTE_FMT_JSON) {
+		struct json_object *arr = json_object_new_array();
+
+		for (i = 0; i < PIPETTE_STACK_COUNT; i++) {
+			const struct pipette_stack *s = pipette_stack_get((enum pipette_stack_id)i);
+			struct json_object *o = json_object_new_object();
+
+			pipette_stack_schedules_text(s, text, sizeof(text));
+			json_object_object_add(o, "name", json_object_new_string(s->name));
+			json_object_object_add(o, "what", json_object_new_string(s->what));
+			json_object_object_add(o, "grad_bytes", json_object_new_double(s->grad_bytes));
+			json_object_object_add(o, "swiglu_saved", json_object_new_double(s->swiglu_saved));
+			json_object_object_add(o, "logits_bytes", json_object_new_double(s->logits_bytes));
+			json_object_object_add(o, "wgrad_deferral_limit",
+					       json_object_new_int(s->wgrad_deferral_limit));
+			json_object_object_add(o, "reserve_fraction",
+					       json_object_new_double(s->reserve_fraction));
+			json_object_object_add(o, "mem_fraction", json_object_new_double(s->mem_fraction));
+			json_object_object_add(o, "tp_exposed", json_object_new_double(s->tp_exposed));
+			json_object_object_add(o, "dp_overlap", json_object_new_boolean(s->dp_overlap));
+			json_object_object_add(o, "schedules", json_object_new_string(text));
+			json_object_object_add(o, "attention", json_object_new_string(
+				pipette_attention_name(s->attention)));
+			json_object_array_add(arr, o);
+		}
+		rc = puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY)) < 0;
+		json_object_put(arr);
+		return rc ? PIPETTE_EXIT_USAGE : PIPETTE_EXIT_OK;
+	}
+	for (i = 0; i < PIPETTE_STACK_COUNT; i++) {
+		if (pipette_stack_describe(pipette_stack_get((enum pipette_stack_id)i), text,
+					   sizeof(text)))
+			return cli_error("stacks: description too long");
+		printf("%s%s", i ? "\n" : "", text);
+	}
+	printf("\nThe default is %s.  Sources: tests/data/stacks/README.md.\n",
+	       pipette_stack_default_name());
 	return PIPETTE_EXIT_OK;
 }

@@ -11,7 +11,7 @@
 
 static const char usage_text[] =
 "usage: pipette plan --model M --nodes LIST|N --gpu TYPE --global-batch B\n"
-"                    --seq-len S [OPTIONS]\n"
+"                    [--seq-len S] [--stack NAME] [OPTIONS]\n"
 "\n"
 "Search the parallel configuration (TP/PP/DP/CP/EP, schedule, micro batch,\n"
 "recomputation, ...) for all GPUs of the nodes, prune by memory, rank by\n"
@@ -28,16 +28,24 @@ static const char usage_text[] =
 "  --max-age DAYS           warn when a figure of the cache used is older, or\n"
 "                           has no timestamp (0: never, the default)\n"
 "  --global-batch B         sequences per iteration\n"
-"  --seq-len S              tokens per sequence\n"
+"  --seq-len S              tokens per sequence (the model's context length)\n"
+"  --stack NAME             the training stack the job runs: megatron (the\n"
+"                           default), nemo, megatron-zb, megatron-2022\n"
+"                           (pipette stacks lists what each assumes)\n"
+"  --stack-option K=V[,K=V] override a fact of the stack: grad_reduce=fp32|bf16,\n"
+"                           tp_overlap=on|off, dp_overlap=on|off,\n"
+"                           wgrad_deferral=N, reserve=F\n"
 "  pins (the search keeps them fixed):\n"
 "  --tp N --pp N --dp N --cp N --ep N --etp N --vpp N --micro-batch N\n"
 "  --schedule 1f1b|interleaved|zb-h1|v-min|v-half|v-zb\n"
 "  --recompute none|selective|full\n"
 "  --sequence-parallel | --no-sequence-parallel\n"
 "  --distributed-optimizer | --no-distributed-optimizer\n"
-"  --attention flash|unfused  the attention kernel of the training stack\n"
-"                           (flash: FlashAttention or cuDNN fused, the default)\n"
-"  --mem-fraction F         usable fraction of HBM (0.8)\n"
+"  --attention flash|unfused  the attention kernel (the stack's: flash, or\n"
+"                           unfused for megatron-2022)\n"
+"  --mem-fraction F         usable fraction of HBM (the stack's rule: all of it\n"
+"                           with the allocator's reserve counted; 0.8 for\n"
+"                           megatron-2022)\n"
 "  --top K                  configurations listed (5)\n"
 "  --launch srun|torchrun   one task per GPU (any mapping) or per node (srun)\n"
 "  --mapping optimize|block search the rank-to-GPU mapping or keep Megatron's\n"
@@ -49,7 +57,9 @@ static const char usage_text[] =
 "                           (pp:R[:epilogue],dp:R[:stages=K],emb; Optimus-CC)\n"
 "  --allow-compression      let the plan add Optimus-CC compression where it is\n"
 "                           predicted faster (it changes training numerics)\n"
-"  --format table|json|env|megatron   (table)\n"
+"  --format table|json|env|megatron|nemo|launch   (table; launch: the\n"
+"                           stack's own form, Megatron-LM arguments or NeMo\n"
+"                           recipe overrides)\n"
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
 
@@ -100,7 +110,8 @@ static const char *const value_options[] = {
 	"--model", "--models-dir", "--bandwidth", "--gpu", "--nodes", "--gpus-per-node",
 	"--gpu-ids", "--global-batch", "--seq-len", "--mem-fraction", "--top",
 	"--calibration", "--compress", "--budget", "--schedule", "--attention",
-	"--recompute", "--launch", "--mapping", "--format", "--max-age", NULL
+	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
+	"--stack-option", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -138,6 +149,8 @@ static int parse_text(struct plan_opts *o, const char *name, const char *v)
 		{ "--bandwidth", REQ_FIELD(bandwidth), "path" },
 		{ "--gpu", REQ_FIELD(gpu), "name" },
 		{ "--calibration", REQ_FIELD(calibration), "path" },
+		{ "--stack", REQ_FIELD(stack), "name" },
+		{ "--stack-option", REQ_FIELD(stack_options), "list" },
 	};
 #undef REQ_FIELD
 	size_t i;
@@ -219,6 +232,7 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 	} else if (!strcmp(name, "--attention")) {
 		if (pipette_attention_parse(v, &o->req.attention, &err))
 			return cli_error("--attention: %s", err.msg);
+		o->req.attention_given = 1;
 	} else if (!strcmp(name, "--compress")) {
 		if (pipette_compression_parse(v, &o->req.compress, &err))
 			return cli_error("%s", err.msg);
@@ -237,9 +251,9 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		else
 			return cli_error("--mapping: '%.32s': expected optimize or block", v);
 	} else if (!strcmp(name, "--format")) {
-		if (cli_parse_format(v, 15, &o->fmt))
-			return cli_error("--format: '%.32s': expected table, json, env or "
-					 "megatron", v);
+		if (cli_parse_format(v, 63, &o->fmt))
+			return cli_error("--format: '%.32s': expected table, json, env, "
+					 "megatron, nemo or launch", v);
 	} else {
 		return NOT_MINE;
 	}
@@ -300,7 +314,7 @@ int cmd_plan(int argc, char **argv)
 	struct pipette_plan *plan = NULL;
 	struct pipette_err err;
 	const struct pipette_gpu_spec *gpu;
-	char **names = NULL, args[1024];
+	char **names = NULL, args[4096];
 	int n = 0, rc = parse(argc, argv, &o), G;
 
 	if (rc)
@@ -340,7 +354,11 @@ int cmd_plan(int argc, char **argv)
 		rc = pipette_plan_write_env(plan, stdout);
 		break;
 	case PIPETTE_FMT_MEGATRON:
-		rc = pipette_plan_megatron_args(plan, args, sizeof(args));
+	case PIPETTE_FMT_NEMO:
+	case PIPETTE_FMT_LAUNCH:
+		rc = o.fmt == PIPETTE_FMT_MEGATRON ? pipette_plan_megatron_args(plan, args, sizeof(args))
+		   : o.fmt == PIPETTE_FMT_NEMO ? pipette_plan_nemo_args(plan, args, sizeof(args))
+		   : pipette_plan_launch_args(plan, args, sizeof(args));
 		if (!rc)
 			rc = puts(args) < 0 ? -1 : 0;
 		break;

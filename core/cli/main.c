@@ -9,6 +9,7 @@
 static const struct pipette_cmd commands[] = {
 	{ "models", cmd_models, "list the built-in model presets" },
 	{ "gpus", cmd_gpus, "list the known GPU types and their specifications" },
+	{ "stacks", cmd_stacks, "list the training stacks a plan can be made for, with what each assumes" },
 	{ "estimate", cmd_estimate, "memory (and time) of one configuration" },
 	{ "bandwidth", cmd_bandwidth, "validate, show, import, merge or generate bandwidth caches" },
 	{ "plan", cmd_plan, "search the configuration and GPU mapping for a job" },

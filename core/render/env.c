@@ -22,6 +22,8 @@ static const struct {
 	{ "PIPETTE_PREDICTED_ITER_S", PIPETTE_ENV_JOB },
 	{ "PIPETTE_PREDICTED_MEM_GIB", PIPETTE_ENV_JOB },
 	{ "PIPETTE_MAPPING_GAIN", PIPETTE_ENV_JOB }, { "PIPETTE_PLAN_HASH", PIPETTE_ENV_JOB },
+	{ "PIPETTE_STACK", PIPETTE_ENV_JOB }, { "PIPETTE_LAUNCH_ARGS", PIPETTE_ENV_JOB },
+	{ "CUDA_DEVICE_MAX_CONNECTIONS", PIPETTE_ENV_JOB },
 	{ "RANK", PIPETTE_ENV_TASK }, { "LOCAL_RANK", PIPETTE_ENV_TASK },
 	{ "WORLD_SIZE", PIPETTE_ENV_TASK }, { "LOCAL_WORLD_SIZE", PIPETTE_ENV_TASK },
 	{ "NODE_RANK", PIPETTE_ENV_TASK }, { "MASTER_ADDR", PIPETTE_ENV_TASK },
@@ -38,7 +40,7 @@ int pipette_env_scope(const char *name)
 	return -1;
 }
 
-/* The value of job variable i of the table. */
+/* The value of job variable i of the table; 1 when the plan sets none. */
 static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -66,6 +68,17 @@ static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t 
 		return snprintf(v, len, "%.4f", pipette_plan_mapping_gain(plan)) < (int)len ? 0 : -1;
 	case 16:
 		return pipette_strlcpy(v, plan->hash, len);
+	case 17:
+		return pipette_strlcpy(v, plan->stack.name, len);
+	case 18:
+		return pipette_plan_launch_args(plan, v, len);
+	case 19:
+		/* Megatron asserts one hardware queue when TP or CP
+		 * communication must be ordered before the GEMMs it overlaps
+		 * (tests/data/stacks/megatron-rules.tsv). */
+		if (!plan->stack.one_connection || (c->tp == 1 && c->cp == 1))
+			return 1;
+		return pipette_strlcpy(v, "1", len);
 	default:
 		return -1;
 	}
@@ -73,13 +86,17 @@ static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t 
 
 int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set, void *ctx)
 {
-	char v[1024];
+	char v[2048];
 	size_t i;
+	int rc;
 
 	for (i = 0; i < sizeof(contract) / sizeof(contract[0]); i++) {
 		if (contract[i].scope != PIPETTE_ENV_JOB)
 			continue;
-		if (job_value(plan, i, v, sizeof(v)) || set(ctx, contract[i].name, v))
+		rc = job_value(plan, i, v, sizeof(v));
+		if (rc == 1)
+			continue;
+		if (rc || set(ctx, contract[i].name, v))
 			return -1;
 	}
 	return 0;

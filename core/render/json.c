@@ -85,6 +85,7 @@ static struct json_object *stage_mem_json(const struct pipette_stage_memory *s, 
 	json_object_object_add(o, "optimizer_bytes", jd(s->optimizer_bytes));
 	json_object_object_add(o, "activations_bytes", jd(s->activations_bytes));
 	json_object_object_add(o, "other_bytes", jd(s->other_bytes));
+	json_object_object_add(o, "reserve_bytes", jd(s->reserve_bytes));
 	json_object_object_add(o, "total_bytes", jd(s->total_bytes));
 	return o;
 }
@@ -226,6 +227,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "schema", json_object_new_string("pipette-plan/1"));
 	json_object_object_add(root, "model", json_object_new_string(plan->model.name));
 	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
+	json_object_object_add(root, "stack", json_object_new_string(plan->stack.name));
 	json_object_object_add(root, "plan_hash", json_object_new_string(plan->hash));
 	json_object_object_add(root, "cluster", cluster_json(plan));
 	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));

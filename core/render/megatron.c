@@ -6,6 +6,7 @@
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
+	const struct pipette_stack *st = &plan->stack;
 	size_t n = 0;
 	int w;
 
@@ -43,6 +44,26 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		ARG(" --recompute-granularity full --recompute-method uniform "
 		    "--recompute-num-layers 1");
+	if (st->core_flags) {
+		/* What the prediction assumes, named: BF16 training, the
+		 * gradient buffer's dtype, DP overlap (the parameter gather
+		 * only exists with the distributed optimizer), TP overlap with
+		 * userbuffers (sequence parallel only), the deferred
+		 * embedding wgrad.  Flags and rules: tests/data/stacks/. */
+		ARG(" --bf16");
+		if (st->grad_bytes == 2)
+			ARG(" --grad-reduce-in-bf16");
+		if (st->dp_overlap) {
+			ARG(" --overlap-grad-reduce");
+			if (c->distributed_optimizer)
+				ARG(" --overlap-param-gather");
+		}
+		if (pipette_stack_tp_exposed(st, c) < 1)
+			ARG(" --tp-comm-overlap");
+		if (st->wgrad_deferral_limit > 0 && c->pp > 1)
+			ARG(" --defer-embedding-wgrad-compute --wgrad-deferral-limit %d",
+			    st->wgrad_deferral_limit);
+	}
 	/* Compression exists only in the Optimus-CC fork of Megatron-LM;
 	 * its flag names (ecosystem.md §1.1). */
 	if (c->compress.pp_rank) {

@@ -126,9 +126,10 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	fprintf(f, "pipette plan: %s on %d node%s x %d %s (%s)\n", plan->model.name,
 		plan->nodes, plan->nodes == 1 ? "" : "s", plan->G, plan->gpu->name,
 		plan->req.bandwidth[0] ? plan->req.bandwidth : "nominal links");
-	fprintf(f, "global batch %ld, sequence length %ld, memory limit %.0f%% of %.1f GiB\n\n",
-		c->global_batch, c->seq_len, 100 * plan->req.mem_fraction,
-		plan->mem.capacity_bytes / PIPETTE_GIB);
+	fprintf(f, "stack %s, global batch %ld, sequence length %ld, memory limit %.0f%% of "
+		"%.1f GiB%s\n\n", plan->stack.name, c->global_batch, c->seq_len,
+		100 * plan->req.mem_fraction, plan->mem.capacity_bytes / PIPETTE_GIB,
+		plan->stack.mem_fraction > 0 ? "" : " (the allocator's reserve counted)");
 	fprintf(f, "%2s %3s %3s %4s %3s %3s %3s %3s %-11s %-9s %2s %2s %-9s %9s %9s %10s %6s %s\n",
 		"#", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "SCHEDULE", "RECOMPUTE", "SP",
 		"DO", "SPLIT", "ITER(s)", "DEFAULT", "TOKENS/s", "MFU", "MEM(GiB)");
@@ -163,10 +164,14 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	if (plan->model.experts)
 		write_experts_line(plan, f);
 	fprintf(f, "memory, stage %d (peak): params %.2f + grads %.2f + optimizer %.2f + "
-		"activations %.2f + other %.2f = %.2f GiB of %.2f GiB limit\n",
-		plan->mem.peak_stage, pk->params_bytes / PIPETTE_GIB, pk->grads_bytes / PIPETTE_GIB,
-		pk->optimizer_bytes / PIPETTE_GIB, pk->activations_bytes / PIPETTE_GIB, pk->other_bytes / PIPETTE_GIB,
-		plan->mem.peak_bytes / PIPETTE_GIB, plan->mem.limit_bytes / PIPETTE_GIB);
+		"activations %.2f + other %.2f", plan->mem.peak_stage,
+		pk->params_bytes / PIPETTE_GIB, pk->grads_bytes / PIPETTE_GIB,
+		pk->optimizer_bytes / PIPETTE_GIB, pk->activations_bytes / PIPETTE_GIB,
+		pk->other_bytes / PIPETTE_GIB);
+	if (pk->reserve_bytes > 0)
+		fprintf(f, " + allocator reserve %.2f", pk->reserve_bytes / PIPETTE_GIB);
+	fprintf(f, " = %.2f GiB of %.2f GiB limit\n", plan->mem.peak_bytes / PIPETTE_GIB,
+		plan->mem.limit_bytes / PIPETTE_GIB);
 	fprintf(f, "time: iteration %.4f s = pipeline %.4f (compute %.4f, TP %.4f, CP %.4f, "
 		"EP %.4f, bubble %.4f, PP exposed %.4f) + DP exposed %.4f + embedding %.4f + "
 		"optimizer %.4f\n", t->iteration_s, t->makespan_s, t->compute_s, t->tp_comm_s,

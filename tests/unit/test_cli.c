@@ -78,12 +78,13 @@ END_TEST
 START_TEST(test_estimate_table_and_nofit)
 {
 	expect("estimate --model llama3-8b --gpu h100 --tp 4 --global-batch 4", 0, "fits");
-	expect("estimate --model llama3-8b --gpu h100 --tp 4 --global-batch 4 "
+	expect("estimate --model llama3-8b --gpu h100 --tp 4 --global-batch 4 --seq-len 2048 "
 	       "--attention unfused", 0, "attention unfused");
 	/* 70B on one 80 GB GPU cannot fit: exit 1, said plainly. */
 	expect("estimate --model llama3-70b --gpu h100", 1, "DOES NOT FIT");
 	expect("estimate --model " TEST_DATADIR "/hf/mixtral-8x7b.json --gpu a100 --tp 2 --ep 8 "
-	       "--dp 8 --pp 2 --sequence-parallel --distributed-optimizer --global-batch 16", 0, "mixtral");
+	       "--dp 8 --pp 2 --sequence-parallel --distributed-optimizer --global-batch 16 "
+	       "--seq-len 2048", 0, "mixtral");
 }
 END_TEST
 

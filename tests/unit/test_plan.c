@@ -169,14 +169,21 @@ START_TEST(test_job_env_and_args)
 		"PIPETTE_SCHEDULE", "PIPETTE_RECOMPUTE", "PIPETTE_SEQUENCE_PARALLEL",
 		"PIPETTE_DISTRIBUTED_OPTIMIZER", "PIPETTE_MEGATRON_ARGS",
 		"PIPETTE_PREDICTED_ITER_S", "PIPETTE_PREDICTED_MEM_GIB", "PIPETTE_MAPPING_GAIN",
-		"PIPETTE_PLAN_HASH",
+		"PIPETTE_PLAN_HASH", "PIPETTE_STACK", "PIPETTE_LAUNCH_ARGS",
 	};
 	struct env e = { 0 };
 	char args[1024], want[128];
 	size_t i;
 
 	ck_assert_int_eq(pipette_plan_job_env(p, collect, &e), 0);
-	ck_assert_int_eq(e.n, (int)(sizeof(vars) / sizeof(vars[0])));
+	/* Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1. */
+	ck_assert_int_eq(e.n, (int)(sizeof(vars) / sizeof(vars[0])) + (c->tp > 1 || c->cp > 1));
+	if (c->tp > 1 || c->cp > 1)
+		ck_assert_str_eq(get(&e, "CUDA_DEVICE_MAX_CONNECTIONS"), "1");
+	else
+		ck_assert_ptr_null(get(&e, "CUDA_DEVICE_MAX_CONNECTIONS"));
+	ck_assert_str_eq(get(&e, "PIPETTE_STACK"), "megatron");
+	ck_assert_str_eq(get(&e, "PIPETTE_LAUNCH_ARGS"), get(&e, "PIPETTE_MEGATRON_ARGS"));
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		ck_assert_msg(get(&e, vars[i]) != NULL, "%s missing", vars[i]);
 	ck_assert_int_eq(atoi(get(&e, "PIPETTE_TP")), 8);
@@ -322,6 +329,11 @@ START_TEST(test_errors)
 	ck_assert_msg(!strncmp(err.msg, PIPETTE_PLAN_NOFIT_PREFIX,
 			       strlen(PIPETTE_PLAN_NOFIT_PREFIX)), "%s", err.msg);
 	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_NOFIT);
+	ck_assert_msg(strstr(err.msg, "exceed the GPU memory with the allocator's reserve") != NULL,
+		      "%s", err.msg);
+	/* megatron-2022 keeps the flat rule of Fujii et al. */
+	snprintf(req.stack, sizeof(req.stack), "megatron-2022");
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
 	ck_assert_msg(strstr(err.msg, "exceed 80% of GPU memory") != NULL, "%s", err.msg);
 }
 END_TEST

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "stack.h"
 #include "plugin.h"
 #include "check_run.h"
 
@@ -283,9 +284,15 @@ START_TEST(test_job_env_only_pipette)
 	ck_assert_ptr_nonnull(e);
 	env_init(e, &ops);
 	ck_assert_int_eq(pipette_apply_job(plan, &ops, &err), 0);
-	ck_assert_int_eq(e->n, 17);	/* the 16 PIPETTE_* names of DESIGN.md + PIPETTE_PLAN_HASH */
+	/* the 16 PIPETTE_* names of DESIGN.md, PIPETTE_PLAN_HASH, PIPETTE_STACK,
+	 * PIPETTE_LAUNCH_ARGS and, with TP or CP > 1 on a current stack,
+	 * CUDA_DEVICE_MAX_CONNECTIONS */
+	ck_assert_int_eq(e->n, 19 + (pipette_plan_config(plan)->tp > 1 ||
+				     pipette_plan_config(plan)->cp > 1));
 	for (i = 0; i < e->n; i++)
-		ck_assert_msg(!strncmp(e->v[i].name, "PIPETTE_", 8), "%s", e->v[i].name);
+		ck_assert_msg(!strncmp(e->v[i].name, "PIPETTE_", 8) ||
+			      !strcmp(e->v[i].name, "CUDA_DEVICE_MAX_CONNECTIONS"), "%s",
+			      e->v[i].name);
 	ck_assert_str_eq(val(e, "PIPETTE_GLOBAL_BATCH"), "64");
 	ck_assert_ptr_null(val(e, "RANK"));
 	free(e);
@@ -371,8 +378,9 @@ START_TEST(test_request_precedence)
 	{
 		struct pipette_request resolved;
 		struct pipette_model m;
+		struct pipette_stack st;
 
-		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &err), 0);
+		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &st, &err), 0);
 		ck_assert_int_eq(resolved.seq_len, 8192);
 	}
 	ck_assert_int_eq(req.mapping, PIPETTE_MAP_OPTIMIZE);
@@ -400,8 +408,9 @@ START_TEST(test_request_precedence)
 	{
 		struct pipette_request resolved;
 		struct pipette_model m;
+		struct pipette_stack st;
 
-		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &err), -1);
+		ck_assert_int_eq(pipette_request_resolve(&req, &resolved, &m, &st, &err), -1);
 		ck_assert_ptr_nonnull(strstr(err.msg, "no-such-model"));
 	}
 }

@@ -273,6 +273,10 @@ START_TEST(test_opts_set_values)
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_BANDWIDTH, "/tmp/bw.json", &err), 0);
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_EXPLAIN, NULL, &err), 0);
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_DRY_RUN, NULL, &err), 0);
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_STACK, "nemo", &err), 0);
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_STACK, "bogus", &err), -1);
+	ck_assert_msg(strstr(err.msg, "--pipette-stack: stack 'bogus'"), "%s", err.msg);
+	ck_assert_str_eq(o.stack, "nemo");
 	ck_assert_str_eq(o.model, "llama3-70b");
 	ck_assert_int_eq(o.global_batch, 1024);
 	ck_assert_int_eq(o.seq_len, 8192);

@@ -1,0 +1,75 @@
+/* pipette: the plan as NeMo 2.0 recipe overrides, in the form
+ * `nemo llm pretrain --factory RECIPE KEY=VALUE ...` (and NeMo-Run's
+ * dotted overrides) accept: the strategy's parallel sizes, the data
+ * module's batch sizes and sequence length, the model config's
+ * recomputation, the DDP overlap and the precision plugin's gradient
+ * dtype.  The keys and where NeMo defines them: tests/data/stacks/nemo.md.
+ * The performance recipes already carry TP overlap and the deferred
+ * embedding wgrad as callbacks; the plan assumes them and says so in the
+ * stack's facts (`pipette stacks`). */
+#include <stdio.h>
+
+#include "plan_int.h"
+
+static const char *py_bool(int b)
+{
+	return b ? "True" : "False";
+}
+
+int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	const struct pipette_stack *st = &plan->stack;
+	size_t n = 0;
+	int w;
+
+#define ARG(...) do { \
+		w = snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__); \
+		if (w < 0) return -1; \
+		n += (size_t)w; \
+	} while (0)
+	if (!len)
+		return -1;
+	buf[0] = '\0';
+	ARG("trainer.strategy.tensor_model_parallel_size=%d "
+	    "trainer.strategy.pipeline_model_parallel_size=%d "
+	    "trainer.strategy.context_parallel_size=%d", c->tp, c->pp, c->cp);
+	if (c->schedule == PIPETTE_SCHED_INTERLEAVED)
+		ARG(" trainer.strategy.virtual_pipeline_model_parallel_size=%d", c->vpp);
+	else
+		ARG(" trainer.strategy.virtual_pipeline_model_parallel_size=None");
+	if (plan->model.experts)
+		ARG(" trainer.strategy.expert_model_parallel_size=%d "
+		    "trainer.strategy.expert_tensor_parallel_size=%d", c->ep, c->etp);
+	if (c->first_stage_layers > 0)
+		ARG(" trainer.strategy.num_layers_in_first_pipeline_stage=%d",
+		    c->first_stage_layers);
+	if (c->last_stage_layers > 0)
+		ARG(" trainer.strategy.num_layers_in_last_pipeline_stage=%d",
+		    c->last_stage_layers);
+	ARG(" trainer.strategy.sequence_parallel=%s", py_bool(c->sequence_parallel));
+	ARG(" data.micro_batch_size=%d data.global_batch_size=%ld data.seq_length=%ld "
+	    "model.config.seq_length=%ld", c->micro_batch, c->global_batch, c->seq_len,
+	    c->seq_len);
+	if (c->recompute == PIPETTE_RECOMPUTE_NONE)
+		ARG(" model.config.recompute_granularity=None");
+	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
+		ARG(" model.config.recompute_granularity=selective");
+	else
+		ARG(" model.config.recompute_granularity=full model.config.recompute_method=uniform "
+		    "model.config.recompute_num_layers=1");
+	ARG(" optim.config.use_distributed_optimizer=%s", py_bool(c->distributed_optimizer));
+	ARG(" trainer.strategy.ddp.overlap_grad_reduce=%s", py_bool(st->dp_overlap));
+	ARG(" trainer.strategy.ddp.overlap_param_gather=%s",
+	    py_bool(st->dp_overlap && c->distributed_optimizer));
+	ARG(" trainer.plugins.grad_reduce_in_fp32=%s", py_bool(st->grad_bytes == 4));
+#undef ARG
+	return n < len ? 0 : -1;
+}
+
+int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	if (plan->stack.form == PIPETTE_FORM_NEMO)
+		return pipette_plan_nemo_args(plan, buf, len);
+	return pipette_plan_megatron_args(plan, buf, len);
+}

@@ -1,0 +1,276 @@
+/* pipette: the facts of each training stack (stack.h).
+ *
+ * Sources, read at these commits (tests/data/stacks/README.md has the
+ * lines and the rules pipette's launch output is checked against):
+ *   Megatron-LM  NVIDIA/Megatron-LM, megatron/training/arguments.py,
+ *                megatron/core/... (see each fact)
+ *   NeMo 2.0     NVIDIA/NeMo @d2b21556, nemo/collections/llm/recipes/
+ *   zero bubble  sail-sg/zero-bubble-pipeline-parallelism */
+#include "stack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define SCHED(k) (1u << (k))
+#define ALL_SCHEDULES ((1u << PIPETTE_SCHED_COUNT) - 1)
+/* Upstream Megatron-Core and NeMo run no pipelining, 1F1B and
+ * interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py,
+ * get_forward_backward_func; NeMo's MegatronStrategy exposes only
+ * virtual_pipeline_model_parallel_size). */
+#define MEGATRON_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED))
+
+/* The allocator's reserve: the two NeMo logs of tests/data/stacks/
+ * nemo-memory.tsv peak (torch.cuda.max_memory_reserved) 6% and 11% above
+ * the bytes the model counts; the larger, with a floor that no site
+ * calibration may go below. */
+#define RESERVE_FRACTION 0.11
+#define RESERVE_FLOOR_BYTES (2.0 * GIB)
+/* Temporaries: Megatron's theoretical_memory_usage.py adds 5% to the
+ * activations ("buffer for optimizer and misc temporaries"). */
+#define ACT_TEMP 0.05
+
+static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
+	[PIPETTE_STACK_MEGATRON] = {
+		.id = PIPETTE_STACK_MEGATRON, .name = "megatron",
+		.what = "Megatron-LM pretrain_gpt.py with the flags pipette emits (--bf16, "
+			"distributed optimizer, DP overlap)",
+		/* --bf16 keeps fp32 main gradients unless --grad-reduce-in-bf16 */
+		.grad_bytes = 4, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
+		.one_connection = 1, .core_flags = 1,
+	},
+	[PIPETTE_STACK_NEMO] = {
+		.id = PIPETTE_STACK_NEMO, .name = "nemo",
+		.what = "NeMo 2.0 performance recipes (bf16 gradients, TP overlap with "
+			"userbuffers, deferred embedding wgrad)",
+		.grad_bytes = 2, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 22, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.tp_exposed = 0.2, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NEMO,
+		.one_connection = 1, .core_flags = 1,
+	},
+	[PIPETTE_STACK_MEGATRON_ZB] = {
+		.id = PIPETTE_STACK_MEGATRON_ZB, .name = "megatron-zb",
+		.what = "the zero-bubble fork of Megatron-LM (ZB-H1, V-Min, V-Half, V-ZB)",
+		.grad_bytes = 4, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
+		.one_connection = 1, .core_flags = 1,
+	},
+	[PIPETTE_STACK_MEGATRON_2022] = {
+		.id = PIPETTE_STACK_MEGATRON_2022, .name = "megatron-2022",
+		.what = "the Megatron of the 2021-22 A100 papers: unfused attention, fp32 "
+			"gradients, the 80% rule of Fujii et al.",
+		/* Megatron's theoretical_memory_usage.py: 4 bytes of fp32 logits
+		 * and of the output layer's input; Fujii et al.'s 8*ffn bytes
+		 * for an unfused SwiGLU (four ffn-wide tensors). */
+		.grad_bytes = 4, .swiglu_saved = 4, .logits_bytes = 4, .head_input_bytes = 4,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.mem_fraction = 0.8,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
+		.attention = PIPETTE_ATTN_UNFUSED, .form = PIPETTE_FORM_MEGATRON,
+		.one_connection = 0,
+	},
+};
+
+const char *pipette_stack_default_name(void)
+{
+	return stacks[PIPETTE_STACK_MEGATRON].name;
+}
+
+const struct pipette_stack *pipette_stack_get(enum pipette_stack_id id)
+{
+	return (unsigned)id < PIPETTE_STACK_COUNT ? &stacks[id] : NULL;
+}
+
+const struct pipette_stack *pipette_config_stack(const struct pipette_config *c)
+{
+	return c->stack ? c->stack : &stacks[PIPETTE_STACK_MEGATRON_2022];
+}
+
+int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pipette_err *err)
+{
+	int i;
+
+	for (i = 0; name && i < PIPETTE_STACK_COUNT; i++)
+		if (!strcmp(name, stacks[i].name)) {
+			*out = stacks[i];
+			return 0;
+		}
+	return pipette_fail(err, "stack '%.32s': expected megatron, nemo, megatron-zb or "
+			    "megatron-2022 ('pipette stacks' lists them)", name ? name : "");
+}
+
+static int on_off(const char *key, const char *v, int *out, struct pipette_err *err)
+{
+	if (!strcmp(v, "on") || !strcmp(v, "1"))
+		*out = 1;
+	else if (!strcmp(v, "off") || !strcmp(v, "0"))
+		*out = 0;
+	else
+		return pipette_fail(err, "--stack-option %s: '%.16s': expected on or off", key, v);
+	return 0;
+}
+
+int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err)
+{
+	char key[32];
+	const char *eq = kv ? strchr(kv, '=') : NULL, *v;
+	int b;
+	long n;
+
+	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
+		return pipette_fail(err, "--stack-option '%.48s': expected key=value", kv ? kv : "");
+	memcpy(key, kv, (size_t)(eq - kv));
+	key[eq - kv] = '\0';
+	v = eq + 1;
+	if (!strcmp(key, "grad_reduce")) {
+		if (!strcmp(v, "fp32"))
+			s->grad_bytes = 4;
+		else if (!strcmp(v, "bf16"))
+			s->grad_bytes = 2;
+		else
+			return pipette_fail(err, "--stack-option grad_reduce: '%.16s': expected "
+					    "fp32 or bf16", v);
+		if (s->id == PIPETTE_STACK_MEGATRON_2022 && s->grad_bytes != 4)
+			return pipette_fail(err, "--stack-option grad_reduce=bf16: megatron-2022 "
+					    "has no --grad-reduce-in-bf16");
+		return 0;
+	}
+	if (!strcmp(key, "tp_overlap")) {
+		if (on_off(key, v, &b, err))
+			return -1;
+		if (b && s->id == PIPETTE_STACK_MEGATRON_2022)
+			return pipette_fail(err, "--stack-option tp_overlap=on: megatron-2022 has "
+					    "no TP communication overlap");
+		/* With userbuffers, what stays exposed is NeMo's calibrated
+		 * share; without, all of it. */
+		s->tp_exposed = b ? stacks[PIPETTE_STACK_NEMO].tp_exposed : 1.0;
+		return 0;
+	}
+	if (!strcmp(key, "dp_overlap"))
+		return on_off(key, v, &s->dp_overlap, err);
+	if (!strcmp(key, "wgrad_deferral")) {
+		if (pipette_parse_long(v, 0, 1000, &n, "--stack-option wgrad_deferral", err))
+			return -1;
+		if (n && s->id == PIPETTE_STACK_MEGATRON_2022)
+			return pipette_fail(err, "--stack-option wgrad_deferral: megatron-2022 "
+					    "cannot defer the embedding's weight gradient");
+		s->wgrad_deferral_limit = (int)n;
+		return 0;
+	}
+	if (!strcmp(key, "reserve")) {
+		double f;
+
+		if (pipette_parse_double(v, 0, 1, &f, "--stack-option reserve", err))
+			return -1;
+		s->reserve_fraction = f;
+		return 0;
+	}
+	return pipette_fail(err, "--stack-option '%.48s': unknown key '%s' (known: grad_reduce, "
+			    "tp_overlap, dp_overlap, wgrad_deferral, reserve)", kv, key);
+}
+
+double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)
+{
+	return c->tp > 1 && c->sequence_parallel ? s->tp_exposed : 1.0;
+}
+
+int pipette_stack_resolve(const char *name, const char *options, struct pipette_stack *out,
+			  struct pipette_err *err)
+{
+	char opts[256], *item, *save = NULL;
+
+	if (pipette_stack_lookup(name && *name ? name : pipette_stack_default_name(), out, err))
+		return -1;
+	if (!options || !*options)
+		return 0;
+	if (pipette_strlcpy(opts, options, sizeof(opts)))
+		return pipette_fail(err, "--stack-option: longer than %zu bytes", sizeof(opts) - 1);
+	for (item = strtok_r(opts, ",", &save); item; item = strtok_r(NULL, ",", &save))
+		if (pipette_stack_option(out, item, err))
+			return -1;
+	return 0;
+}
+
+int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k)
+{
+	return (unsigned)k < PIPETTE_SCHED_COUNT && (s->schedules & SCHED(k));
+}
+
+void pipette_stack_schedules_text(const struct pipette_stack *s, char *buf, size_t len)
+{
+	size_t off = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (k = 0; k < PIPETTE_SCHED_COUNT; k++) {
+		int w;
+
+		if (!pipette_stack_runs(s, (enum pipette_schedule_kind)k))
+			continue;
+		w = snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? ", " : "",
+			     pipette_schedule_name((enum pipette_schedule_kind)k));
+		if (w > 0)
+			off += (size_t)w;
+	}
+}
+
+int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
+{
+	char sched[128];
+	int w;
+
+	pipette_stack_schedules_text(s, sched, sizeof(sched));
+	w = snprintf(buf, len,
+		     "%s: %s\n"
+		     "  gradients          %s main-gradient buffer\n"
+		     "  SwiGLU saves       %g ffn-wide tensors per token\n"
+		     "  loss               %g bytes per logit, %g per output-layer input unit\n"
+		     "  embedding wgrad    %s\n"
+		     "  fit                %s\n"
+		     "  TP communication   %.0f%% exposed\n"
+		     "  DP communication   %s\n"
+		     "  schedules          %s\n"
+		     "  attention          %s\n"
+		     "  launch             %s%s\n",
+		     s->name, s->what, s->grad_bytes == 2 ? "bf16" : "fp32", s->swiglu_saved,
+		     s->logits_bytes, s->head_input_bytes,
+		     s->wgrad_deferral_limit ? "deferred (limit below)" : "not deferred",
+		     s->mem_fraction > 0 ? "peak <= mem-fraction x HBM"
+					 : "peak + allocator reserve <= HBM",
+		     100.0 * s->tp_exposed,
+		     s->dp_overlap ? "overlapped with backward and forward" : "exposed",
+		     sched, pipette_attention_name(s->attention),
+		     s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides" : "Megatron-LM arguments",
+		     s->one_connection ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1" : "");
+	if (w < 0 || (size_t)w >= len)
+		return -1;
+	if (s->wgrad_deferral_limit) {
+		size_t used = (size_t)w;
+
+		w = snprintf(buf + used, len - used, "  wgrad deferral     %d micro-batches\n",
+			     s->wgrad_deferral_limit);
+		if (w < 0 || (size_t)w >= len - used)
+			return -1;
+	}
+	if (s->mem_fraction <= 0) {
+		size_t used = strlen(buf);
+
+		w = snprintf(buf + used, len - used, "  allocator reserve  %.0f%% of the counted "
+			     "bytes, at least %.1f GiB\n", 100 * s->reserve_fraction,
+			     s->reserve_floor_bytes / GIB);
+		if (w < 0 || (size_t)w >= len - used)
+			return -1;
+	}
+	return 0;
+}

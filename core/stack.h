@@ -1,0 +1,77 @@
+/* pipette: the training stack, the software that runs the plan.
+ *
+ * Megatron-LM, NeMo 2.0 and the zero-bubble fork store gradients, save
+ * activations, overlap communication and schedule pipelines differently;
+ * a plan is made for one of them.  A stack is data: one row of facts per
+ * stack (stack.c), each with the upstream line it was read from, and any
+ * fact can be overridden by name (--stack-option key=value).  The
+ * estimators read the facts; nothing else branches on the stack's name. */
+#ifndef PIPETTE_STACK_H
+#define PIPETTE_STACK_H
+
+#include "config.h"
+#include "error.h"
+
+enum pipette_stack_id {
+	PIPETTE_STACK_MEGATRON,		/* Megatron-LM pretrain_gpt.py, pipette's flags */
+	PIPETTE_STACK_NEMO,		/* NeMo 2.0 performance recipes */
+	PIPETTE_STACK_MEGATRON_ZB,	/* sail-sg/zero-bubble-pipeline-parallelism */
+	PIPETTE_STACK_MEGATRON_2022,	/* the Megatron of the 2021-22 A100 papers */
+	PIPETTE_STACK_COUNT
+};
+
+/* How the stack's launch is written (rendering picks the renderer). */
+enum pipette_launch_form { PIPETTE_FORM_MEGATRON, PIPETTE_FORM_NEMO };
+
+struct pipette_stack {
+	enum pipette_stack_id id;
+	const char *name;
+	const char *what;		/* one line for `pipette stacks` */
+	/* Memory. */
+	double grad_bytes;		/* main-gradient buffer, bytes per parameter */
+	double swiglu_saved;		/* ffn-wide tensors a SwiGLU MLP saves */
+	double logits_bytes;		/* last stage: bytes per logit kept for the loss */
+	double head_input_bytes;	/* last stage: bytes per hidden unit of the output layer's input */
+	int wgrad_deferral_limit;	/* micro-batches of deferred embedding wgrad (0 = none) */
+	double act_temp_factor;		/* temporaries, as a share of the activations */
+	double reserve_fraction;	/* allocator reserve beyond allocated bytes */
+	double reserve_floor_bytes;	/* the reserve is never smaller */
+	double mem_fraction;		/* > 0: the old flat rule, peak <= fraction x HBM */
+	/* Time. */
+	double tp_exposed;		/* share of TP communication not hidden by GEMMs */
+	int dp_overlap;			/* DP reduce-scatter / gather overlapped */
+	/* Schedules it runs (bit (1 << enum pipette_schedule_kind)). */
+	unsigned schedules;
+	enum pipette_attention attention;
+	enum pipette_launch_form form;
+	/* The launch needs CUDA_DEVICE_MAX_CONNECTIONS=1 when TP > 1 or CP > 1. */
+	int one_connection;
+	/* The launch names every precision and overlap flag the prediction
+	 * assumes (Megatron-Core's flags; megatron-2022 predates them). */
+	int core_flags;
+};
+
+const struct pipette_stack *pipette_stack_get(enum pipette_stack_id id);
+/* The stack of a configuration (megatron-2022 when it names none). */
+const struct pipette_stack *pipette_config_stack(const struct pipette_config *c);
+/* By name ("megatron", "nemo", "megatron-zb", "megatron-2022"). */
+int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pipette_err *err);
+/* The stack named ("" = the default) with "key=value,key=value" overrides. */
+int pipette_stack_resolve(const char *name, const char *options, struct pipette_stack *out,
+			  struct pipette_err *err);
+/* Override one fact: "grad_reduce=fp32|bf16", "tp_overlap=on|off",
+ * "dp_overlap=on|off", "wgrad_deferral=N", "reserve=F"; an override the
+ * stack's launch cannot express is an error naming it. */
+int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err);
+/* The share of TP communication left exposed for this configuration:
+ * userbuffers overlap needs sequence parallelism and TP > 1. */
+double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c);
+/* Whether the stack runs this schedule. */
+int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k);
+/* "1f1b, interleaved" */
+void pipette_stack_schedules_text(const struct pipette_stack *s, char *buf, size_t len);
+/* One line per fact with its source, for `pipette stacks`. */
+int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len);
+const char *pipette_stack_default_name(void);
+
+#endif
