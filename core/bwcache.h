@@ -1,6 +1,8 @@
 /* pipette: the bandwidth cache (schema "pipette-bw/1").
  *
- * One JSON file keyed by Slurm node names (reference/ecosystem.md §5.6):
+ * One JSON file keyed by Slurm node names, so that a step's node list
+ * finds its figures without a mapping (pipette's own format, described
+ * for sites in pipette-bandwidth(5)):
  *
  *   {
  *     "schema": "pipette-bw/1", "units": "GB/s",
@@ -206,7 +208,10 @@ const char *pipette_bw_format_time(time_t t, char *buf, size_t size);
 /* ---- converters (bwimport.c) ---- */
 
 /* Pipette's original {"gpus": [hosts], "bandwidth": [["GB/s", ...]]}
- * (pipette-original.md §6.1): node x node sendrecv busbw as strings or
+ * (yimjinkyu1/date2024_pipette @a2b0683f, Megatron-LM-2.5/strategy/
+ * nccl-test/nccl-test-a100/: round_robin_test.py:93-120 writes it,
+ * run_nccl_test.sh:5-6,28 measures one 30 MiB message, 8 GPUs for the
+ * diagonal): node x node sendrecv busbw as strings or
  * numbers, symmetric; the diagonal, an 8-GPU intra-node sendrecv busbw, is
  * recorded for every GPU pair 0..gpus_per_node-1 of that node.  Figures are
  * added into bw with tool "pipette-legacy nccl-tests sendrecv_perf",

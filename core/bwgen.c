@@ -1,8 +1,10 @@
 /* pipette: synthetic bandwidth caches (etc/examples, tests).
  *
  * Not measurements: a healthy figure per link with multiplicative noise,
- * then the faults a real cluster shows (pipette-original.md §6: links far
- * below nominal; slower leaf switches; a GPU with NVLinks down).  The
+ * then the faults a real cluster shows (links heterogeneous and far below
+ * nominal: Yim et al., Pipette, DATE 2024, motivation 1, as restated in
+ * yimjinkyu1/date2024_pipette README.md:7 @a2b0683f; slower leaf
+ * switches; a GPU with NVLinks down).  The
  * random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
  * pseudorandom number generators", OOPSLA 2014), drawn in a fixed order so
  * the output depends only on the parameters. */

@@ -27,14 +27,16 @@
  *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
  *  H200 143771 MiB), not the marketing GB.
  *  Latencies: 10 us per NVLink step and 20 us per network step, the A100
- *  system constants of Calculon (systems/a100_80g.json, models.md §4.3).
+ *  system constants of Calculon (calculon-ai/calculon
+ *  systems/a100_80g.json:49,62 @caa4b11f).
  *  Link efficiencies: NVLink 0.65 and InfiniBand 0.9, also Calculon's
- *  a100_80g.json.  GEMM efficiency: a saturating curve
+ *  a100_80g.json (:47,60).  GEMM efficiency: a saturating curve
  *  eff = max * G / (G + half).  The half point, 0.9 GFLOP, matches the
  *  shape of Calculon's A100 steps (0.95 at >= 128 GFLOP, 0.9 at >= 16, 0.6
- *  at >= 1; processor.py:40-48).  The ceiling, 0.69, is fitted once on the
- *  18 A100 runs of models.md §5.1 and §5.2 (Narayanan et al. Table 1,
- *  Korthikanti et al. Table 5; `make validate`): it is the end-to-end
+ *  at >= 1; a100_80g.json:5-10, looked up by calculon/processor.py:40-48).
+ *  The ceiling, 0.69, is fitted once on the 18 A100 runs of Narayanan et
+ *  al. (SC'21) Table 1 and Korthikanti et al. (MLSys'23) Table 5
+ *  (tests/validate/validate.c; `make validate`): it is the end-to-end
  *  attained fraction of peak of large GEMMs inside Megatron, kernel
  *  launch gaps and non-GEMM kernels included, i.e. FRAMEWORK_SHARE (below)
  *  of the raw cuBLAS ceiling, 0.95 of peak for A100 in Calculon.
@@ -44,13 +46,15 @@
  *  2026-11-22): H100 806.4 and 808.7 TFLOP/s on two machines, H200 800.7,
  *  i.e. 0.817 and 0.810 of the 989 peak, not 0.95; times FRAMEWORK_SHARE.
  *  Half points 5.05, 7.37 (H100) and 6.29 (H200) GFLOP: 6.2 for both (one
- *  die).  Checked on models.md §5.11 (llm-foundry's H100 runs, `make
+ *  die).  Checked on llm-foundry's published H100 runs (mosaicml/
+ *  llm-foundry scripts/train/benchmarking/README.md @061f2c7c; `make
  *  validate`).  V100 and B200 are unmeasured: A100's ceiling, their half
  *  point scaled by peak (a faster GPU needs proportionally larger GEMMs to
  *  saturate), until pipette-probe measures them. */
 /* End-to-end share of a raw large-GEMM rate: the A100 ceiling fitted on
- * models.md §5.1/§5.2 (0.69, above) over the raw cuBLAS efficiency of
- * large A100 GEMMs in Calculon's a100_80g.json (0.95 at >= 128 GFLOP). */
+ * the runs of Narayanan et al. and Korthikanti et al. (0.69, above) over
+ * the raw cuBLAS efficiency of large A100 GEMMs in Calculon's
+ * a100_80g.json (0.95 at >= 128 GFLOP). */
 #define FRAMEWORK_SHARE (0.69 / 0.95)
 #define H100_RAW ((806.4 + 808.7) / 2 / 989.0)	/* [PROBE-H] */
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */

@@ -95,7 +95,8 @@ tests_unit_test_bwcache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_bwcache_LDADD = $(TEST_LDADD)
 EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
 
-# make validate: predicted vs published iteration times (models.md §5).
+# make validate: predicted vs published iteration times (the published runs
+# and their papers are listed in tests/validate/validate.c).
 noinst_PROGRAMS += tests/validate/validate
 tests_validate_validate_SOURCES = tests/validate/validate.c
 tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)

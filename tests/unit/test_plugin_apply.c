@@ -282,7 +282,8 @@ START_TEST(test_job_env_only_pipette)
 	ck_assert_ptr_nonnull(e);
 	env_init(e, &ops);
 	ck_assert_int_eq(pipette_apply_job(plan, &ops, &err), 0);
-	ck_assert_int_eq(e->n, 17);	/* the 16 PIPETTE_* names of DESIGN.md + PIPETTE_PLAN_HASH */
+	/* The 17 job variables of spank-pipette(8), "Job variables". */
+	ck_assert_int_eq(e->n, 17);
 	for (i = 0; i < e->n; i++)
 		ck_assert_msg(!strncmp(e->v[i].name, "PIPETTE_", 8), "%s", e->v[i].name);
 	ck_assert_str_eq(val(e, "PIPETTE_GLOBAL_BATCH"), "64");
