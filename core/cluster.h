@@ -9,9 +9,11 @@
  *               Slurm GPU index) > cache defaults > gpu->nvlink_gbps
  * (overrides are folded into the matrix when the cache is loaded), and the
  * same for latency: the figure's lat_us > defaults > nic/nvlink_lat_us.
- * Inter-node figures are per node pair (Pipette and Optimus-CC both work at
- * node granularity, ecosystem.md §5.6); every GPU pair of two nodes gets
- * the node pair's figure. */
+ * Inter-node figures are per node pair, as in the original Pipette's
+ * measured matrix (one nccl-tests sendrecv busbw per node pair:
+ * yimjinkyu1/date2024_pipette, Megatron-LM-2.5/strategy/nccl-test/
+ * nccl-test-a100/round_robin_test.py:93-120 @a2b0683f); every GPU pair of
+ * two nodes gets the node pair's figure. */
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 

@@ -1,7 +1,8 @@
 /* spank_pipette: the env-ops table backed by SPANK (LLNL use-env's shape).
  * In slurmstepd (remote) it is the job's environment through spank_getenv
  * and spank_setenv; on the submitting side it is the process environment
- * (spank.md §1.5). The unit tests pass their own table. */
+ * (spank(8), "SPANK PLUGINS": Slurm doc/man/man8/spank.8:232-255 at tag
+ * slurm-22-05-8-1). The unit tests pass their own table. */
 #include <slurm/spank.h>
 #include <stdlib.h>
 #include <string.h>

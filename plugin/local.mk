@@ -1,7 +1,8 @@
 # plugin: spank_pipette.so, a libtool module loaded by srun, sbatch, salloc,
 # slurmd and slurmstepd.  It links libpipette (a PIC convenience library)
 # and json-c, never libslurm: the spank_* and slurm_hostlist_* symbols come
-# from the host process (spank.md §1.8), hence no -Wl,--no-undefined.  The
+# from the host process (plugin/README.md, "Slurm facts it relies on"),
+# hence no -Wl,--no-undefined.  The
 # version script exports only plugin_* and slurm_spank_*.
 slurmplugindir = $(SLURM_PLUGINDIR)
 slurmplugin_LTLIBRARIES = plugin/spank_pipette.la

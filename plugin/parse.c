@@ -285,7 +285,8 @@ static int fallback_one(struct pipette_opts *o, enum pipette_opt_id id, const ch
 
 /* The variable Slurm itself uses to carry an option into a job:
  * SLURM_SPANK__SLURM_SPANK_OPTION_<plugin>_<option>, every character that
- * is not alphanumeric as '_' (spank.md §1.4). */
+ * is not alphanumeric as '_' (Slurm src/common/plugstack.c:1384-1424 and
+ * :1208 at tag slurm-22-05-8-1; plugin/README.md, "Slurm facts"). */
 static void option_var(enum pipette_opt_id id, char *buf, size_t len)
 {
 	char *p;

@@ -1,6 +1,8 @@
 /* spank_pipette: the plugin's internal interfaces.
  *
- * Two layers (STYLE.md, "Testable core: LLNL use-env"):
+ * Two layers, as LLNL's use-env plugin reaches the environment through a
+ * table of functions so that its core is tested without Slurm
+ * (grondo/slurm-spank-plugins use-env/use-env.h:56-60 @c918caa9):
  *  - SPANK-free parts, unit-tested with Check: the plugstack arguments
  *    (args.c), option and input-variable parsing (parse.c), building the
  *    core request (request.c) and applying a plan to an environment through

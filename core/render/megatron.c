@@ -65,7 +65,8 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 			    st->wgrad_deferral_limit);
 	}
 	/* Compression exists only in the Optimus-CC fork of Megatron-LM;
-	 * its flag names (ecosystem.md §1.1). */
+	 * its flag names (AIS-SNU/Optimus-CC megatron/arguments.py:328-425
+	 * @7f6437cc). */
 	if (c->compress.pp_rank) {
 		ARG(" --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
 		    c->compress.pp_rank);

@@ -6,8 +6,9 @@
 #
 # Usage: slurm-local.sh start|stop|restart|status|env|exec CMD...|clean
 #
-# Facts behind the choices: /work/shared/reference/slurm-local.md, and
-# tests/integration/README.md for what was checked on this project's CI box.
+# Facts behind the choices, with their sources: tests/integration/README.md,
+# "Why the cluster is set up this way" and what was checked on this
+# project's machine.
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")

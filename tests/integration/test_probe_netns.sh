@@ -240,7 +240,8 @@ cfg() { grep -o '"config":{[^}]*}' "$1" | head -n 1 | grep -o "\"$2\":[0-9]*" | 
 # mapping FILE KEY: a number from the mapping object (before its sigma).
 mapping() { grep -o '"mapping":{[^[]*' "$1" | grep -o "\"$2\":[-0-9.e+]*" | cut -d: -f2; }
 # stages FILE NODE: the pipeline stages NODE's ranks belong to.  Rank order
-# is tp-cp-ep-dp-pp (DESIGN.md), so stage = rank / (tp * cp * dp).
+# is Megatron's default tp-cp-ep-dp-pp (NVIDIA/Megatron-LM
+# megatron/core/parallel_state.py:617 @d98e8a64dd), so stage = rank / (tp * cp * dp).
 stages() {
     local per=$(($(cfg "$1" tp) * $(cfg "$1" cp) * $(cfg "$1" dp)))
     grep -o '"rank":[0-9]*,"node":"[^"]*"' "$1" | sed 's/"rank":\([0-9]*\),"node":"\([^"]*\)"/\1 \2/' \

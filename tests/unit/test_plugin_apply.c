@@ -91,23 +91,34 @@ static const char *const node_names[NODES] = { "gpu-a", "gpu-b" };
  * what Slurm gave rather than inventing indices. */
 static char *const slurm_gpus[GPUS] = { "10", "11", "12", "13", "14", "15", "16", "17" };
 
-static struct pipette_plan *make_plan(enum pipette_launch_mode launch)
+/* llama3-8b, global batch 64, sequence 2048 on nodes x 8 H100, planned
+ * through the plugin's request building with the site's settings. */
+static struct pipette_plan *plan_for(const struct pipette_site *site, const char *const *nodes,
+				     int n, enum pipette_launch_mode launch)
 {
-	struct pipette_site site;
 	struct pipette_opts o;
 	struct pipette_request req;
-	struct pipette_cluster_spec cs = { NODES, node_names, GPUS, NULL };
+	struct pipette_cluster_spec cs = { n, nodes, GPUS, NULL };
 	struct pipette_plan *plan = NULL;
 	struct pipette_err err;
 
-	pipette_site_init(&site);
-	strcpy(site.gpu, "H100");
 	pipette_opts_init(&o);
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_MODEL, "llama3-8b", &err), 0);
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_GLOBAL_BATCH, "64", &err), 0);
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_SEQ_LEN, "2048", &err), 0);
-	ck_assert_msg(pipette_request_build(&o, &site, launch, &req, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_request_build(&o, site, launch, &req, &err) == 0, "%s", err.msg);
 	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
+	return plan;
+}
+
+static struct pipette_plan *make_plan(enum pipette_launch_mode launch)
+{
+	struct pipette_site site;
+	struct pipette_plan *plan;
+
+	pipette_site_init(&site);
+	strcpy(site.gpu, "H100");
+	plan = plan_for(&site, node_names, NODES, launch);
 	ck_assert_int_eq(pipette_plan_world(plan), NODES * GPUS);
 	return plan;
 }
@@ -284,9 +295,9 @@ START_TEST(test_job_env_only_pipette)
 	ck_assert_ptr_nonnull(e);
 	env_init(e, &ops);
 	ck_assert_int_eq(pipette_apply_job(plan, &ops, &err), 0);
-	/* the 16 PIPETTE_* names of DESIGN.md, PIPETTE_PLAN_HASH, PIPETTE_STACK,
-	 * PIPETTE_LAUNCH_ARGS and, with TP or CP > 1 on a current stack,
-	 * CUDA_DEVICE_MAX_CONNECTIONS */
+	/* The job variables of spank-pipette(8), "Job variables": the 16 of
+	 * DESIGN.md, PIPETTE_PLAN_HASH, PIPETTE_STACK, PIPETTE_LAUNCH_ARGS and,
+	 * with TP or CP > 1 on a current stack, CUDA_DEVICE_MAX_CONNECTIONS. */
 	ck_assert_int_eq(e->n, 19 + (pipette_plan_config(plan)->tp > 1 ||
 				     pipette_plan_config(plan)->cp > 1));
 	for (i = 0; i < e->n; i++)
@@ -305,25 +316,15 @@ END_TEST
  * prints, and without max_age none. */
 static const char *site_plan_warnings(double max_age_days, char *buf, size_t len)
 {
-	const char *const nodes[] = { "node1", "node2", "node3", "node4" };
-	struct pipette_cluster_spec cs = { 4, nodes, GPUS, NULL };
+	static const char *const nodes[] = { "node1", "node2", "node3", "node4" };
 	struct pipette_site site;
-	struct pipette_opts o;
-	struct pipette_request req;
-	struct pipette_plan *plan = NULL;
-	struct pipette_err err;
+	struct pipette_plan *plan;
 
 	pipette_site_init(&site);
 	strcpy(site.gpu, "H100");
 	strcpy(site.bandwidth, TEST_DATADIR "/../../etc/examples/uniform-4x8-h100.json");
 	site.max_age_days = max_age_days;
-	pipette_opts_init(&o);
-	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_MODEL, "llama3-8b", &err), 0);
-	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_GLOBAL_BATCH, "64", &err), 0);
-	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_SEQ_LEN, "2048", &err), 0);
-	ck_assert_msg(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err) == 0,
-		      "%s", err.msg);
-	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
+	plan = plan_for(&site, nodes, 4, PIPETTE_LAUNCH_SRUN);
 	snprintf(buf, len, "%s", pipette_plan_warnings(plan));
 	pipette_plan_destroy(plan);
 	return buf;
