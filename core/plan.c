@@ -515,6 +515,16 @@ int pipette_plan_world(const struct pipette_plan *plan)
 	return plan->world;
 }
 
+int pipette_plan_ranked_count(const struct pipette_plan *plan)
+{
+	return plan->n_ranked;
+}
+
+const struct pipette_config *pipette_plan_ranked_config(const struct pipette_plan *plan, int i)
+{
+	return i >= 0 && i < plan->n_ranked ? &plan->ranked[i].cfg : NULL;
+}
+
 int pipette_plan_gpus_per_node(const struct pipette_plan *plan)
 {
 	return plan->G;

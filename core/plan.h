@@ -87,6 +87,9 @@ void pipette_plan_destroy(struct pipette_plan *plan);
 const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan);
 int pipette_plan_world(const struct pipette_plan *plan);
 int pipette_plan_gpus_per_node(const struct pipette_plan *plan);
+/* The ranked configurations (the winner first, up to the request's top_k). */
+int pipette_plan_ranked_count(const struct pipette_plan *plan);
+const struct pipette_config *pipette_plan_ranked_config(const struct pipette_plan *plan, int i);
 /* The plan's index of a node (its canonical position), or -1 if the plan
  * has no node of that name.  Every node index below is this one. */
 int pipette_plan_node_index(const struct pipette_plan *plan, const char *name);

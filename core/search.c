@@ -14,13 +14,13 @@
  * only add activation memory once GEMMs are large (Narayanan et al.,
  * SC'21, §3.4 find b = 1..8 best for GPT-scale models). */
 static const int micro_batches[] = { 1, 2, 4, 8, 16 };
-/* Largest context-parallel and interleaving degrees tried unpinned, to
- * bound the search (a pin may go beyond them): CP 16 keeps chunks of 8K
- * tokens, the length from which Megatron recommends CP (below), up to
- * 128K-token sequences; VPP 8 is well above the 2 and 3 chunks per rank
- * of the interleaved runs of Narayanan et al. (SC'21, Table 1). */
+/* Largest context-parallel degree tried unpinned, to bound the search (a
+ * pin may go beyond it): CP 16 keeps chunks of 8K tokens, the length from
+ * which Megatron recommends CP (below), up to 128K-token sequences.
+ * Interleaving is tried up to one layer per virtual stage: NVIDIA's NeMo
+ * recipes run GPT-3 175B and Nemotron-4 340B that way, VP 12 on PP 8
+ * (tests/data/stacks/nemo-h100-time.tsv). */
 #define MAX_CP 16
-#define MAX_VPP 8
 
 static const char *const part_names[PIPETTE_MEM_PART_COUNT] = {
 	"parameters", "gradients", "optimizer states", "activations",
@@ -237,7 +237,7 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 		c->schedule = (enum pipette_schedule_kind)sched;
 		if (sched == PIPETTE_SCHED_INTERLEAVED) {
 			vlo = 2;
-			vhi = MAX_VPP;
+			vhi = m->layers / c->pp;
 		} else if (sched == PIPETTE_SCHED_V_MIN || sched == PIPETTE_SCHED_V_HALF ||
 			   sched == PIPETTE_SCHED_V_ZB) {
 			vlo = vhi = 2;

@@ -52,7 +52,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.grad_bytes = 2, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 22, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
-		.tp_exposed = 0.2, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
+		.tp_exposed = 0.15, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NEMO,
 		.one_connection = 1, .core_flags = 1,
 	},

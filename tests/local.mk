@@ -99,7 +99,8 @@ EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
 # SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, the zero-bubble
 # paper's Tables 4 and 6, llm-foundry's H100 benchmarks; validate.c).
 noinst_PROGRAMS += tests/validate/validate
-tests_validate_validate_SOURCES = tests/validate/validate.c
+tests_validate_validate_SOURCES = tests/validate/validate.c tests/validate/validate.h \
+	tests/validate/current.c
 tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 EXTRA_DIST += tests/validate/gpu
 tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm

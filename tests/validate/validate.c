@@ -18,6 +18,7 @@
 #include "hardware.h"
 #include "model.h"
 #include "timing.h"
+#include "validate.h"
 
 struct gpt_case {
 	const char *name;
@@ -153,9 +154,9 @@ static struct pipette_cluster *cluster_for(int world, const struct pipette_gpu_s
 	return cl;
 }
 
-static int estimate(struct pipette_timer *t, const struct pipette_model *m,
-		    const struct pipette_gpu_spec *g, const struct pipette_config *c,
-		    struct pipette_time *out)
+int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,
+		      const struct pipette_gpu_spec *g, const struct pipette_config *c,
+		      struct pipette_time *out)
 {
 	struct pipette_err err;
 	struct pipette_cluster *cl;
@@ -199,10 +200,10 @@ static int layer_compute(struct pipette_timer *t, const struct pipette_gpu_spec 
 		m.norm = PIPETTE_NORM_RMSNORM;
 		m.bias = 0;
 	}
-	if (estimate(t, &m, g, &c, &a))
+	if (validate_estimate(t, &m, g, &c, &a))
 		return -1;
 	m.layers = 1;
-	if (estimate(t, &m, g, &c, &b))
+	if (validate_estimate(t, &m, g, &c, &b))
 		return -1;
 	*f = a.stage_f_s - b.stage_f_s;
 	*fbw = *f + (a.stage_b_s + a.stage_w_s) - (b.stage_b_s + b.stage_w_s);
@@ -265,6 +266,24 @@ struct errors {
 	int n;
 };
 
+int validate_plan_rank(const struct pipette_plan *plan, const struct pipette_config *c)
+{
+	int i;
+
+	for (i = 0; i < pipette_plan_ranked_count(plan); i++) {
+		const struct pipette_config *e = pipette_plan_ranked_config(plan, i);
+
+		if (e->tp == c->tp && e->pp == c->pp && e->dp == c->dp && e->cp == c->cp &&
+		    pipette_config_chunks(e) == pipette_config_chunks(c) &&
+		    e->micro_batch == c->micro_batch && e->schedule == c->schedule &&
+		    e->recompute == c->recompute && e->sequence_parallel == c->sequence_parallel &&
+		    e->distributed_optimizer == c->distributed_optimizer &&
+		    !e->first_stage_layers && !e->last_stage_layers)
+			return i + 1;
+	}
+	return 0;
+}
+
 static double relative_error(struct errors *e, double predicted, double published)
 {
 	double r = predicted / published - 1;
@@ -312,7 +331,7 @@ static int check_gpt(struct pipette_timer *t, const struct pipette_gpu_spec *a10
 		c.recompute = k->rc;
 		c.sequence_parallel = k->sp;
 		c.attention = PIPETTE_ATTN_UNFUSED;	/* Megatron of 2021-22 */
-		if (estimate(t, &m, a100, &c, &tm)) {
+		if (validate_estimate(t, &m, a100, &c, &tm)) {
 			failures++;
 			continue;
 		}
@@ -348,7 +367,7 @@ static int zb_samples(struct pipette_timer *t, const struct pipette_gpu_spec *a1
 	 * embedding and loss); for ZB-V the first and last of the 2p chunks,
 	 * which with these layer counts (2p - 2) leaves them empty. */
 	c.first_stage_layers = c.last_stage_layers = fl > 0 ? fl : -1;
-	if (estimate(t, &m, a100, &c, &tm))
+	if (validate_estimate(t, &m, a100, &c, &tm))
 		return -1;
 	*sps = (double)c.global_batch / tm.iteration_s / k->pp;
 	return 0;
@@ -428,7 +447,7 @@ static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h10
 		c.seq_len = k->seq;
 		c.distributed_optimizer = 1;
 		c.recompute = k->act_ckpt ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
-		if (estimate(t, &m, h100, &c, &tm)) {
+		if (validate_estimate(t, &m, h100, &c, &tm)) {
 			failures++;
 			continue;
 		}
@@ -450,6 +469,7 @@ int main(int argc, char **argv)
 	failures += check_gpt(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_zb(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_mpt(t, pipette_gpu_lookup("h100", NULL));
+	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
 	for (i = 1; i < argc; i++)
 		failures += layer_check(t, argv[i]);

@@ -1,0 +1,20 @@
+/* make validate: what validate.c shares with its other sections. */
+#ifndef PIPETTE_VALIDATE_H
+#define PIPETTE_VALIDATE_H
+
+#include "config.h"
+#include "hardware.h"
+#include "model.h"
+#include "plan.h"
+#include "timing.h"
+
+/* Estimate one configuration on nominal links of g (8 GPUs per node). */
+int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,
+		      const struct pipette_gpu_spec *g, const struct pipette_config *c,
+		      struct pipette_time *out);
+/* The 1-based rank of configuration c among the plan's ranked ones, or 0. */
+int validate_plan_rank(const struct pipette_plan *plan, const struct pipette_config *c);
+/* The current-stack section (current.c); datadir holds tests/data/stacks. */
+int validate_current(struct pipette_timer *t, const char *datadir);
+
+#endif
