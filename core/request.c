@@ -59,6 +59,10 @@ int pipette_request_resolve(const struct pipette_request *req, struct pipette_re
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
 			       err))
 		return -1;
+	if (model->tied_embeddings && !stack->tied_embeddings)
+		return pipette_fail(err, "stack %s needs untied embeddings (the zero-bubble fork "
+				    "asserts --untie-embeddings-and-output-weights) but model %s ties "
+				    "them", stack->name, model->name);
 	return pipette_default_seq_len(model, out->seq_len, &out->seq_len, err);
 }
 

@@ -250,8 +250,9 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 			if (sched == PIPETTE_SCHED_INTERLEAVED && m->layers % (c->pp * vpp))
 				continue;
 			c->vpp = vpp;
-			nfl = (vlo == 1) ? uneven_splits(m->layers, c->pp, fl, 16) : 1;
-			if (vlo != 1)
+			nfl = (vlo == 1 && pipette_config_stack(c)->uneven_split)
+				? uneven_splits(m->layers, c->pp, fl, 16) : 1;
+			if (nfl == 1)
 				fl[0][0] = fl[0][1] = 0;
 			for (mbi = 0; mbi < (int)(sizeof(micro_batches) / sizeof(int)); mbi++) {
 				int b = micro_batches[mbi];
@@ -342,7 +343,10 @@ static int enumerate(struct search *s, int world, int G)
 					/* Expert tensor parallelism: a divisor of tp
 					 * (Megatron's default is etp = tp; EP x ETP
 					 * experts sharded over the same ranks). */
-					for (etp = 1; etp <= (m->experts ? tp : 1); etp++) {
+					int etp_max = m->experts && pipette_config_stack(&c)->expert_tp
+						      ? tp : 1;
+
+					for (etp = 1; etp <= etp_max; etp++) {
 						if (tp % etp || !pinned_ok(pn->etp, etp))
 							continue;
 						if (m->experts && (dp * cp * tp) % (ep * etp))

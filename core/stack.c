@@ -43,7 +43,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
-		.one_connection = 1, .core_flags = 1,
+		.device_max_connections = 1, .core_flags = 1,
+		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
 	},
 	[PIPETTE_STACK_NEMO] = {
 		.id = PIPETTE_STACK_NEMO, .name = "nemo",
@@ -54,17 +55,25 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
 		.tp_exposed = 0.15, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NEMO,
-		.one_connection = 1, .core_flags = 1,
+		.device_max_connections = 1, .core_flags = 1,
+		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
 	},
+	/* The fork at 39f2c186 (tests/data/stacks/megatron-schedules.md §3):
+	 * untied embeddings only, no deferred embedding wgrad, DP overlap off
+	 * with the distributed optimizer under its schedules (zbpp_utils.py
+	 * :77-78, 130-133), CUDA_DEVICE_MAX_CONNECTIONS >= 8 (:94-101); its
+	 * older arguments.py has no uneven first/last stages, no expert TP
+	 * and no --grad-reduce-in-bf16. */
 	[PIPETTE_STACK_MEGATRON_ZB] = {
 		.id = PIPETTE_STACK_MEGATRON_ZB, .name = "megatron-zb",
 		.what = "the zero-bubble fork of Megatron-LM (ZB-H1, V-Min, V-Half, V-ZB)",
 		.grad_bytes = 4, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
-		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
-		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
-		.one_connection = 1, .core_flags = 1,
+		.tp_exposed = 1.0, .dp_overlap = 0, .schedules = ALL_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON_ZB,
+		.device_max_connections = 8, .core_flags = 1,
+		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 0,
 	},
 	[PIPETTE_STACK_MEGATRON_2022] = {
 		.id = PIPETTE_STACK_MEGATRON_2022, .name = "megatron-2022",
@@ -78,7 +87,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.mem_fraction = 0.8,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
 		.attention = PIPETTE_ATTN_UNFUSED, .form = PIPETTE_FORM_MEGATRON,
-		.one_connection = 0,
+		.device_max_connections = 0,
+		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
 	},
 };
 
@@ -141,9 +151,10 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		else
 			return pipette_fail(err, "--stack-option grad_reduce: '%.16s': expected "
 					    "fp32 or bf16", v);
-		if (s->id == PIPETTE_STACK_MEGATRON_2022 && s->grad_bytes != 4)
-			return pipette_fail(err, "--stack-option grad_reduce=bf16: megatron-2022 "
-					    "has no --grad-reduce-in-bf16");
+		if ((s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB) &&
+		    s->grad_bytes != 4)
+			return pipette_fail(err, "--stack-option grad_reduce=bf16: %s has no "
+					    "--grad-reduce-in-bf16", s->name);
 		return 0;
 	}
 	if (!strcmp(key, "tp_overlap")) {
@@ -152,19 +163,35 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		if (b && s->id == PIPETTE_STACK_MEGATRON_2022)
 			return pipette_fail(err, "--stack-option tp_overlap=on: megatron-2022 has "
 					    "no TP communication overlap");
+		if (!b && s->form == PIPETTE_FORM_NEMO)
+			return pipette_fail(err, "--stack-option tp_overlap=off: NeMo's performance "
+					    "recipes set it in their comm-overlap callback, which the "
+					    "recipe overrides cannot reach by name");
 		/* With userbuffers, what stays exposed is NeMo's calibrated
 		 * share; without, all of it. */
 		s->tp_exposed = b ? stacks[PIPETTE_STACK_NEMO].tp_exposed : 1.0;
 		return 0;
 	}
-	if (!strcmp(key, "dp_overlap"))
-		return on_off(key, v, &s->dp_overlap, err);
+	if (!strcmp(key, "dp_overlap")) {
+		if (on_off(key, v, &b, err))
+			return -1;
+		if (b && s->id == PIPETTE_STACK_MEGATRON_ZB)
+			return pipette_fail(err, "--stack-option dp_overlap=on: the zero-bubble "
+					    "schedules refuse DP overlap with the distributed optimizer");
+		/* NeMo's comm-overlap callback turns it on again with DP > 1
+		 * and the distributed optimizer (nemo.md, note 2). */
+		if (!b && s->form == PIPETTE_FORM_NEMO)
+			return pipette_fail(err, "--stack-option dp_overlap=off: NeMo's "
+					    "performance recipes overlap DP communication regardless");
+		s->dp_overlap = b;
+		return 0;
+	}
 	if (!strcmp(key, "wgrad_deferral")) {
 		if (pipette_parse_long(v, 0, 1000, &n, "--stack-option wgrad_deferral", err))
 			return -1;
-		if (n && s->id == PIPETTE_STACK_MEGATRON_2022)
-			return pipette_fail(err, "--stack-option wgrad_deferral: megatron-2022 "
-					    "cannot defer the embedding's weight gradient");
+		if (n && (s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB))
+			return pipette_fail(err, "--stack-option wgrad_deferral: %s cannot defer "
+					    "the embedding's weight gradient", s->name);
 		s->wgrad_deferral_limit = (int)n;
 		return 0;
 	}
@@ -251,8 +278,11 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 		     100.0 * s->tp_exposed,
 		     s->dp_overlap ? "overlapped with backward and forward" : "exposed",
 		     sched, pipette_attention_name(s->attention),
-		     s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides" : "Megatron-LM arguments",
-		     s->one_connection ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1" : "");
+		     s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
+		     : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"
+		     : "Megatron-LM arguments",
+		     s->device_max_connections == 1 ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1"
+		     : s->device_max_connections ? ", CUDA_DEVICE_MAX_CONNECTIONS=8" : "");
 	if (w < 0 || (size_t)w >= len)
 		return -1;
 	if (s->wgrad_deferral_limit) {

@@ -20,8 +20,10 @@ enum pipette_stack_id {
 	PIPETTE_STACK_COUNT
 };
 
-/* How the stack's launch is written (rendering picks the renderer). */
-enum pipette_launch_form { PIPETTE_FORM_MEGATRON, PIPETTE_FORM_NEMO };
+/* How the stack's launch is written (rendering picks the renderer):
+ * upstream Megatron-LM's arguments, the zero-bubble fork's (an older
+ * Megatron with its own schedule flags), or NeMo 2.0 recipe overrides. */
+enum pipette_launch_form { PIPETTE_FORM_MEGATRON, PIPETTE_FORM_MEGATRON_ZB, PIPETTE_FORM_NEMO };
 
 struct pipette_stack {
 	enum pipette_stack_id id;
@@ -44,8 +46,15 @@ struct pipette_stack {
 	unsigned schedules;
 	enum pipette_attention attention;
 	enum pipette_launch_form form;
-	/* The launch needs CUDA_DEVICE_MAX_CONNECTIONS=1 when TP > 1 or CP > 1. */
-	int one_connection;
+	/* CUDA_DEVICE_MAX_CONNECTIONS the launch must set: 1 when TP or CP >
+	 * 1 (Megatron-Core asserts it on Hopper and earlier), 8 always (the
+	 * zero-bubble runtime asserts >= 8), 0 never. */
+	int device_max_connections;
+	/* What the launch can express: uneven first/last stages, expert
+	 * tensor parallelism; a model with tied embeddings. */
+	int uneven_split;
+	int expert_tp;
+	int tied_embeddings;
 	/* The launch names every precision and overlap flag the prediction
 	 * assumes (Megatron-Core's flags; megatron-2022 predates them). */
 	int core_flags;

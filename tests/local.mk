@@ -141,6 +141,14 @@ tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
 
+# Launch output against the flags and rules of each stack's parser
+# (tests/data/stacks), schedules per stack, the stacks' memory facts.
+check_PROGRAMS += tests/unit/test_launch
+TESTS += tests/unit/test_launch
+tests_unit_test_launch_SOURCES = tests/unit/test_launch.c
+tests_unit_test_launch_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launch_LDADD = $(TEST_LDADD)
+
 # Search, mapping and plan: quality against the default order and brute
 # force, and speed at 16 and 1024 nodes (make bench).
 BENCH_BINS += tests/bench/bench_plan

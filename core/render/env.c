@@ -73,12 +73,16 @@ static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t 
 	case 18:
 		return pipette_plan_launch_args(plan, v, len);
 	case 19:
-		/* Megatron asserts one hardware queue when TP or CP
-		 * communication must be ordered before the GEMMs it overlaps
-		 * (tests/data/stacks/megatron-rules.tsv). */
-		if (!plan->stack.one_connection || (c->tp == 1 && c->cp == 1))
-			return 1;
-		return pipette_strlcpy(v, "1", len);
+		/* Megatron-Core asserts one hardware queue when TP or CP
+		 * communication must be ordered before the GEMMs it overlaps;
+		 * the zero-bubble runtime asserts at least 8
+		 * (tests/data/stacks/megatron-rules.tsv, megatron-schedules.md). */
+		if (plan->stack.device_max_connections == 1 && (c->tp > 1 || c->cp > 1))
+			return pipette_strlcpy(v, "1", len);
+		if (plan->stack.device_max_connections > 1)
+			return snprintf(v, len, "%d", plan->stack.device_max_connections) <
+			       (int)len ? 0 : -1;
+		return 1;
 	default:
 		return -1;
 	}

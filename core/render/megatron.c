@@ -1,86 +1,173 @@
-/* pipette: the plan as Megatron-LM arguments (pretrain_gpt.py). */
+/* pipette: the plan as Megatron-LM arguments (pretrain_gpt.py), in the
+ * dialect of the plan's stack: upstream Megatron-LM, or the zero-bubble
+ * fork, whose older arguments.py names virtual stages by layers and
+ * FlashAttention by --use-flash-attn and adds its schedule flags.  Every
+ * flag and the rules that combine them are in tests/data/stacks/
+ * (megatron-args.tsv, megatron-rules.tsv, megatron-schedules.md), and
+ * tests/unit/test_launch.c checks each emitted line against them. */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "plan_int.h"
 
-int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
+struct args {
+	char *buf;
+	size_t len, n;
+	int bad;
+};
+
+static void add(struct args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add(struct args *a, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(a->buf + a->n, a->n < a->len ? a->len - a->n : 0, fmt, ap);
+	va_end(ap);
+	if (w < 0)
+		a->bad = 1;
+	else
+		a->n += (size_t)w;
+}
+
+static int zb_fork(const struct pipette_plan *plan)
+{
+	return plan->stack.form == PIPETTE_FORM_MEGATRON_ZB;
+}
+
+/* Pipeline layout: virtual stages and uneven ends. */
+static void layout_args(const struct pipette_plan *plan, struct args *a)
+{
+	const struct pipette_config *c = &plan->cfg;
+
+	if (c->schedule == PIPETTE_SCHED_INTERLEAVED) {
+		if (zb_fork(plan))
+			add(a, " --num-layers-per-virtual-pipeline-stage %d",
+			    plan->model.layers / (c->pp * c->vpp));
+		else
+			add(a, " --num-virtual-stages-per-pipeline-rank %d", c->vpp);
+	}
+	if (c->first_stage_layers)
+		add(a, " --decoder-first-pipeline-num-layers %d", c->first_stage_layers);
+	if (c->last_stage_layers)
+		add(a, " --decoder-last-pipeline-num-layers %d", c->last_stage_layers);
+}
+
+/* The zero-bubble fork's schedules (megatron-schedules.md §3): its
+ * runtime named explicitly; ZB-H1 is the ZB family with one pipeline's
+ * worth of pending backward passes (the 1F1B memory); the V schedules
+ * set their two virtual stages themselves. */
+static void zb_schedule_args(const struct pipette_config *c, struct args *a)
+{
+	switch (c->schedule) {
+	case PIPETTE_SCHED_ZB_H1:
+		add(a, " --enable-zb-runtime --enable-zero-bubble "
+		    "--zero-bubble-max-pending-backward %d", c->pp);
+		break;
+	case PIPETTE_SCHED_V_MIN:
+	case PIPETTE_SCHED_V_HALF:
+	case PIPETTE_SCHED_V_ZB:
+		add(a, " --enable-zb-runtime --zero-bubble-v-schedule "
+		    "--zero-bubble-v-schedule-mem-setup %s",
+		    c->schedule == PIPETTE_SCHED_V_MIN ? "min"
+		    : c->schedule == PIPETTE_SCHED_V_HALF ? "half" : "zb");
+		break;
+	default:
+		break;
+	}
+}
+
+static void recompute_args(const struct pipette_config *c, struct args *a)
+{
+	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
+		add(a, " --recompute-granularity selective");
+	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
+		add(a, " --recompute-granularity full --recompute-method uniform "
+		    "--recompute-num-layers 1");
+}
+
+/* What the prediction assumes, named: BF16 training, the gradient
+ * buffer's dtype, DP overlap (the parameter gather only with the
+ * distributed optimizer), TP overlap with userbuffers (sequence parallel
+ * only), the deferred embedding wgrad (pipelined only). */
+static void stack_args(const struct pipette_plan *plan, struct args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
 	const struct pipette_stack *st = &plan->stack;
-	size_t n = 0;
-	int w;
 
-#define ARG(...) do { \
-		w = snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__); \
-		if (w < 0) return -1; \
-		n += (size_t)w; \
-	} while (0)
-	if (!len)
-		return -1;
-	buf[0] = '\0';
-	ARG("--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
-	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
-	if (plan->model.experts)
-		ARG(" --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
-		    c->ep, c->etp);
-	if (c->schedule == PIPETTE_SCHED_INTERLEAVED)
-		ARG(" --num-virtual-stages-per-pipeline-rank %d", c->vpp);
-	if (c->first_stage_layers)
-		ARG(" --decoder-first-pipeline-num-layers %d", c->first_stage_layers);
-	if (c->last_stage_layers)
-		ARG(" --decoder-last-pipeline-num-layers %d", c->last_stage_layers);
-	ARG(" --micro-batch-size %d --global-batch-size %ld --seq-length %ld",
-	    c->micro_batch, c->global_batch, c->seq_len);
-	if (c->sequence_parallel)
-		ARG(" --sequence-parallel");
-	if (c->distributed_optimizer)
-		ARG(" --use-distributed-optimizer");
-	/* Flash: Megatron-Core's default backend (auto) already picks a fused
-	 * kernel; only the unfused one needs asking for. */
-	if (c->attention == PIPETTE_ATTN_UNFUSED)
-		ARG(" --attention-backend unfused");
-	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
-		ARG(" --recompute-granularity selective");
-	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
-		ARG(" --recompute-granularity full --recompute-method uniform "
-		    "--recompute-num-layers 1");
-	if (st->core_flags) {
-		/* What the prediction assumes, named: BF16 training, the
-		 * gradient buffer's dtype, DP overlap (the parameter gather
-		 * only exists with the distributed optimizer), TP overlap with
-		 * userbuffers (sequence parallel only), the deferred
-		 * embedding wgrad.  Flags and rules: tests/data/stacks/. */
-		ARG(" --bf16");
-		if (st->grad_bytes == 2)
-			ARG(" --grad-reduce-in-bf16");
-		if (st->dp_overlap) {
-			ARG(" --overlap-grad-reduce");
-			if (c->distributed_optimizer)
-				ARG(" --overlap-param-gather");
-		}
-		if (pipette_stack_tp_exposed(st, c) < 1)
-			ARG(" --tp-comm-overlap");
-		if (st->wgrad_deferral_limit > 0 && c->pp > 1)
-			ARG(" --defer-embedding-wgrad-compute --wgrad-deferral-limit %d",
-			    st->wgrad_deferral_limit);
+	if (!st->core_flags)
+		return;
+	add(a, " --bf16");
+	if (st->grad_bytes == 2)
+		add(a, " --grad-reduce-in-bf16");
+	if (st->dp_overlap) {
+		add(a, " --overlap-grad-reduce");
+		if (c->distributed_optimizer)
+			add(a, " --overlap-param-gather");
 	}
-	/* Compression exists only in the Optimus-CC fork of Megatron-LM;
-	 * its flag names (AIS-SNU/Optimus-CC megatron/arguments.py:328-425
-	 * @7f6437cc). */
+	if (pipette_stack_tp_exposed(st, c) < 1)
+		add(a, " --tp-comm-overlap");
+	if (st->wgrad_deferral_limit > 0 && c->pp > 1)
+		add(a, " --defer-embedding-wgrad-compute --wgrad-deferral-limit %d",
+		    st->wgrad_deferral_limit);
+}
+
+/* Compression exists only in the Optimus-CC fork of Megatron-LM, with
+ * these flag names (AIS-SNU/Optimus-CC @7f6437c, megatron/arguments.py). */
+static void compression_args(const struct pipette_config *c, struct args *a)
+{
 	if (c->compress.pp_rank) {
-		ARG(" --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
+		add(a, " --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
 		    c->compress.pp_rank);
 		if (c->compress.pp_epilogue_only)
-			ARG(" --inter_grad_comp_epilogue_only");
+			add(a, " --inter_grad_comp_epilogue_only");
 	}
 	if (c->compress.dp_rank) {
-		ARG(" --grad_comp --grad_comp_rank %d", c->compress.dp_rank);
+		add(a, " --grad_comp --grad_comp_rank %d", c->compress.dp_rank);
 		if (c->compress.dp_stages)
-			ARG(" --selective_grad_comp --selective_grad_comp_way %d",
+			add(a, " --selective_grad_comp --selective_grad_comp_way %d",
 			    c->compress.dp_stages);
 	}
 	if (c->compress.fused_embedding)
-		ARG(" --emb_comm_opt");
-#undef ARG
-	return n < len ? 0 : -1;
+		add(a, " --emb_comm_opt");
+}
+
+int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	struct args a = { buf, len, 0, 0 };
+
+	if (!len)
+		return -1;
+	buf[0] = '\0';
+	add(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
+	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
+	if (plan->model.experts) {
+		add(&a, " --expert-model-parallel-size %d", c->ep);
+		if (!zb_fork(plan))
+			add(&a, " --expert-tensor-parallel-size %d", c->etp);
+	}
+	layout_args(plan, &a);
+	if (zb_fork(plan))
+		zb_schedule_args(c, &a);
+	add(&a, " --micro-batch-size %d --global-batch-size %ld --seq-length %ld",
+	    c->micro_batch, c->global_batch, c->seq_len);
+	/* Megatron-LM turns sequence parallelism off at TP 1 (with a
+	 * warning); say only what runs. */
+	if (c->sequence_parallel && c->tp > 1)
+		add(&a, " --sequence-parallel");
+	if (c->distributed_optimizer)
+		add(&a, " --use-distributed-optimizer");
+	/* Flash: Megatron-Core's default backend (auto) already picks a fused
+	 * kernel; the fork asks for FlashAttention by name. */
+	if (c->attention == PIPETTE_ATTN_UNFUSED && !zb_fork(plan))
+		add(&a, " --attention-backend unfused");
+	else if (c->attention == PIPETTE_ATTN_FLASH && zb_fork(plan))
+		add(&a, " --use-flash-attn");
+	recompute_args(c, &a);
+	stack_args(plan, &a);
+	compression_args(c, &a);
+	return !a.bad && a.n < len ? 0 : -1;
 }

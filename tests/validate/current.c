@@ -258,7 +258,7 @@ static int check_fit_and_rank(const struct row *r, const struct pipette_gpu_spec
 		snprintf(names[i], 16, "n%d", i + 1);
 	}
 	pipette_request_init(&req);
-	snprintf(req.model, sizeof(req.model), "%s", r->model);
+	(void)pipette_strlcpy(req.model, r->model, sizeof(req.model));
 	snprintf(req.gpu, sizeof(req.gpu), "H100");
 	snprintf(req.stack, sizeof(req.stack), "nemo");
 	req.global_batch = r->gbs;

@@ -1,0 +1,456 @@
+/* Unit tests: every launch line pipette emits is one its stack accepts.
+ *
+ * The flags each stack's parser defines and the rules its validation
+ * enforces were read from the stacks' sources at pinned commits and are
+ * carried in tests/data/stacks/ (megatron-args.tsv, megatron-rules.tsv,
+ * megatron-schedules.md, zb-fork-args.tsv, nemo-keys.tsv).  Plans for
+ * many models, cluster sizes, schedules and pins are rendered for each
+ * stack; every flag or key must be one the stack defines, and the rules
+ * below, each named after its line in megatron-rules.tsv or the schedule
+ * notes, must hold.  Also: a stack never plans a schedule it cannot run,
+ * and the facts that differ between stacks reach the memory estimate. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_run.h"
+#include "memory.h"
+#include "model.h"
+#include "plan.h"
+#include "stack.h"
+
+#define DATA TEST_DATADIR "/stacks/"
+#define MAX_KEYS 256
+
+struct keyset {
+	char key[MAX_KEYS][96];
+	int n;
+};
+
+/* The first column of a data file, skipping comments, the header and the
+ * rows its second column marks MISSING. */
+static void load_keys(const char *path, struct keyset *ks)
+{
+	FILE *f = fopen(path, "r");
+	char line[2048];
+
+	ck_assert_msg(f != NULL, "%s", path);
+	ks->n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t');
+
+		if (line[0] == '#' || !tab || !strncmp(line, "flag\t", 5) ||
+		    !strncmp(line, "key\t", 4) || !strncmp(tab + 1, "MISSING", 7))
+			continue;
+		*tab = '\0';
+		ck_assert_int_lt(ks->n, MAX_KEYS);
+		pipette_strlcpy(ks->key[ks->n++], line, sizeof(ks->key[0]));
+	}
+	fclose(f);
+	ck_assert_int_gt(ks->n, 10);
+}
+
+static int has(const struct keyset *ks, const char *k)
+{
+	int i;
+
+	for (i = 0; i < ks->n; i++)
+		if (!strcmp(ks->key[i], k))
+			return 1;
+	return 0;
+}
+
+/* The value after flag in a Megatron line ("" for a switch), or NULL. */
+static const char *flag(const char *line, const char *name, char *val, size_t len)
+{
+	const char *p = line;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, name))) {
+		if ((p == line || p[-1] == ' ') && (p[n] == ' ' || !p[n])) {
+			const char *v = p + n;
+			size_t k = 0;
+
+			while (*v == ' ')
+				v++;
+			if (v[0] == '-' && v[1] == '-')
+				v = "";
+			while (v[k] && v[k] != ' ' && k + 1 < len) {
+				val[k] = v[k];
+				k++;
+			}
+			val[k] = '\0';
+			return val;
+		}
+		p += n;
+	}
+	return NULL;
+}
+
+static long flag_long(const char *line, const char *name)
+{
+	char v[64];
+
+	return flag(line, name, v, sizeof(v)) ? atol(v) : -1;
+}
+
+static struct pipette_plan *plan_for(const char *stack, const char *model, int nodes, long gbs,
+				     long seq, const struct pipette_pins *pins)
+{
+	static const char *const names[] = { "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8",
+					     "n9", "n10", "n11", "n12", "n13", "n14", "n15", "n16" };
+	struct pipette_request req;
+	struct pipette_cluster_spec cs = { nodes, names, 8, NULL };
+	struct pipette_plan *p = NULL;
+	struct pipette_err err;
+
+	pipette_request_init(&req);
+	pipette_strlcpy(req.model, model, sizeof(req.model));
+	pipette_strlcpy(req.gpu, "H100", sizeof(req.gpu));
+	pipette_strlcpy(req.stack, stack, sizeof(req.stack));
+	req.global_batch = gbs;
+	req.seq_len = seq;
+	req.mapping = PIPETTE_MAP_BLOCK;
+	if (pins)
+		req.pins = *pins;
+	if (pipette_plan_compute(&req, &cs, &p, &err))
+		return NULL;	/* no fit under these pins: nothing to check */
+	return p;
+}
+
+/* megatron-rules.tsv, one check per rule id. */
+static void check_megatron_rules(const struct pipette_plan *p, const char *line, int zb)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	const struct pipette_model *m = NULL;
+	char v[64];
+	long vpp = flag_long(line, "--num-virtual-stages-per-pipeline-rank");
+	long lpv = flag_long(line, "--num-layers-per-virtual-pipeline-stage");
+	long mbs = flag_long(line, "--micro-batch-size"), gbs = flag_long(line, "--global-batch-size");
+	long M = gbs / (mbs * c->dp);
+
+	(void)m;
+	/* opg-needs-distopt, opg-needs-ogr */
+	if (flag(line, "--overlap-param-gather", v, sizeof(v)))
+		ck_assert_msg(flag(line, "--use-distributed-optimizer", v, sizeof(v)) &&
+			      flag(line, "--overlap-grad-reduce", v, sizeof(v)), "%s", line);
+	/* tpco-needs-sp, sp-tp1 */
+	if (flag(line, "--tp-comm-overlap", v, sizeof(v)))
+		ck_assert_msg(flag(line, "--sequence-parallel", v, sizeof(v)) != NULL, "%s", line);
+	if (flag(line, "--sequence-parallel", v, sizeof(v)))
+		ck_assert_msg(c->tp > 1, "%s", line);
+	/* gbs-divisible */
+	ck_assert_msg(gbs % (mbs * c->dp) == 0, "%s", line);
+	/* cp-seq */
+	if (c->cp > 1)
+		ck_assert_msg(flag_long(line, "--seq-length") % (2 * c->cp) == 0, "%s", line);
+	/* vpp-one-of, vpp-pp-size, vpp-mb-range, vpp-mb-remainder */
+	ck_assert_msg(vpp < 0 || lpv < 0, "%s", line);
+	if (vpp > 0 || lpv > 0) {
+		ck_assert_msg(c->pp > 1 && M >= c->pp && M % c->pp == 0, "M %ld: %s", M, line);
+		ck_assert_msg(flag(line, "--decoder-first-pipeline-num-layers", v, sizeof(v)) == NULL,
+			      "uneven with VPP: %s", line);
+	}
+	/* uneven-first, uneven-last */
+	if (flag(line, "--decoder-first-pipeline-num-layers", v, sizeof(v)))
+		ck_assert_msg(atol(v) > 0, "%s", line);
+	if (flag(line, "--decoder-last-pipeline-num-layers", v, sizeof(v)))
+		ck_assert_msg(atol(v) > 0, "%s", line);
+	/* recompute-full-method, recompute-full-num, recompute-sel-num, -sel-method */
+	if (flag(line, "--recompute-granularity", v, sizeof(v))) {
+		int full = !strcmp(v, "full");
+
+		ck_assert_msg(!strcmp(v, "full") || !strcmp(v, "selective"), "%s", line);
+		ck_assert_int_eq(full, flag(line, "--recompute-method", v, sizeof(v)) != NULL);
+		ck_assert_int_eq(full, flag(line, "--recompute-num-layers", v, sizeof(v)) != NULL);
+	}
+	/* defer-wgrad-pp */
+	if (flag(line, "--defer-embedding-wgrad-compute", v, sizeof(v)))
+		ck_assert_msg(c->pp > 1, "%s", line);
+	if (zb) {
+		/* zbpp_utils.py:130-133: ZB with the distributed optimizer
+		 * refuses DP overlap; :109-119: the V schedules set their
+		 * own virtual stages, from an even count per stage. */
+		if (flag(line, "--enable-zero-bubble", v, sizeof(v)) && c->distributed_optimizer)
+			ck_assert_msg(!flag(line, "--overlap-grad-reduce", v, sizeof(v)) &&
+				      !flag(line, "--overlap-param-gather", v, sizeof(v)), "%s", line);
+		if (flag(line, "--zero-bubble-v-schedule", v, sizeof(v)))
+			ck_assert_msg(lpv < 0, "%s", line);
+		if (flag(line, "--enable-zero-bubble", v, sizeof(v)) ||
+		    flag(line, "--zero-bubble-v-schedule", v, sizeof(v)))
+			ck_assert_msg(flag(line, "--enable-zb-runtime", v, sizeof(v)) && c->pp > 1,
+				      "%s", line);
+	} else {
+		ck_assert_msg(c->schedule == PIPETTE_SCHED_1F1B ||
+			      c->schedule == PIPETTE_SCHED_INTERLEAVED, "%s", line);
+	}
+}
+
+/* Every --flag of the line is one of the stack's. */
+static void check_flags_known(const char *line, const struct keyset *known)
+{
+	char copy[4096], *tok, *save = NULL;
+
+	pipette_strlcpy(copy, line, sizeof(copy));
+	for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		if (tok[0] == '-' && tok[1] == '-')
+			ck_assert_msg(has(known, tok), "%s is not a flag of the stack's parser: %s",
+				      tok, line);
+}
+
+static int env_value(void *ctx, const char *name, const char *value)
+{
+	if (!strcmp(name, "CUDA_DEVICE_MAX_CONNECTIONS"))
+		pipette_strlcpy(ctx, value, 16);
+	return 0;
+}
+
+/* cdmc-tp-cp (upstream), zbpp_utils.py:94-101 (the fork). */
+static void check_connections(const struct pipette_plan *p, int zb)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	char v[16] = "";
+
+	ck_assert_int_eq(pipette_plan_job_env(p, env_value, v), 0);
+	if (zb)
+		ck_assert_str_eq(v, "8");
+	else if (c->tp > 1 || c->cp > 1)
+		ck_assert_str_eq(v, "1");
+	else
+		ck_assert_str_eq(v, "");
+}
+
+struct job {
+	const char *model;
+	int nodes;
+	long gbs, seq;
+	int tp, pp, cp, vpp, sched, recompute;
+};
+
+static const struct job jobs[] = {
+	{ "llama3-8b", 1, 64, 4096, -1, -1, -1, -1, -1, -1 },
+	{ "llama3-8b", 4, 128, 8192, -1, -1, 2, -1, -1, -1 },
+	{ "llama3-70b", 16, 512, 8192, -1, -1, -1, -1, -1, -1 },
+	{ "llama3-70b", 16, 512, 4096, 8, 4, -1, 4, PIPETTE_SCHED_INTERLEAVED, -1 },
+	{ "llama3-70b", 8, 256, 4096, 8, 8, -1, -1, PIPETTE_SCHED_1F1B, PIPETTE_RECOMPUTE_FULL },
+	{ "llama3-70b", 8, 256, 4096, 4, 8, -1, -1, -1, PIPETTE_RECOMPUTE_SELECTIVE },
+	{ "mixtral-8x7b", 8, 256, 4096, -1, -1, -1, -1, -1, -1 },
+	{ "nemotron4-15b", 2, 64, 4096, -1, -1, -1, -1, -1, -1 },
+	{ "nemotron4-340b", 16, 32, 4096, 8, 8, -1, 12, PIPETTE_SCHED_INTERLEAVED, PIPETTE_RECOMPUTE_FULL },
+	{ "gpt3-175b", 16, 256, 2048, -1, -1, -1, -1, -1, -1 },
+	{ "llama3-8b", 4, 64, 4096, 1, 4, -1, -1, PIPETTE_SCHED_ZB_H1, -1 },
+	{ "llama3-8b", 4, 64, 4096, 2, 4, -1, -1, PIPETTE_SCHED_V_HALF, -1 },
+	{ "llama3-8b", 4, 64, 4096, 2, 4, -1, -1, PIPETTE_SCHED_V_MIN, -1 },
+	{ "llama3-8b", 4, 64, 4096, 1, 8, -1, -1, PIPETTE_SCHED_V_ZB, -1 },
+};
+
+static struct pipette_pins pins_of(const struct job *j)
+{
+	struct pipette_pins p = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+
+	p.tp = j->tp;
+	p.pp = j->pp;
+	p.cp = j->cp;
+	p.vpp = j->vpp;
+	p.schedule = j->sched;
+	p.recompute = j->recompute;
+	return p;
+}
+
+START_TEST(test_megatron_lines)
+{
+	static const char *const stacks[] = { "megatron", "megatron-zb", "megatron-2022" };
+	struct keyset *upstream = malloc(sizeof(*upstream)), *fork = malloc(sizeof(*fork));
+	char line[4096];
+	size_t s, j;
+	int planned = 0;
+
+	load_keys(DATA "megatron-args.tsv", upstream);
+	load_keys(DATA "zb-fork-args.tsv", fork);
+	for (s = 0; s < 3; s++)
+		for (j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+			struct pipette_pins pins = pins_of(&jobs[j]);
+			struct pipette_plan *p = plan_for(stacks[s], jobs[j].model, jobs[j].nodes,
+							  jobs[j].gbs, jobs[j].seq, &pins);
+			int zb = s == 1;
+
+			if (!p)
+				continue;
+			planned++;
+			ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
+			/* The 2022 stack is Megatron before Megatron-Core's flags:
+			 * its names are checked, not today's rules. */
+			check_flags_known(line, zb ? fork : upstream);
+			if (s != 2) {
+				check_megatron_rules(p, line, zb);
+				check_connections(p, zb);
+			}
+			pipette_plan_destroy(p);
+		}
+	/* The pins above are plannable on each stack but some: not vacuous. */
+	ck_assert_int_ge(planned, 25);
+	free(upstream);
+	free(fork);
+}
+END_TEST
+
+START_TEST(test_nemo_lines)
+{
+	struct keyset *keys = malloc(sizeof(*keys));
+	char line[4096], copy[4096], *tok, *save = NULL;
+	size_t j;
+	int planned = 0;
+
+	load_keys(DATA "nemo-keys.tsv", keys);
+	for (j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+		struct pipette_pins pins = pins_of(&jobs[j]);
+		struct pipette_plan *p = plan_for("nemo", jobs[j].model, jobs[j].nodes, jobs[j].gbs,
+						  jobs[j].seq, &pins);
+		const struct pipette_config *c;
+
+		if (!p)
+			continue;
+		c = pipette_plan_config(p);
+		planned++;
+		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
+		pipette_strlcpy(copy, line, sizeof(copy));
+		for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+			char *eq = strchr(tok, '=');
+
+			ck_assert_msg(eq != NULL, "%s", line);
+			*eq = '\0';
+			ck_assert_msg(has(keys, tok), "%s is not a NeMo override key: %s", tok, line);
+			/* sp-tp1-core: Megatron-Core raises on SP without TP. */
+			if (!strcmp(tok, "trainer.strategy.sequence_parallel") && c->tp == 1)
+				ck_assert_str_eq(eq + 1, "False");
+		}
+		/* The performance recipes reduce gradients in bf16. */
+		ck_assert_ptr_nonnull(strstr(line, "trainer.plugins.grad_reduce_in_fp32=False"));
+		check_connections(p, 0);
+		save = NULL;
+		pipette_plan_destroy(p);
+	}
+	ck_assert_int_ge(planned, 8);
+	free(keys);
+}
+END_TEST
+
+/* Upstream Megatron and NeMo run 1F1B and interleaved only: no default
+ * plan picks another, and a pin on one is an error naming the stack. */
+START_TEST(test_schedules_per_stack)
+{
+	struct pipette_request req;
+	const char *const names[] = { "n1", "n2", "n3", "n4" };
+	struct pipette_cluster_spec cs = { 4, names, 8, NULL };
+	struct pipette_plan *p = NULL;
+	struct pipette_err err;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		p = plan_for(k ? "nemo" : "megatron", "llama3-70b", 4, 256, 4096, NULL);
+		ck_assert_ptr_nonnull(p);
+		ck_assert(pipette_plan_config(p)->schedule == PIPETTE_SCHED_1F1B ||
+			  pipette_plan_config(p)->schedule == PIPETTE_SCHED_INTERLEAVED);
+		pipette_plan_destroy(p);
+	}
+	pipette_request_init(&req);
+	pipette_strlcpy(req.model, "llama3-8b", sizeof(req.model));
+	pipette_strlcpy(req.gpu, "H100", sizeof(req.gpu));
+	req.global_batch = 64;
+	req.pins.schedule = PIPETTE_SCHED_V_ZB;
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "stack megatron does not run schedule v-zb"), "%s", err.msg);
+	pipette_strlcpy(req.stack, "megatron-zb", sizeof(req.stack));
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(pipette_plan_config(p)->schedule, PIPETTE_SCHED_V_ZB);
+	pipette_plan_destroy(p);
+	/* The fork needs untied embeddings. */
+	pipette_strlcpy(req.model, "gpt3-175b", sizeof(req.model));
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "needs untied embeddings"), "%s", err.msg);
+}
+END_TEST
+
+/* The facts reach the estimate: Llama-3.1-8B on 8 GPUs as NeMo's log ran
+ * it (tests/data/stacks/nemo-h100-memory.tsv: TP 1, DP 4, CP 2).  Per GPU
+ * 8.03e9 parameters: bf16 weights 2 B, bf16 gradients 2 B (fp32: 4 B),
+ * Adam 12 B over DP x CP = 8, i.e. 14.96 + 14.96 + 11.22 = 41.14 GiB
+ * against the logged 41.23 GiB. */
+START_TEST(test_stack_memory_facts)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stack nemo, meg;
+	struct pipette_memory mem;
+	struct pipette_err err;
+	double stat;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, &err), 0);
+	ck_assert_int_eq(pipette_stack_lookup("nemo", &nemo, &err), 0);
+	ck_assert_int_eq(pipette_stack_lookup("megatron", &meg, &err), 0);
+	pipette_config_init(&c);
+	c.dp = 4;
+	c.cp = 2;
+	c.global_batch = 128;
+	c.seq_len = 8192;
+	c.distributed_optimizer = 1;
+	c.stack = &nemo;
+	pipette_memory_estimate(&m, pipette_gpu_lookup("H100", NULL), &c, 1.0, NULL, NULL, &mem);
+	stat = (mem.peak.params_bytes + mem.peak.grads_bytes + mem.peak.optimizer_bytes) / (1 << 30);
+	ck_assert_double_eq_tol(stat, 41.14, 0.05);
+	ck_assert_double_eq_tol(stat / 41.23, 1.0, 0.03);
+	ck_assert_double_eq_tol(mem.peak.grads_bytes, mem.peak.params_bytes, 1);
+	/* The reserve: 11% of the counted bytes, never below 2 GiB. */
+	ck_assert_double_gt(mem.peak.reserve_bytes, 2.0 * (1 << 30));
+	c.stack = &meg;	/* fp32 main gradients */
+	pipette_memory_estimate(&m, pipette_gpu_lookup("H100", NULL), &c, 1.0, NULL, NULL, &mem);
+	ck_assert_double_eq_tol(mem.peak.grads_bytes, 2 * mem.peak.params_bytes, 1);
+	c.stack = NULL;	/* megatron-2022: the flat rule, no reserve */
+	pipette_memory_estimate(&m, pipette_gpu_lookup("H100", NULL), &c, 0.8, NULL, NULL, &mem);
+	ck_assert_double_eq(mem.peak.reserve_bytes, 0);
+}
+END_TEST
+
+START_TEST(test_stack_options)
+{
+	struct pipette_stack s;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "grad_reduce=bf16,tp_overlap=on", &s,
+					       &err), 0);
+	ck_assert_double_eq(s.grad_bytes, 2);
+	ck_assert_double_lt(s.tp_exposed, 1);
+	ck_assert_int_eq(pipette_stack_resolve("", "", &s, &err), 0);
+	ck_assert_str_eq(s.name, "megatron");
+	ck_assert_int_eq(pipette_stack_resolve("megatron-2022", "grad_reduce=bf16", &s, &err), -1);
+	ck_assert_msg(strstr(err.msg, "no --grad-reduce-in-bf16"), "%s", err.msg);
+	ck_assert_int_eq(pipette_stack_resolve("nemo", "dp_overlap=off", &s, &err), -1);
+	ck_assert_int_eq(pipette_stack_resolve("megatron-zb", "dp_overlap=on", &s, &err), -1);
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "bogus=1", &s, &err), -1);
+	ck_assert_msg(strstr(err.msg, "unknown key 'bogus'"), "%s", err.msg);
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "grad_reduce=fp16", &s, &err), -1);
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "", &s, &err), -1);
+	ck_assert_msg(strstr(err.msg, "stack 'torchtitan'"), "%s", err.msg);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("launch");
+	TCase *tc = tcase_create("stacks");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_megatron_lines);
+	tcase_add_test(tc, test_nemo_lines);
+	tcase_add_test(tc, test_schedules_per_stack);
+	tcase_add_test(tc, test_stack_memory_facts);
+	tcase_add_test(tc, test_stack_options);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return check_run(suite());
+}
