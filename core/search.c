@@ -250,10 +250,12 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 			if (sched == PIPETTE_SCHED_INTERLEAVED && m->layers % (c->pp * vpp))
 				continue;
 			c->vpp = vpp;
-			nfl = (vlo == 1 && pipette_config_stack(c)->uneven_split)
-				? uneven_splits(m->layers, c->pp, fl, 16) : 1;
-			if (nfl == 1)
+			if (vlo == 1 && pipette_config_stack(c)->uneven_split) {
+				nfl = uneven_splits(m->layers, c->pp, fl, 16);
+			} else {
+				nfl = 1;
 				fl[0][0] = fl[0][1] = 0;
+			}
 			for (mbi = 0; mbi < (int)(sizeof(micro_batches) / sizeof(int)); mbi++) {
 				int b = micro_batches[mbi];
 
