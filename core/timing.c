@@ -943,10 +943,17 @@ static void pp_transfers(struct pipette_timer *t, const struct placement *pl,
 			t->comm_f[k] = t->comm_b[k] = 0;
 			continue;
 		}
-		l = worst_p2p(t, pl, c, ra, rb, pm->fwd);
-		t->comm_f[k] = pipette_p2p_s(pm->fwd, l.gbps, l.lat_us);
-		l = worst_p2p(t, pl, c, rb, ra, pm->bwd);
-		t->comm_b[k] = pipette_p2p_s(pm->bwd, l.gbps, l.lat_us);
+		if (k >= p && (v != 2 || c->schedule == PIPETTE_SCHED_INTERLEAVED)) {
+			/* Interleaved: chunk boundary k links the same two
+			 * stages, with the same messages, as k - p. */
+			t->comm_f[k] = t->comm_f[k - p];
+			t->comm_b[k] = t->comm_b[k - p];
+		} else {
+			l = worst_p2p(t, pl, c, ra, rb, pm->fwd);
+			t->comm_f[k] = pipette_p2p_s(pm->fwd, l.gbps, l.lat_us);
+			l = worst_p2p(t, pl, c, rb, ra, pm->bwd);
+			t->comm_b[k] = pipette_p2p_s(pm->bwd, l.gbps, l.lat_us);
+		}
 		if (ra == busiest || rb == busiest)
 			out->pp_comm_s += (t->comm_f[k] + t->comm_b[k]) * mb / 2;
 	}
