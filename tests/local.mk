@@ -231,7 +231,7 @@ tests_unit_test_readfile_LDADD = $(TEST_LDADD)
 # layers (README, "Architecture"), and no function is longer than 120
 # lines.  `make graph` redraws doc/core-layers.svg (Graphviz: dot and tred,
 # Debian package graphviz; not needed to build or test).
-TESTS += tests/layers.sh
+TESTS += tests/layers.sh tests/funclen.sh
 EXTRA_DIST += tests/layers.sh tests/funclen.sh tests/golden/run.sh doc/core-layers.svg
 graph:
 	bash '$(srcdir)/tests/layers.sh' --dot | tred | dot -Tsvg -o '$(srcdir)/doc/core-layers.svg'
