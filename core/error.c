@@ -8,16 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int vfail(struct pipette_err *err, enum pipette_err_code code, const char *fmt,
+		 va_list ap)
+{
+	if (err) {
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		err->code = code;
+	}
+	return -1;
+}
+
 int pipette_fail(struct pipette_err *err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!err)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	vfail(err, PIPETTE_E_INPUT, fmt, ap);
 	va_end(ap);
-	err->code = PIPETTE_E_INPUT;
 	return -1;
 }
 
@@ -25,12 +32,9 @@ int pipette_fail_code(struct pipette_err *err, enum pipette_err_code code, const
 {
 	va_list ap;
 
-	if (!err)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	vfail(err, code, fmt, ap);
 	va_end(ap);
-	err->code = code;
 	return -1;
 }
 
