@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -369,4 +370,105 @@ const char *pipette_mapping_name(enum pipette_mapping_mode m)
 const char *pipette_launch_name(enum pipette_launch_mode l)
 {
 	return l == PIPETTE_LAUNCH_TORCHRUN ? "torchrun" : "srun";
+}
+
+int pipette_mapping_parse(const char *s, enum pipette_mapping_mode *out, struct pipette_err *err)
+{
+	if (!strcmp(s, "optimize"))
+		*out = PIPETTE_MAP_OPTIMIZE;
+	else if (!strcmp(s, "block"))
+		*out = PIPETTE_MAP_BLOCK;
+	else
+		return pipette_fail(err, "'%.32s': expected optimize or block", s);
+	return 0;
+}
+
+int pipette_launch_parse(const char *s, enum pipette_launch_mode *out, struct pipette_err *err)
+{
+	if (!strcmp(s, "srun"))
+		*out = PIPETTE_LAUNCH_SRUN;
+	else if (!strcmp(s, "torchrun"))
+		*out = PIPETTE_LAUNCH_TORCHRUN;
+	else
+		return pipette_fail(err, "'%.32s': expected srun or torchrun", s);
+	return 0;
+}
+
+static const struct {
+	const char *name, *alias, *alias2;
+	size_t off;
+} int_pins[PIPETTE_INT_PINS] = {
+	{ "tp", NULL, NULL, offsetof(struct pipette_pins, tp) },
+	{ "pp", NULL, NULL, offsetof(struct pipette_pins, pp) },
+	{ "dp", NULL, NULL, offsetof(struct pipette_pins, dp) },
+	{ "cp", NULL, NULL, offsetof(struct pipette_pins, cp) },
+	{ "ep", NULL, NULL, offsetof(struct pipette_pins, ep) },
+	{ "etp", NULL, NULL, offsetof(struct pipette_pins, etp) },
+	{ "vpp", NULL, NULL, offsetof(struct pipette_pins, vpp) },
+	{ "micro_batch", "mb", "micro-batch", offsetof(struct pipette_pins, micro_batch) },
+};
+
+int *pipette_pin_slot(struct pipette_pins *p, const char *name)
+{
+	int i;
+
+	for (i = 0; name && i < PIPETTE_INT_PINS; i++)
+		if (!strcmp(name, int_pins[i].name) ||
+		    (int_pins[i].alias && !strcmp(name, int_pins[i].alias)) ||
+		    (int_pins[i].alias2 && !strcmp(name, int_pins[i].alias2)))
+			return (int *)((char *)p + int_pins[i].off);
+	return NULL;
+}
+
+const char *pipette_pin_name(int i)
+{
+	return i >= 0 && i < PIPETTE_INT_PINS ? int_pins[i].name : "?";
+}
+
+int pipette_pin_value(const struct pipette_pins *p, int i)
+{
+	return i >= 0 && i < PIPETTE_INT_PINS ? *(const int *)((const char *)p + int_pins[i].off)
+					       : -1;
+}
+
+void pipette_pins_init(struct pipette_pins *p)
+{
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < PIPETTE_INT_PINS; i++)
+		*(int *)((char *)p + int_pins[i].off) = -1;
+	p->schedule = p->recompute = p->sequence_parallel = p->distributed_optimizer = -1;
+	p->schedule_set = 0;
+}
+
+int pipette_schedule_pin_parse(const char *s, struct pipette_pins *p, struct pipette_err *err)
+{
+	char buf[128], *item, *save = NULL;
+	enum pipette_schedule_kind k;
+	unsigned set = 0;
+	int n = 0;
+
+	if (pipette_strlcpy(buf, s, sizeof(buf)))
+		return pipette_fail(err, "schedule list '%.32s...': too long", s);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		if (pipette_schedule_parse(item, &k, err))
+			return -1;
+		if (set & (1u << k))
+			return pipette_fail(err, "schedule %s listed twice", item);
+		set |= 1u << k;
+		n++;
+	}
+	if (!n)
+		return pipette_fail(err, "empty schedule list");
+	p->schedule = n == 1 ? (int)k : -1;
+	p->schedule_set = n == 1 ? 0 : set;
+	return 0;
+}
+
+int pipette_pins_allow_schedule(const struct pipette_pins *p, enum pipette_schedule_kind k)
+{
+	if (p->schedule >= 0)
+		return p->schedule == (int)k;
+	return !p->schedule_set || (p->schedule_set & (1u << k));
 }

@@ -59,18 +59,36 @@ enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
  * a node order plus a per-node GPU permutation. */
 enum pipette_launch_mode { PIPETTE_LAUNCH_SRUN, PIPETTE_LAUNCH_TORCHRUN };
 
-/* "optimize"/"block" and "srun"/"torchrun". */
+/* "optimize"/"block" and "srun"/"torchrun", both ways. */
 const char *pipette_mapping_name(enum pipette_mapping_mode m);
 const char *pipette_launch_name(enum pipette_launch_mode l);
+int pipette_mapping_parse(const char *s, enum pipette_mapping_mode *out, struct pipette_err *err);
+int pipette_launch_parse(const char *s, enum pipette_launch_mode *out, struct pipette_err *err);
 
 /* A pinned knob of a request; -1 leaves it to the search. */
 struct pipette_pins {
 	int tp, pp, dp, cp, ep, etp, vpp, micro_batch;
 	int schedule;		/* enum pipette_schedule_kind or -1 */
+	unsigned schedule_set;	/* a list of schedules to choose from (bit 1 << kind); 0 = any */
 	int recompute;		/* enum pipette_recompute or -1 */
 	int sequence_parallel;	/* 0/1 or -1 */
 	int distributed_optimizer;
 };
+
+/* The integer pins, one table for every front end: "tp" ... "vpp" and
+ * "micro_batch" (also "mb" and "micro-batch"); NULL for another name. */
+#define PIPETTE_INT_PINS 8
+int *pipette_pin_slot(struct pipette_pins *p, const char *name);
+/* Pin i of the table: its name and value. */
+const char *pipette_pin_name(int i);
+int pipette_pin_value(const struct pipette_pins *p, int i);
+/* Every pin -1: all left to the search. */
+void pipette_pins_init(struct pipette_pins *p);
+/* "1f1b" or "1f1b,interleaved": one schedule pins it, several make the
+ * set the search chooses from. */
+int pipette_schedule_pin_parse(const char *s, struct pipette_pins *p, struct pipette_err *err);
+/* Whether the pins allow schedule k. */
+int pipette_pins_allow_schedule(const struct pipette_pins *p, enum pipette_schedule_kind k);
 
 struct pipette_stack;
 

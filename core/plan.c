@@ -74,12 +74,7 @@ static int check_request(const struct pipette_request *req,
 			 const struct pipette_cluster_spec *cs, struct pipette_err *err)
 {
 	const struct pipette_pins *pn = &req->pins;
-	const int pins[] = { pn->tp, pn->pp, pn->dp, pn->cp, pn->ep, pn->etp, pn->vpp,
-			     pn->micro_batch };
-	static const char *const pin_names[] = { "tp", "pp", "dp", "cp", "ep", "etp",
-						 "vpp", "micro-batch" };
-	size_t i;
-	int a, b;
+	int a, b, i;
 
 	if (!cs || cs->nodes < 1 || !cs->node_names)
 		return pipette_fail(err, "the cluster has no nodes");
@@ -102,11 +97,12 @@ static int check_request(const struct pipette_request *req,
 	if (!(req->mem_fraction >= 0 && req->mem_fraction <= 1))
 		return pipette_fail(err, "memory fraction %g is not in (0, 1] (0: the stack's)",
 				    req->mem_fraction);
-	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
-		if (pins[i] == 0 || pins[i] < -1)
+	for (i = 0; i < PIPETTE_INT_PINS; i++)
+		if (pipette_pin_value(pn, i) == 0 || pipette_pin_value(pn, i) < -1)
 			return pipette_fail(err, "pinned %s %d must be >= 1 (or -1 = search)",
-					    pin_names[i], pins[i]);
-	if (pn->schedule < -1 || pn->schedule >= PIPETTE_SCHED_COUNT)
+					    pipette_pin_name(i), pipette_pin_value(pn, i));
+	if (pn->schedule < -1 || pn->schedule >= PIPETTE_SCHED_COUNT ||
+	    pn->schedule_set >= (1u << PIPETTE_SCHED_COUNT))
 		return pipette_fail(err, "pinned schedule %d is unknown", pn->schedule);
 	if (pn->recompute < -1 || pn->recompute > PIPETTE_RECOMPUTE_FULL)
 		return pipette_fail(err, "pinned recompute %d is unknown", pn->recompute);

@@ -18,10 +18,7 @@ void pipette_request_init(struct pipette_request *req)
 	req->global_batch = 0;
 	req->seq_len = 0;
 	req->mem_fraction = 0;	/* the stack's rule */
-	req->pins.tp = req->pins.pp = req->pins.dp = req->pins.cp = -1;
-	req->pins.ep = req->pins.etp = req->pins.vpp = req->pins.micro_batch = -1;
-	req->pins.schedule = req->pins.recompute = -1;
-	req->pins.sequence_parallel = req->pins.distributed_optimizer = -1;
+	pipette_pins_init(&req->pins);
 	req->mapping = PIPETTE_MAP_OPTIMIZE;
 	req->launch = PIPETTE_LAUNCH_SRUN;
 	req->budget = 0;
@@ -33,6 +30,8 @@ int pipette_request_resolve(const struct pipette_request *req, struct pipette_re
 			    struct pipette_model *model, struct pipette_stack *stack,
 			    struct pipette_err *err)
 {
+	int k;
+
 	*out = *req;
 	if (out->top_k < 1)
 		out->top_k = DEFAULT_TOP_K;
@@ -45,16 +44,18 @@ int pipette_request_resolve(const struct pipette_request *req, struct pipette_re
 		out->mem_fraction = stack->mem_fraction > 0 ? stack->mem_fraction : 1.0;
 	if (!out->attention_given)
 		out->attention = stack->attention;
-	/* A plan never emits what its stack would run differently. */
-	if (out->pins.schedule >= 0 &&
-	    !pipette_stack_runs(stack, (enum pipette_schedule_kind)out->pins.schedule)) {
+	/* A plan never emits what its stack would run differently: every
+	 * schedule pinned or listed must be one the stack runs. */
+	for (k = 0; k < PIPETTE_SCHED_COUNT; k++) {
 		char runs[128];
 
+		if (!(out->pins.schedule == k || (out->pins.schedule_set & (1u << k))) ||
+		    pipette_stack_runs(stack, (enum pipette_schedule_kind)k))
+			continue;
 		pipette_stack_schedules_text(stack, runs, sizeof(runs));
 		return pipette_fail(err, "stack %s does not run schedule %s (it runs %s): pin "
 				    "one of those, or plan for --stack megatron-zb", stack->name,
-				    pipette_schedule_name((enum pipette_schedule_kind)out->pins.schedule),
-				    runs);
+				    pipette_schedule_name((enum pipette_schedule_kind)k), runs);
 	}
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
 			       err))

@@ -229,10 +229,11 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 	for (sched = 0; sched < PIPETTE_SCHED_COUNT; sched++) {
 		int vlo, vhi;
 
-		if (!pinned_ok(pn->schedule, sched) ||
+		if (!pipette_pins_allow_schedule(pn, (enum pipette_schedule_kind)sched) ||
 		    !pipette_stack_runs(pipette_config_stack(c), (enum pipette_schedule_kind)sched))
 			continue;
-		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B && pn->schedule < 0)
+		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B && pn->schedule < 0 &&
+		    !(pn->schedule_set && !(pn->schedule_set & 1u)))
 			continue;	/* no pipeline: nothing to schedule */
 		c->schedule = (enum pipette_schedule_kind)sched;
 		if (sched == PIPETTE_SCHED_INTERLEAVED) {

@@ -33,9 +33,9 @@ static void opts_text(const struct pipette_opts *o, char *buf, size_t len)
 	const struct pipette_pins *p = &o->pins;
 
 	snprintf(buf, len,
-		 "model=%s\nglobal_batch=%ld\nseq_len=%ld\nschedule=%d\nmem_fraction=%.17g\n"
+		 "model=%s\nglobal_batch=%ld\nseq_len=%ld\nschedule=%d,%u\nmem_fraction=%.17g\n"
 		 "mapping=%d\nbandwidth=%s\nstack=%s\npins=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
-		 o->model, o->global_batch, o->seq_len, o->schedule, o->mem_fraction,
+		 o->model, o->global_batch, o->seq_len, o->schedule, o->schedule_set, o->mem_fraction,
 		 o->mapping, o->bandwidth, o->stack, p->tp, p->pp, p->dp, p->cp, p->ep, p->etp, p->vpp,
 		 p->micro_batch, p->schedule, p->recompute, p->sequence_parallel,
 		 p->distributed_optimizer);

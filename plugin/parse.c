@@ -60,16 +60,10 @@ int pipette_value_check(const char *what, const char *s, size_t max,
 	return 0;
 }
 
-static void pins_reset(struct pipette_pins *p)
-{
-	p->tp = p->pp = p->dp = p->cp = p->ep = p->etp = p->vpp = p->micro_batch = -1;
-	p->schedule = p->recompute = p->sequence_parallel = p->distributed_optimizer = -1;
-}
-
 void pipette_opts_init(struct pipette_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	pins_reset(&o->pins);
+	pipette_pins_init(&o->pins);
 	o->schedule = -1;
 	o->mapping = -1;
 	o->explain = -1;
@@ -80,29 +74,12 @@ void pipette_opts_init(struct pipette_opts *o)
 static int fix_one(const char *key, const char *val, struct pipette_pins *p,
 		   struct pipette_err *err)
 {
-	static const struct {
-		const char *key, *alias;
-		size_t off;
-	} ints[] = {
-		{ "tp", NULL, offsetof(struct pipette_pins, tp) },
-		{ "pp", NULL, offsetof(struct pipette_pins, pp) },
-		{ "dp", NULL, offsetof(struct pipette_pins, dp) },
-		{ "cp", NULL, offsetof(struct pipette_pins, cp) },
-		{ "ep", NULL, offsetof(struct pipette_pins, ep) },
-		{ "etp", NULL, offsetof(struct pipette_pins, etp) },
-		{ "vpp", NULL, offsetof(struct pipette_pins, vpp) },
-		{ "mb", "micro_batch", offsetof(struct pipette_pins, micro_batch) },
-	};
 	char what[64];
-	size_t i;
 	long v;
 	int b, *slot;
 
 	snprintf(what, sizeof(what), "--pipette-fix %.16s", key);
-	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-		if (strcmp(key, ints[i].key) && (!ints[i].alias || strcmp(key, ints[i].alias)))
-			continue;
-		slot = (int *)((char *)p + ints[i].off);
+	if ((slot = pipette_pin_slot(p, key))) {
 		if (*slot != -1)
 			return pipette_fail(err, "%s: given twice", what);
 		if (!isdigit((unsigned char)val[0]))
@@ -156,7 +133,7 @@ int pipette_parse_fix(const char *s, struct pipette_pins *pins, struct pipette_e
 	if (!*s)
 		return pipette_fail(err, "--pipette-fix: empty; expected knob=value[,...], "
 				    "e.g. tp=8,pp=4");
-	pins_reset(&p);
+	pipette_pins_init(&p);
 	memcpy(buf, s, strlen(s) + 1);
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
@@ -214,11 +191,13 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 			return -1;
 		break;
 	case PIPETTE_OPT_SCHEDULE: {
-		enum pipette_schedule_kind k;
+		struct pipette_pins one;
 
-		if (pipette_schedule_parse(arg, &k, err))
+		pipette_pins_init(&one);
+		if (pipette_schedule_pin_parse(arg, &one, err))
 			return pipette_fail_prefix(err, "%s: ", what);
-		o->schedule = (int)k;
+		o->schedule = one.schedule;
+		o->schedule_set = one.schedule_set;
 		break;
 	}
 	case PIPETTE_OPT_MEM_FRACTION:
@@ -227,14 +206,14 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 			return -1;
 		o->mem_fraction = d;
 		break;
-	case PIPETTE_OPT_MAPPING:
-		if (!strcmp(arg, "optimize"))
-			o->mapping = PIPETTE_MAP_OPTIMIZE;
-		else if (!strcmp(arg, "block"))
-			o->mapping = PIPETTE_MAP_BLOCK;
-		else
-			return pipette_fail(err, "%s: '%.32s': expected optimize or block", what, arg);
+	case PIPETTE_OPT_MAPPING: {
+		enum pipette_mapping_mode m;
+
+		if (pipette_mapping_parse(arg, &m, err))
+			return pipette_fail_prefix(err, "%s: ", what);
+		o->mapping = (int)m;
 		break;
+	}
 	case PIPETTE_OPT_BANDWIDTH:
 		if (pipette_strlcpy(o->bandwidth, arg, sizeof(o->bandwidth)))
 			return pipette_fail(err, "%s: value too long", what);
@@ -361,6 +340,11 @@ int pipette_opts_check(const struct pipette_opts *o, struct pipette_err *err)
 		return pipette_fail(err, "--pipette-schedule=%s conflicts with --pipette-fix "
 				    "schedule=%s: give one of them",
 				    pipette_schedule_name((enum pipette_schedule_kind)o->schedule),
+				    pipette_schedule_name((enum pipette_schedule_kind)o->pins.schedule));
+	if (o->schedule_set && o->pins.schedule >= 0 &&
+	    !(o->schedule_set & (1u << o->pins.schedule)))
+		return pipette_fail(err, "--pipette-schedule lists schedules without --pipette-fix "
+				    "schedule=%s: give one of them",
 				    pipette_schedule_name((enum pipette_schedule_kind)o->pins.schedule));
 	if (!strcmp(o->model, "help"))
 		return pipette_fail(err, "--pipette-model=help lists the models; it cannot run a job");

@@ -84,6 +84,7 @@ struct pipette_opts {
 	long seq_len;
 	struct pipette_pins pins;
 	int schedule;			/* enum pipette_schedule_kind or -1 */
+	unsigned schedule_set;		/* a list of schedules (config.h), 0 = none */
 	double mem_fraction;
 	int mapping;			/* enum pipette_mapping_mode or -1 */
 	char bandwidth[PIPETTE_PATH_MAX];

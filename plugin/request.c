@@ -36,6 +36,10 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 	req->pins = o->pins;
 	if (o->schedule >= 0)
 		req->pins.schedule = o->schedule;
+	if (o->schedule_set) {
+		req->pins.schedule = -1;
+		req->pins.schedule_set = o->schedule_set;
+	}
 	if (o->mapping >= 0)
 		req->mapping = (enum pipette_mapping_mode)o->mapping;
 	req->launch = launch;

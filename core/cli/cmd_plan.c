@@ -37,7 +37,8 @@ static const char usage_text[] =
 "                           wgrad_deferral=N, reserve=F\n"
 "  pins (the search keeps them fixed):\n"
 "  --tp N --pp N --dp N --cp N --ep N --etp N --vpp N --micro-batch N\n"
-"  --schedule 1f1b|interleaved|zb-h1|v-min|v-half|v-zb\n"
+"  --schedule S[,S...]      1f1b, interleaved, zb-h1, v-min, v-half, v-zb: one\n"
+"                           pins it, a list is what the search chooses from\n"
 "  --recompute none|selective|full\n"
 "  --sequence-parallel | --no-sequence-parallel\n"
 "  --distributed-optimizer | --no-distributed-optimizer\n"
@@ -63,17 +64,10 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
 
+/* "--tp" ... "--micro-batch": the pins' own table (config.h). */
 static int *pin_field(struct pipette_pins *p, const char *name)
 {
-	if (!strcmp(name, "--tp")) return &p->tp;
-	if (!strcmp(name, "--pp")) return &p->pp;
-	if (!strcmp(name, "--dp")) return &p->dp;
-	if (!strcmp(name, "--cp")) return &p->cp;
-	if (!strcmp(name, "--ep")) return &p->ep;
-	if (!strcmp(name, "--etp")) return &p->etp;
-	if (!strcmp(name, "--vpp")) return &p->vpp;
-	if (!strcmp(name, "--micro-batch")) return &p->micro_batch;
-	return NULL;
+	return !strncmp(name, "--", 2) ? pipette_pin_slot(p, name + 2) : NULL;
 }
 
 static int parse_gpu_ids(const char *s, int *ids, long *n)
@@ -218,11 +212,8 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 	struct pipette_err err;
 
 	if (!strcmp(name, "--schedule")) {
-		enum pipette_schedule_kind k;
-
-		if (pipette_schedule_parse(v, &k, &err))
+		if (pipette_schedule_pin_parse(v, &o->req.pins, &err))
 			return cli_error("--schedule: %s", err.msg);
-		o->req.pins.schedule = (int)k;
 	} else if (!strcmp(name, "--recompute")) {
 		enum pipette_recompute r;
 
@@ -237,19 +228,11 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_compression_parse(v, &o->req.compress, &err))
 			return cli_error("%s", err.msg);
 	} else if (!strcmp(name, "--launch")) {
-		if (!strcmp(v, "srun"))
-			o->req.launch = PIPETTE_LAUNCH_SRUN;
-		else if (!strcmp(v, "torchrun"))
-			o->req.launch = PIPETTE_LAUNCH_TORCHRUN;
-		else
-			return cli_error("--launch: '%.32s': expected srun or torchrun", v);
+		if (pipette_launch_parse(v, &o->req.launch, &err))
+			return cli_error("--launch: %s", err.msg);
 	} else if (!strcmp(name, "--mapping")) {
-		if (!strcmp(v, "optimize"))
-			o->req.mapping = PIPETTE_MAP_OPTIMIZE;
-		else if (!strcmp(v, "block"))
-			o->req.mapping = PIPETTE_MAP_BLOCK;
-		else
-			return cli_error("--mapping: '%.32s': expected optimize or block", v);
+		if (pipette_mapping_parse(v, &o->req.mapping, &err))
+			return cli_error("--mapping: %s", err.msg);
 	} else if (!strcmp(name, "--format")) {
 		if (cli_parse_format(v, 63, &o->fmt))
 			return cli_error("--format: '%.32s': expected table, json, env, "

@@ -247,8 +247,9 @@ static const struct job jobs[] = {
 
 static struct pipette_pins pins_of(const struct job *j)
 {
-	struct pipette_pins p = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+	struct pipette_pins p;
 
+	pipette_pins_init(&p);
 	p.tp = j->tp;
 	p.pp = j->pp;
 	p.cp = j->cp;
@@ -365,6 +366,18 @@ START_TEST(test_schedules_per_stack)
 	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(pipette_plan_config(p)->schedule, PIPETTE_SCHED_V_ZB);
 	pipette_plan_destroy(p);
+	/* A list: the search chooses among the schedules listed, all of
+	 * which the stack must run. */
+	req.pins.schedule = -1;
+	ck_assert_int_eq(pipette_schedule_pin_parse("1f1b,v-half", &req.pins, &err), 0);
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+	ck_assert(pipette_plan_config(p)->schedule == PIPETTE_SCHED_1F1B ||
+		  pipette_plan_config(p)->schedule == PIPETTE_SCHED_V_HALF);
+	pipette_plan_destroy(p);
+	pipette_strlcpy(req.stack, "nemo", sizeof(req.stack));
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "stack nemo does not run schedule v-half"), "%s", err.msg);
+	pipette_strlcpy(req.stack, "megatron-zb", sizeof(req.stack));
 	/* The fork needs untied embeddings. */
 	pipette_strlcpy(req.model, "gpt3-175b", sizeof(req.model));
 	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
