@@ -1,4 +1,5 @@
 #include "args.h"
+#include "tournament.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -275,7 +276,7 @@ int pipette_probe_task_read(pipette_probe_getenv_fn get, void *ctx, int port_opt
 	long v = 0, job = 0, step = 0;
 
 	memset(t, 0, sizeof(*t));
-	if (env_int(get, ctx, "SLURM_NTASKS", 1, 65536, &v, err))
+	if (env_int(get, ctx, "SLURM_NTASKS", 1, PIPETTE_PROBE_MAX_NODES, &v, err))
 		return -1;
 	t->size = (int)v;
 	if (env_int(get, ctx, "SLURM_PROCID", 0, t->size - 1, &v, err))

@@ -19,6 +19,7 @@
 #include <slurm/slurm.h>
 
 #include "args.h"
+#include "hostlist.h"
 #include "gpu.h"
 #include "inter.h"
 #include "results.h"
@@ -108,40 +109,6 @@ static int run_local(const struct pipette_probe_opts *o, const char *gen)
 	return rc ? fail(EXIT_FAILED, &e) : 0;
 }
 
-/* Expand a Slurm hostlist ("gpu[001-004]") into names. */
-static char **expand(const char *list, int *n, struct pipette_err *err)
-{
-	hostlist_t hl = slurm_hostlist_create(list);
-	char **names, *h;
-	int k = 0, cnt;
-
-	if (!hl) {
-		pipette_fail(err, "'%.64s' is not a Slurm host list", list);
-		return NULL;
-	}
-	cnt = slurm_hostlist_count(hl);
-	names = calloc((size_t)(cnt > 0 ? cnt : 1), sizeof(char *));
-	while (names && k < cnt && (h = slurm_hostlist_shift(hl)))
-		names[k++] = h;
-	slurm_hostlist_destroy(hl);
-	if (!names || k == 0) {
-		free(names);
-		pipette_fail(err, "'%.64s': empty host list", list);
-		return NULL;
-	}
-	*n = k;
-	return names;
-}
-
-static void free_names(char **names, int n)
-{
-	int i;
-
-	for (i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 {
 	struct pipette_probe_task t;
@@ -157,15 +124,15 @@ static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 		return fail(EXIT_USAGE, &e);
 	if (!t.root[0] && t.nodelist[0]) {
 		int n;
-		char **hosts = expand(t.nodelist, &n, &e);
+		char **hosts;
 
-		if (!hosts)
+		if (pipette_hostlist_expand(t.nodelist, &hosts, &n, &e))
 			return fail(EXIT_USAGE, &e);
 		/* Block distribution: task 0 runs on the first node. */
 		pipette_strlcpy(t.root, hosts[0], sizeof(t.root));
-		free_names(hosts, n);
+		pipette_hostlist_free(hosts, n);
 	}
-	if (o->nodes && !(only = expand(o->nodes, &n_only, &e)))
+	if (o->nodes && pipette_hostlist_expand(o->nodes, &only, &n_only, &e))
 		return fail(EXIT_USAGE, &e);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.task = &t;
@@ -225,7 +192,7 @@ out:
 	pipette_probe_result_destroy(r);
 	pipette_bwcache_destroy(bw);
 	pipette_probe_nccl_ops_free(nccl);
-	free_names(only, n_only);
+	pipette_hostlist_free(only, n_only);
 	return rc;
 }
 

@@ -15,9 +15,11 @@
 #define PIPETTE_PROBE_TOURNAMENT_H
 
 #include "error.h"
+#include "limits.h"
 
-/* Largest node count the probe accepts (one task per node). */
-#define PIPETTE_PROBE_MAX_NODES 65536
+/* Largest node count the probe accepts (one task per node): the nodes a
+ * cache and a plan can hold (limits.h). */
+#define PIPETTE_PROBE_MAX_NODES PIPETTE_MAX_NODES
 
 /* Number of rounds for n nodes: n−1 for even n, n for odd n (0 for n < 2). */
 int pipette_probe_rounds(int n);
