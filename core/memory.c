@@ -144,7 +144,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 			  double inflight, struct pipette_stage_memory *out)
 {
 	const struct pipette_stack *st = pipette_config_stack(c);
-	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp, counted;
+	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp, transient;
 	double b = c->micro_batch, t = c->tp;
 	double dp_opt = c->distributed_optimizer ? (double)c->dp * c->cp : 1.0;
 	double edp_opt = c->distributed_optimizer
@@ -187,10 +187,9 @@ void pipette_memory_stage(const struct pipette_model *m,
 		act += loss_bytes(m, c);
 	out->activations_bytes = act;
 	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + st->act_temp_factor * act;
-	counted = out->params_bytes + out->grads_bytes + out->optimizer_bytes + act +
-		  st->act_temp_factor * act;
+	transient = act + st->act_temp_factor * act;
 	if (st->mem_fraction <= 0)
-		out->reserve_bytes = fmax(st->reserve_floor_bytes, st->reserve_fraction * counted);
+		out->reserve_bytes = fmax(st->reserve_floor_bytes, st->reserve_fraction * transient);
 	out->total_bytes = out->params_bytes + out->grads_bytes + out->optimizer_bytes +
 			   out->activations_bytes + out->other_bytes + out->reserve_bytes;
 }

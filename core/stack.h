@@ -36,7 +36,7 @@ struct pipette_stack {
 	double head_input_bytes;	/* last stage: bytes per hidden unit of the output layer's input */
 	int wgrad_deferral_limit;	/* micro-batches of deferred embedding wgrad (0 = none) */
 	double act_temp_factor;		/* temporaries, as a share of the activations */
-	double reserve_fraction;	/* allocator reserve beyond allocated bytes */
+	double reserve_fraction;	/* allocator reserve, a share of the activations and temporaries */
 	double reserve_floor_bytes;	/* the reserve is never smaller */
 	double mem_fraction;		/* > 0: the old flat rule, peak <= fraction x HBM */
 	/* Time. */
