@@ -190,9 +190,11 @@ static int explain_status(int status, double cpu_s, const struct pipette_child_l
 			return pipette_fail(err, "the planner used more than %ld s of CPU time "
 					    "(plugstack plan_cpu=%ld) and was stopped", lim->cpu_s,
 					    lim->cpu_s);
-		return pipette_fail(err, "the planner died of signal %d (%s); its memory limit "
-				    "is %ld MiB (plugstack plan_memory)", sig, strsignal(sig),
-				    lim->memory_mib);
+		if (lim->memory_mib > 0)
+			return pipette_fail(err, "the planner died of signal %d (%s); its memory "
+					    "limit is %ld MiB (plugstack plan_memory)", sig,
+					    strsignal(sig), lim->memory_mib);
+		return pipette_fail(err, "the planner died of signal %d (%s)", sig, strsignal(sig));
 	}
 	/* Exit 3: the child said why in its output. */
 	if (text && *text)

@@ -11,7 +11,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,11 +204,13 @@ START_TEST(test_child_result_bound)
 }
 END_TEST
 
+/* abort(), not a SIGSEGV: AddressSanitizer reports a segfault as its own
+ * error (make sanitize), an abort it lets through. */
 static int crash(void *arg, FILE *out)
 {
 	(void)arg;
 	(void)out;
-	raise(SIGSEGV);
+	abort();
 	return 0;
 }
 
@@ -221,7 +222,7 @@ START_TEST(test_child_crash)
 	size_t len;
 
 	ck_assert_int_eq(pipette_child_run(&l, crash, NULL, &text, &len, &err), -1);
-	ck_assert_msg(strstr(err.msg, "died of signal 11"), "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "died of signal 6"), "%s", err.msg);
 }
 END_TEST
 
