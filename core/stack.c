@@ -140,7 +140,7 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 {
 	char key[32];
 	const char *eq = kv ? strchr(kv, '=') : NULL, *v;
-	int b;
+	int b = 0;
 	long n;
 
 	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))

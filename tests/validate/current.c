@@ -246,7 +246,7 @@ static int check_fit_and_rank(const struct row *r, const struct pipette_gpu_spec
 	struct pipette_plan *plan = NULL;
 	struct pipette_err err;
 	char **names;
-	int i, nodes = r->gpus / 8, rank = -1, fits;
+	int i, nodes = r->gpus / 8, rank, fits;
 
 	if (row_setup(r, pipette_stack_get(PIPETTE_STACK_NEMO), &m, &c))
 		return 1;
