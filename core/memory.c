@@ -8,12 +8,12 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* Bytes per parameter (Megatron theoretical_memory_usage.py:293-296):
- * bf16 weights 2, fp32 master weights 4 + Adam moments 4 + 4 = 12, the
- * latter sharded over data parallel ranks by the distributed optimizer.
- * The main gradients are the stack's (4 fp32, 2 bf16: stack.h). */
+/* Bytes per parameter: bf16 weights 2 (Megatron
+ * theoretical_memory_usage.py:293-296); the main gradients and the
+ * optimizer state are the stack's (stack.h: fp32 master weights and Adam
+ * moments, 12, sharded over data parallel ranks by the distributed
+ * optimizer). */
 #define BYTES_PARAM 2.0
-#define BYTES_OPTIM 12.0
 
 /* CUDA context and framework: "CUDA context 300-500 MB" in the notes of
  * Fujii's memory estimator (okoge-kaz.github.io memory-estimator.js);
@@ -163,7 +163,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 	stage_params(m, c, stage, &dense, &expert);
 	out->params_bytes = BYTES_PARAM * (dense + expert);
 	out->grads_bytes = st->grad_bytes * (dense + expert);
-	out->optimizer_bytes = BYTES_OPTIM * (dense / dp_opt + expert / edp_opt);
+	out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
 
 	for (l = first; l < first + n; l++)
 		act += pipette_memory_layer_activations(m, c, l);

@@ -278,7 +278,8 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 					for (dop = 0; dop < 2; dop++) {
 						if (!pinned_ok(pn->distributed_optimizer, dop) ||
 						    (dop && c->dp * c->cp == 1 &&
-						     pn->distributed_optimizer < 0))
+						     pn->distributed_optimizer < 0) ||
+						    (!dop && pipette_config_stack(c)->optim_needs_distopt))
 							continue;
 						c->distributed_optimizer = dop;
 						for (fli = 0; fli < nfl; fli++) {

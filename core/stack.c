@@ -33,6 +33,10 @@
  * floor that no site calibration may go below. */
 #define RESERVE_FRACTION 0.25
 #define RESERVE_FLOOR_BYTES (2.0 * GIB)
+/* Adam with fp32 master weights and moments: 4 + 4 + 4 bytes per
+ * parameter (Megatron theoretical_memory_usage.py :293-296), sharded by
+ * the distributed optimizer. */
+#define ADAM_FP32 12.0
 /* Temporaries: Megatron's theoretical_memory_usage.py adds 5% to the
  * activations ("buffer for optimizer and misc temporaries"). */
 #define ACT_TEMP 0.05
@@ -43,7 +47,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.what = "Megatron-LM pretrain_gpt.py with the flags pipette emits (--bf16, "
 			"distributed optimizer, DP overlap)",
 		/* --bf16 keeps fp32 main gradients unless --grad-reduce-in-bf16 */
-		.grad_bytes = 4, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.grad_bytes = 4, .optim_bytes = ADAM_FP32, .swiglu_saved = 3,
+		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
@@ -55,10 +60,15 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.id = PIPETTE_STACK_NEMO, .name = "nemo",
 		.what = "NeMo 2.0 performance recipes (bf16 gradients, TP overlap with "
 			"userbuffers, deferred embedding wgrad)",
-		.grad_bytes = 2, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.grad_bytes = 2, .optim_bytes = ADAM_FP32, .swiglu_saved = 3,
+		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 22, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
-		.tp_exposed = 0.15, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
+		/* The share of TP communication userbuffers leave exposed:
+		 * fitted by `make validate` on the runs of tests/data/stacks/
+		 * nemo-h100-time.tsv, each with its own overlap setting
+		 * (tests/validate/current.c checks this value). */
+		.tp_exposed = 0.05, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NEMO,
 		.device_max_connections = 1, .core_flags = 1,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
@@ -72,7 +82,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	[PIPETTE_STACK_MEGATRON_ZB] = {
 		.id = PIPETTE_STACK_MEGATRON_ZB, .name = "megatron-zb",
 		.what = "the zero-bubble fork of Megatron-LM (ZB-H1, V-Min, V-Half, V-ZB)",
-		.grad_bytes = 4, .swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.grad_bytes = 4, .optim_bytes = ADAM_FP32, .swiglu_saved = 3,
+		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
 		.tp_exposed = 1.0, .dp_overlap = 0, .schedules = ALL_SCHEDULES,
@@ -87,7 +98,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		/* Megatron's theoretical_memory_usage.py: 4 bytes of fp32 logits
 		 * and of the output layer's input; Fujii et al.'s 8*ffn bytes
 		 * for an unfused SwiGLU (four ffn-wide tensors). */
-		.grad_bytes = 4, .swiglu_saved = 4, .logits_bytes = 4, .head_input_bytes = 4,
+		.grad_bytes = 4, .optim_bytes = ADAM_FP32, .swiglu_saved = 4,
+		.logits_bytes = 4, .head_input_bytes = 4,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.mem_fraction = 0.8,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
@@ -200,6 +212,28 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->wgrad_deferral_limit = (int)n;
 		return 0;
 	}
+	if (!strcmp(key, "adam_states")) {
+		/* Megatron-Core's precision-aware optimizer keeps the fp32
+		 * master weights and the two moments in bf16: 4 + 2 + 2 bytes
+		 * (--use-precision-aware-optimizer --exp-avg-dtype bf16
+		 * --exp-avg-sq-dtype bf16, megatron-args.tsv), and only with
+		 * the distributed optimizer (megatron-rules.tsv,
+		 * pao-needs-distopt). */
+		if (!strcmp(v, "fp32")) {
+			s->optim_bytes = ADAM_FP32;
+			s->optim_needs_distopt = 0;
+			return 0;
+		}
+		if (strcmp(v, "bf16"))
+			return pipette_fail(err, "--stack-option adam_states: '%.16s': expected "
+					    "fp32 or bf16", v);
+		if (s->id != PIPETTE_STACK_MEGATRON)
+			return pipette_fail(err, "--stack-option adam_states=bf16: only the megatron "
+					    "stack's launch can say it (--exp-avg-dtype)");
+		s->optim_bytes = 4 + 2 + 2;
+		s->optim_needs_distopt = 1;
+		return 0;
+	}
 	if (!strcmp(key, "reserve")) {
 		double f;
 
@@ -209,7 +243,7 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		return 0;
 	}
 	return pipette_fail(err, "--stack-option '%.48s': unknown key '%s' (known: grad_reduce, "
-			    "tp_overlap, dp_overlap, wgrad_deferral, reserve)", kv, key);
+			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states)", kv, key);
 }
 
 double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)

@@ -31,6 +31,8 @@ struct pipette_stack {
 	const char *what;		/* one line for `pipette stacks` */
 	/* Memory. */
 	double grad_bytes;		/* main-gradient buffer, bytes per parameter */
+	double optim_bytes;		/* master weights and Adam moments, bytes per parameter */
+	int optim_needs_distopt;	/* that layout exists only with the distributed optimizer */
 	double swiglu_saved;		/* ffn-wide tensors a SwiGLU MLP saves */
 	double logits_bytes;		/* last stage: bytes per logit kept for the loss */
 	double head_input_bytes;	/* last stage: bytes per hidden unit of the output layer's input */

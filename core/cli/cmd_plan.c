@@ -34,7 +34,7 @@ static const char usage_text[] =
 "                           (pipette stacks lists what each assumes)\n"
 "  --stack-option K=V[,K=V] override a fact of the stack: grad_reduce=fp32|bf16,\n"
 "                           tp_overlap=on|off, dp_overlap=on|off,\n"
-"                           wgrad_deferral=N, reserve=F\n"
+"                           wgrad_deferral=N, reserve=F, adam_states=fp32|bf16\n"
 "  pins (the search keeps them fixed):\n"
 "  --tp N --pp N --dp N --cp N --ep N --etp N --vpp N --micro-batch N\n"
 "  --schedule S[,S...]      1f1b, interleaved, zb-h1, v-min, v-half, v-zb: one\n"

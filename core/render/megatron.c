@@ -102,6 +102,9 @@ static void stack_args(const struct pipette_plan *plan, struct args *a)
 	add(a, " --bf16");
 	if (st->grad_bytes == 2)
 		add(a, " --grad-reduce-in-bf16");
+	if (st->optim_needs_distopt && c->distributed_optimizer)
+		add(a, " --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+		    "--exp-avg-sq-dtype bf16");
 	if (st->dp_overlap) {
 		add(a, " --overlap-grad-reduce");
 		if (c->distributed_optimizer)

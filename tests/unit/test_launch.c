@@ -95,8 +95,19 @@ static long flag_long(const char *line, const char *name)
 	return flag(line, name, v, sizeof(v)) ? atol(v) : -1;
 }
 
+static struct pipette_plan *plan_with(const char *stack, const char *opts, const char *model,
+				      int nodes, long gbs, long seq,
+				      const struct pipette_pins *pins);
+
 static struct pipette_plan *plan_for(const char *stack, const char *model, int nodes, long gbs,
 				     long seq, const struct pipette_pins *pins)
+{
+	return plan_with(stack, "", model, nodes, gbs, seq, pins);
+}
+
+static struct pipette_plan *plan_with(const char *stack, const char *opts, const char *model,
+				      int nodes, long gbs, long seq,
+				      const struct pipette_pins *pins)
 {
 	static const char *const names[] = { "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8",
 					     "n9", "n10", "n11", "n12", "n13", "n14", "n15", "n16" };
@@ -109,6 +120,7 @@ static struct pipette_plan *plan_for(const char *stack, const char *model, int n
 	pipette_strlcpy(req.model, model, sizeof(req.model));
 	pipette_strlcpy(req.gpu, "H100", sizeof(req.gpu));
 	pipette_strlcpy(req.stack, stack, sizeof(req.stack));
+	pipette_strlcpy(req.stack_options, opts, sizeof(req.stack_options));
 	req.global_batch = gbs;
 	req.seq_len = seq;
 	req.mapping = PIPETTE_MAP_BLOCK;
@@ -165,6 +177,13 @@ static void check_megatron_rules(const struct pipette_plan *p, const char *line,
 		ck_assert_int_eq(full, flag(line, "--recompute-method", v, sizeof(v)) != NULL);
 		ck_assert_int_eq(full, flag(line, "--recompute-num-layers", v, sizeof(v)) != NULL);
 	}
+	/* pao-needs-distopt, maingrads-needs-pao */
+	if (flag(line, "--use-precision-aware-optimizer", v, sizeof(v)))
+		ck_assert_msg(flag(line, "--use-distributed-optimizer", v, sizeof(v)) != NULL, "%s",
+			      line);
+	if (flag(line, "--exp-avg-dtype", v, sizeof(v)))
+		ck_assert_msg(flag(line, "--use-precision-aware-optimizer", v, sizeof(v)) != NULL,
+			      "%s", line);
 	/* defer-wgrad-pp */
 	if (flag(line, "--defer-embedding-wgrad-compute", v, sizeof(v)))
 		ck_assert_msg(c->pp > 1, "%s", line);
@@ -289,8 +308,26 @@ START_TEST(test_megatron_lines)
 			}
 			pipette_plan_destroy(p);
 		}
+	/* Every override the megatron stack's launch can say. */
+	for (j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+		struct pipette_pins pins = pins_of(&jobs[j]);
+		struct pipette_plan *p = plan_with("megatron",
+						   "adam_states=bf16,grad_reduce=bf16,tp_overlap=on",
+						   jobs[j].model, jobs[j].nodes, jobs[j].gbs,
+						   jobs[j].seq, &pins);
+
+		if (!p)
+			continue;
+		planned++;
+		ck_assert(pipette_plan_config(p)->distributed_optimizer);
+		ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
+		ck_assert_ptr_nonnull(strstr(line, "--exp-avg-dtype bf16"));
+		check_flags_known(line, upstream);
+		check_megatron_rules(p, line, 0);
+		pipette_plan_destroy(p);
+	}
 	/* The pins above are plannable on each stack but some: not vacuous. */
-	ck_assert_int_ge(planned, 25);
+	ck_assert_int_ge(planned, 30);
 	free(upstream);
 	free(fork);
 }
@@ -434,6 +471,10 @@ START_TEST(test_stack_options)
 					       &err), 0);
 	ck_assert_double_eq(s.grad_bytes, 2);
 	ck_assert_double_lt(s.tp_exposed, 1);
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "adam_states=bf16", &s, &err), 0);
+	ck_assert_double_eq(s.optim_bytes, 8);	/* fp32 master 4 + bf16 moments 2 + 2 */
+	ck_assert_int_eq(s.optim_needs_distopt, 1);
+	ck_assert_int_eq(pipette_stack_resolve("nemo", "adam_states=bf16", &s, &err), -1);
 	ck_assert_int_eq(pipette_stack_resolve("", "", &s, &err), 0);
 	ck_assert_str_eq(s.name, "megatron");
 	ck_assert_int_eq(pipette_stack_resolve("megatron-2022", "grad_reduce=bf16", &s, &err), -1);

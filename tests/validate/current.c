@@ -38,6 +38,8 @@ struct row {
 	long gbs, seq;
 	double step_s;		/* 0 = not measured */
 	double alloc_gib, peak_bytes;	/* memory rows */
+	/* The run's own settings (time rows; see the data file). */
+	int tp_overlap, deferral, adam_bf16;
 };
 
 /* Read a tab-separated file of tests/data/stacks: comments (#) and the
@@ -45,7 +47,7 @@ struct row {
 static int read_rows(const char *path, int memory, struct row *rows, int max)
 {
 	FILE *f = fopen(path, "r");
-	char line[512], step[32];
+	char line[512], step[32], ovl[8], adam[8];
 	int n = 0;
 
 	if (!f) {
@@ -56,7 +58,7 @@ static int read_rows(const char *path, int memory, struct row *rows, int max)
 		struct row *r = &rows[n];
 		int k;
 
-		if (line[0] == '#' || !strncmp(line, "model", 5))
+		if (line[0] == '#' || line[0] == '\n' || !strncmp(line, "model", 5))
 			continue;
 		memset(r, 0, sizeof(*r));
 		r->vp = 1;
@@ -65,9 +67,14 @@ static int read_rows(const char *path, int memory, struct row *rows, int max)
 				   &r->gpus, &r->tp, &r->pp, &r->dp, &r->cp, &r->mbs, &r->gbs,
 				   &r->seq, &r->alloc_gib, &r->peak_bytes, step) == 12 ? 0 : -1;
 		else
-			k = sscanf(line, "%31s %ld %d %d %d %d %d %d %d %ld %ld %31s", r->model,
-				   &r->vocab, &r->gpus, &r->tp, &r->pp, &r->dp, &r->cp, &r->vp,
-				   &r->mbs, &r->gbs, &r->seq, step) == 12 ? 0 : -1;
+			k = sscanf(line, "%31s %ld %d %d %d %d %d %d %d %ld %ld %31s %7s %d %7s",
+				   r->model, &r->vocab, &r->gpus, &r->tp, &r->pp, &r->dp, &r->cp,
+				   &r->vp, &r->mbs, &r->gbs, &r->seq, step, ovl, &r->deferral,
+				   adam) == 15 ? 0 : -1;
+		if (!memory && !k) {
+			r->tp_overlap = !strcmp(ovl, "on");
+			r->adam_bf16 = !strcmp(adam, "bf16");
+		}
 		if (k) {
 			fprintf(stderr, "validate: %s: malformed row: %s", path, line);
 			fclose(f);
@@ -78,6 +85,21 @@ static int read_rows(const char *path, int memory, struct row *rows, int max)
 	}
 	fclose(f);
 	return n;
+}
+
+/* The nemo stack with the run's own settings: TP overlap (exposure
+ * tp_exposed when on, all of it when off), its deferral limit, and Adam
+ * states in bf16 (parameter copy and moments, 2 + 2 + 2 bytes: Apex's
+ * distributed Adam with dtype bf16). */
+static void row_stack(const struct row *r, double tp_exposed, struct pipette_stack *st)
+{
+	*st = *pipette_stack_get(PIPETTE_STACK_NEMO);
+	if (r->alloc_gib > 0)
+		return;	/* a memory log: the stack's defaults */
+	st->tp_exposed = r->tp_overlap ? tp_exposed : 1.0;
+	st->wgrad_deferral_limit = r->deferral;
+	if (r->adam_bf16)
+		st->optim_bytes = 6;
 }
 
 static int row_setup(const struct row *r, const struct pipette_stack *st,
@@ -131,15 +153,15 @@ static int predict_s(struct pipette_timer *t, const struct pipette_gpu_spec *g,
 static int predict_grid(struct pipette_timer *t, const struct pipette_gpu_spec *g,
 			const struct row *rows, int n, double pred[][GRID_STEPS + 1])
 {
-	struct pipette_stack st = *pipette_stack_get(PIPETTE_STACK_NEMO);
+	struct pipette_stack st;
 	int i, k;
 
-	for (k = 0; k <= GRID_STEPS; k++) {
-		st.tp_exposed = (double)k / GRID_STEPS;
-		for (i = 0; i < n; i++)
+	for (k = 0; k <= GRID_STEPS; k++)
+		for (i = 0; i < n; i++) {
+			row_stack(&rows[i], (double)k / GRID_STEPS, &st);
 			if (predict_s(t, g, &rows[i], &st, &pred[i][k]))
 				return -1;
-	}
+		}
 	return 0;
 }
 
@@ -181,9 +203,11 @@ static int check_time(struct pipette_timer *t, const struct pipette_gpu_spec *g,
 		const struct row *r = &rows[i];
 		int kl = best_k(rows, n, pred, i);
 		double ef = pred[i][kf] / r->step_s - 1, el = pred[i][kl] / r->step_s - 1;
+		struct pipette_stack st;
 		double et;
 
-		if (predict_s(t, g, r, pipette_stack_get(PIPETTE_STACK_NEMO), &et))
+		row_stack(r, table, &st);
+		if (predict_s(t, g, r, &st, &et))
 			return 1;
 		table_mape += fabs(et / r->step_s - 1);
 		fitted += fabs(ef);
@@ -245,10 +269,12 @@ static int check_fit_and_rank(const struct row *r, const struct pipette_gpu_spec
 	struct pipette_cluster_spec cs = { 0 };
 	struct pipette_plan *plan = NULL;
 	struct pipette_err err;
+	struct pipette_stack st;
 	char **names;
 	int i, nodes = r->gpus / 8, rank, fits;
 
-	if (row_setup(r, pipette_stack_get(PIPETTE_STACK_NEMO), &m, &c))
+	row_stack(r, pipette_stack_get(PIPETTE_STACK_NEMO)->tp_exposed, &st);
+	if (row_setup(r, &st, &m, &c))
 		return 1;
 	pipette_memory_estimate(&m, g, &c, 1.0, NULL, NULL, &mem);
 	fits = mem.fits;
@@ -268,9 +294,11 @@ static int check_fit_and_rank(const struct row *r, const struct pipette_gpu_spec
 	cs.nodes = nodes;
 	cs.node_names = (const char *const *)names;
 	cs.gpus_per_node = 8;
-	printf("%-15s %5d GPUs  published %s: %s", r->model, r->gpus,
-	       r->vp > 1 ? "interleaved" : "1f1b", fits ? "fits" : "DOES NOT FIT");
-	/* The plan uses the preset (a padded vocabulary differs by <1%). */
+	printf("%-15s %5d GPUs  published %s%s: %s", r->model, r->gpus,
+	       r->vp > 1 ? "interleaved" : "1f1b", r->adam_bf16 ? ", bf16 Adam states" : "",
+	       fits ? "fits" : "DOES NOT FIT");
+	/* The plan uses the preset (a padded vocabulary differs by <1%) and
+	 * the nemo stack's defaults. */
 	if (pipette_plan_compute(&req, &cs, &plan, &err) == 0) {
 		rank = validate_plan_rank(plan, &c);
 		if (rank > 0)
