@@ -60,19 +60,28 @@ int pipette_apply_job(const struct pipette_plan *plan, const struct pipette_env_
 	return 0;
 }
 
+/* Slurm's GPU list for this node must be the plan's slots, one for one:
+ * every slot is one of Slurm's GPUs, never an invented one. */
+static int task_gpus_check(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
+			   struct pipette_err *err)
+{
+	if (t->ngpus < 1 || t->ngpus > PIPETTE_MAX_GPUS)
+		return pipette_fail(err, "%d GPUs on this node: expected 1 to %d", t->ngpus,
+				    PIPETTE_MAX_GPUS);
+	if (t->ngpus != pipette_plan_gpus_per_node(plan))
+		return pipette_fail(err, "Slurm gave this node %d GPUs but the plan has %d per "
+				    "node: CUDA_VISIBLE_DEVICES cannot be a permutation of them",
+				    t->ngpus, pipette_plan_gpus_per_node(plan));
+	return 0;
+}
+
 int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
 			    const struct pipette_env_ops *env, struct pipette_err *err)
 {
 	struct setter s = { .env = env, .task = t };
 
-	if (t->ngpus < 1 || t->ngpus > PIPETTE_MAX_GPUS)
-		return pipette_fail(err, "%d GPUs on this node: expected 1 to %d", t->ngpus,
-				    PIPETTE_MAX_GPUS);
-	/* Every slot of the plan is one of Slurm's GPUs: never invent one. */
-	if (t->ngpus != pipette_plan_gpus_per_node(plan))
-		return pipette_fail(err, "Slurm gave this node %d GPUs but the plan has %d per "
-				    "node: CUDA_VISIBLE_DEVICES cannot be a permutation of them",
-				    t->ngpus, pipette_plan_gpus_per_node(plan));
+	if (task_gpus_check(plan, t, err))
+		return -1;
 	if (pipette_plan_task_env(plan, t->node, t->local_task, (const char *const *)t->gpus,
 				  set_one, &s, err))
 		return -1;
@@ -95,9 +104,9 @@ int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipett
 int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
 		       const struct pipette_env_ops *env, struct pipette_err *err)
 {
-	if (t->ngpus < 1 || t->ngpus > PIPETTE_MAX_GPUS)
-		return pipette_fail(err, "%d GPUs on this node: expected 1 to %d", t->ngpus,
-				    PIPETTE_MAX_GPUS);
+	/* Checked before the job variables, so a refused task sets nothing. */
+	if (task_gpus_check(plan, t, err))
+		return -1;
 	if (pipette_apply_job(plan, env, err))
 		return -1;
 	return pipette_apply_task_only(plan, t, env, err);
