@@ -10,15 +10,7 @@
 
 #include "plan_int.h"
 
-struct args {
-	char *buf;
-	size_t len, n;
-	int bad;
-};
-
-static void add(struct args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add(struct args *a, const char *fmt, ...)
+void pipette_arg(struct pipette_args *a, const char *fmt, ...)
 {
 	va_list ap;
 	int w;
@@ -38,38 +30,38 @@ static int zb_fork(const struct pipette_plan *plan)
 }
 
 /* Pipeline layout: virtual stages and uneven ends. */
-static void layout_args(const struct pipette_plan *plan, struct args *a)
+static void layout_args(const struct pipette_plan *plan, struct pipette_args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
 
 	if (c->schedule == PIPETTE_SCHED_INTERLEAVED) {
 		if (zb_fork(plan))
-			add(a, " --num-layers-per-virtual-pipeline-stage %d",
+			pipette_arg(a, " --num-layers-per-virtual-pipeline-stage %d",
 			    plan->model.layers / (c->pp * c->vpp));
 		else
-			add(a, " --num-virtual-stages-per-pipeline-rank %d", c->vpp);
+			pipette_arg(a, " --num-virtual-stages-per-pipeline-rank %d", c->vpp);
 	}
 	if (c->first_stage_layers)
-		add(a, " --decoder-first-pipeline-num-layers %d", c->first_stage_layers);
+		pipette_arg(a, " --decoder-first-pipeline-num-layers %d", c->first_stage_layers);
 	if (c->last_stage_layers)
-		add(a, " --decoder-last-pipeline-num-layers %d", c->last_stage_layers);
+		pipette_arg(a, " --decoder-last-pipeline-num-layers %d", c->last_stage_layers);
 }
 
 /* The zero-bubble fork's schedules (megatron-schedules.md §3): its
  * runtime named explicitly; ZB-H1 is the ZB family with one pipeline's
  * worth of pending backward passes (the 1F1B memory); the V schedules
  * set their two virtual stages themselves. */
-static void zb_schedule_args(const struct pipette_config *c, struct args *a)
+static void zb_schedule_args(const struct pipette_config *c, struct pipette_args *a)
 {
 	switch (c->schedule) {
 	case PIPETTE_SCHED_ZB_H1:
-		add(a, " --enable-zb-runtime --enable-zero-bubble "
+		pipette_arg(a, " --enable-zb-runtime --enable-zero-bubble "
 		    "--zero-bubble-max-pending-backward %d", c->pp);
 		break;
 	case PIPETTE_SCHED_V_MIN:
 	case PIPETTE_SCHED_V_HALF:
 	case PIPETTE_SCHED_V_ZB:
-		add(a, " --enable-zb-runtime --zero-bubble-v-schedule "
+		pipette_arg(a, " --enable-zb-runtime --zero-bubble-v-schedule "
 		    "--zero-bubble-v-schedule-mem-setup %s",
 		    c->schedule == PIPETTE_SCHED_V_MIN ? "min"
 		    : c->schedule == PIPETTE_SCHED_V_HALF ? "half" : "zb");
@@ -79,12 +71,12 @@ static void zb_schedule_args(const struct pipette_config *c, struct args *a)
 	}
 }
 
-static void recompute_args(const struct pipette_config *c, struct args *a)
+static void recompute_args(const struct pipette_config *c, struct pipette_args *a)
 {
 	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
-		add(a, " --recompute-granularity selective");
+		pipette_arg(a, " --recompute-granularity selective");
 	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
-		add(a, " --recompute-granularity full --recompute-method uniform "
+		pipette_arg(a, " --recompute-granularity full --recompute-method uniform "
 		    "--recompute-num-layers 1");
 }
 
@@ -92,83 +84,83 @@ static void recompute_args(const struct pipette_config *c, struct args *a)
  * buffer's dtype, DP overlap (the parameter gather only with the
  * distributed optimizer), TP overlap with userbuffers (sequence parallel
  * only), the deferred embedding wgrad (pipelined only). */
-static void stack_args(const struct pipette_plan *plan, struct args *a)
+static void stack_args(const struct pipette_plan *plan, struct pipette_args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
 	const struct pipette_stack *st = &plan->stack;
 
 	if (!st->core_flags)
 		return;
-	add(a, " --bf16");
+	pipette_arg(a, " --bf16");
 	if (st->grad_bytes == 2)
-		add(a, " --grad-reduce-in-bf16");
+		pipette_arg(a, " --grad-reduce-in-bf16");
 	if (st->optim_needs_distopt && c->distributed_optimizer)
-		add(a, " --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+		pipette_arg(a, " --use-precision-aware-optimizer --exp-avg-dtype bf16 "
 		    "--exp-avg-sq-dtype bf16");
 	if (st->dp_overlap) {
-		add(a, " --overlap-grad-reduce");
+		pipette_arg(a, " --overlap-grad-reduce");
 		if (c->distributed_optimizer)
-			add(a, " --overlap-param-gather");
+			pipette_arg(a, " --overlap-param-gather");
 	}
 	if (pipette_stack_tp_exposed(st, c) < 1)
-		add(a, " --tp-comm-overlap");
+		pipette_arg(a, " --tp-comm-overlap");
 	if (st->wgrad_deferral_limit > 0 && c->pp > 1)
-		add(a, " --defer-embedding-wgrad-compute --wgrad-deferral-limit %d",
+		pipette_arg(a, " --defer-embedding-wgrad-compute --wgrad-deferral-limit %d",
 		    st->wgrad_deferral_limit);
 }
 
 /* Compression exists only in the Optimus-CC fork of Megatron-LM, with
  * these flag names (AIS-SNU/Optimus-CC @7f6437c, megatron/arguments.py). */
-static void compression_args(const struct pipette_config *c, struct args *a)
+static void compression_args(const struct pipette_config *c, struct pipette_args *a)
 {
 	if (c->compress.pp_rank) {
-		add(a, " --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
+		pipette_arg(a, " --inter_grad_comp --inter_grad_comp_rank %d --use_error_feedback",
 		    c->compress.pp_rank);
 		if (c->compress.pp_epilogue_only)
-			add(a, " --inter_grad_comp_epilogue_only");
+			pipette_arg(a, " --inter_grad_comp_epilogue_only");
 	}
 	if (c->compress.dp_rank) {
-		add(a, " --grad_comp --grad_comp_rank %d", c->compress.dp_rank);
+		pipette_arg(a, " --grad_comp --grad_comp_rank %d", c->compress.dp_rank);
 		if (c->compress.dp_stages)
-			add(a, " --selective_grad_comp --selective_grad_comp_way %d",
+			pipette_arg(a, " --selective_grad_comp --selective_grad_comp_way %d",
 			    c->compress.dp_stages);
 	}
 	if (c->compress.fused_embedding)
-		add(a, " --emb_comm_opt");
+		pipette_arg(a, " --emb_comm_opt");
 }
 
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
-	struct args a = { buf, len, 0, 0 };
+	struct pipette_args a = { buf, len, 0, 0 };
 
 	if (!len)
 		return -1;
 	buf[0] = '\0';
-	add(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
+	pipette_arg(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
 	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
 	if (plan->model.experts) {
-		add(&a, " --expert-model-parallel-size %d", c->ep);
+		pipette_arg(&a, " --expert-model-parallel-size %d", c->ep);
 		if (!zb_fork(plan))
-			add(&a, " --expert-tensor-parallel-size %d", c->etp);
+			pipette_arg(&a, " --expert-tensor-parallel-size %d", c->etp);
 	}
 	layout_args(plan, &a);
 	if (zb_fork(plan))
 		zb_schedule_args(c, &a);
-	add(&a, " --micro-batch-size %d --global-batch-size %ld --seq-length %ld",
+	pipette_arg(&a, " --micro-batch-size %d --global-batch-size %ld --seq-length %ld",
 	    c->micro_batch, c->global_batch, c->seq_len);
 	/* Megatron-LM turns sequence parallelism off at TP 1 (with a
 	 * warning); say only what runs. */
 	if (c->sequence_parallel && c->tp > 1)
-		add(&a, " --sequence-parallel");
+		pipette_arg(&a, " --sequence-parallel");
 	if (c->distributed_optimizer)
-		add(&a, " --use-distributed-optimizer");
+		pipette_arg(&a, " --use-distributed-optimizer");
 	/* Flash: Megatron-Core's default backend (auto) already picks a fused
 	 * kernel; the fork asks for FlashAttention by name. */
 	if (c->attention == PIPETTE_ATTN_UNFUSED && !zb_fork(plan))
-		add(&a, " --attention-backend unfused");
+		pipette_arg(&a, " --attention-backend unfused");
 	else if (c->attention == PIPETTE_ATTN_FLASH && zb_fork(plan))
-		add(&a, " --use-flash-attn");
+		pipette_arg(&a, " --use-flash-attn");
 	recompute_args(c, &a);
 	stack_args(plan, &a);
 	compression_args(c, &a);

@@ -20,51 +20,47 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 {
 	const struct pipette_config *c = &plan->cfg;
 	const struct pipette_stack *st = &plan->stack;
-	size_t n = 0;
-	int w;
+	struct pipette_args a = { buf, len, 0, 0 };
 
-#define ARG(...) do { \
-		w = snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__); \
-		if (w < 0) return -1; \
-		n += (size_t)w; \
-	} while (0)
 	if (!len)
 		return -1;
 	buf[0] = '\0';
-	ARG("trainer.strategy.tensor_model_parallel_size=%d "
-	    "trainer.strategy.pipeline_model_parallel_size=%d "
-	    "trainer.strategy.context_parallel_size=%d", c->tp, c->pp, c->cp);
+	pipette_arg(&a, "trainer.strategy.tensor_model_parallel_size=%d "
+		    "trainer.strategy.pipeline_model_parallel_size=%d "
+		    "trainer.strategy.context_parallel_size=%d", c->tp, c->pp, c->cp);
 	if (c->schedule == PIPETTE_SCHED_INTERLEAVED)
-		ARG(" trainer.strategy.virtual_pipeline_model_parallel_size=%d", c->vpp);
+		pipette_arg(&a, " trainer.strategy.virtual_pipeline_model_parallel_size=%d",
+			    c->vpp);
 	else
-		ARG(" trainer.strategy.virtual_pipeline_model_parallel_size=None");
+		pipette_arg(&a, " trainer.strategy.virtual_pipeline_model_parallel_size=None");
 	if (plan->model.experts)
-		ARG(" trainer.strategy.expert_model_parallel_size=%d "
-		    "trainer.strategy.expert_tensor_parallel_size=%d", c->ep, c->etp);
+		pipette_arg(&a, " trainer.strategy.expert_model_parallel_size=%d "
+			    "trainer.strategy.expert_tensor_parallel_size=%d", c->ep, c->etp);
 	if (c->first_stage_layers > 0)
-		ARG(" trainer.strategy.num_layers_in_first_pipeline_stage=%d",
-		    c->first_stage_layers);
+		pipette_arg(&a, " trainer.strategy.num_layers_in_first_pipeline_stage=%d",
+			    c->first_stage_layers);
 	if (c->last_stage_layers > 0)
-		ARG(" trainer.strategy.num_layers_in_last_pipeline_stage=%d",
-		    c->last_stage_layers);
-	ARG(" trainer.strategy.sequence_parallel=%s", py_bool(c->sequence_parallel));
-	ARG(" data.micro_batch_size=%d data.global_batch_size=%ld data.seq_length=%ld "
-	    "model.config.seq_length=%ld", c->micro_batch, c->global_batch, c->seq_len,
-	    c->seq_len);
+		pipette_arg(&a, " trainer.strategy.num_layers_in_last_pipeline_stage=%d",
+			    c->last_stage_layers);
+	pipette_arg(&a, " trainer.strategy.sequence_parallel=%s", py_bool(c->sequence_parallel));
+	pipette_arg(&a, " data.micro_batch_size=%d data.global_batch_size=%ld "
+		    "data.seq_length=%ld model.config.seq_length=%ld", c->micro_batch,
+		    c->global_batch, c->seq_len, c->seq_len);
 	if (c->recompute == PIPETTE_RECOMPUTE_NONE)
-		ARG(" model.config.recompute_granularity=None");
+		pipette_arg(&a, " model.config.recompute_granularity=None");
 	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
-		ARG(" model.config.recompute_granularity=selective");
+		pipette_arg(&a, " model.config.recompute_granularity=selective");
 	else
-		ARG(" model.config.recompute_granularity=full model.config.recompute_method=uniform "
-		    "model.config.recompute_num_layers=1");
-	ARG(" optim.config.use_distributed_optimizer=%s", py_bool(c->distributed_optimizer));
-	ARG(" trainer.strategy.ddp.overlap_grad_reduce=%s", py_bool(st->dp_overlap));
-	ARG(" trainer.strategy.ddp.overlap_param_gather=%s",
-	    py_bool(st->dp_overlap && c->distributed_optimizer));
-	ARG(" trainer.plugins.grad_reduce_in_fp32=%s", py_bool(st->grad_bytes == 4));
-#undef ARG
-	return n < len ? 0 : -1;
+		pipette_arg(&a, " model.config.recompute_granularity=full "
+			    "model.config.recompute_method=uniform "
+			    "model.config.recompute_num_layers=1");
+	pipette_arg(&a, " optim.config.use_distributed_optimizer=%s",
+		    py_bool(c->distributed_optimizer));
+	pipette_arg(&a, " trainer.strategy.ddp.overlap_grad_reduce=%s", py_bool(st->dp_overlap));
+	pipette_arg(&a, " trainer.strategy.ddp.overlap_param_gather=%s",
+		    py_bool(st->dp_overlap && c->distributed_optimizer));
+	pipette_arg(&a, " trainer.plugins.grad_reduce_in_fp32=%s", py_bool(st->grad_bytes == 4));
+	return !a.bad && a.n < len ? 0 : -1;
 }
 
 int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len)
