@@ -2,32 +2,40 @@
  * task gets, and the per-task variables of the two launch modes.  The
  * table below is the one list of names: `pipette plan --format env` and the
  * plugin both render through it, and the plugin refuses any other name. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plan_int.h"
 
+/* The job variables' values, named so that a table row and its value
+ * cannot drift apart. */
+enum job_value {
+	V_TASK,	/* a per-task variable: pipette_plan_task_env sets it */
+	V_TP, V_PP, V_DP, V_CP, V_EP, V_VPP, V_MICRO_BATCH, V_GLOBAL_BATCH, V_SCHEDULE,
+	V_RECOMPUTE, V_SEQUENCE_PARALLEL, V_DISTRIBUTED_OPTIMIZER, V_MEGATRON_ARGS,
+	V_ITER_S, V_MEM_GIB, V_MAPPING_GAIN, V_PLAN_HASH, V_STACK, V_LAUNCH_ARGS,
+	V_DEVICE_MAX_CONNECTIONS,
+};
+
 static const struct {
 	const char *name;
-	enum pipette_env_scope scope;
+	enum job_value value;
 } contract[] = {
-	{ "PIPETTE_TP", PIPETTE_ENV_JOB }, { "PIPETTE_PP", PIPETTE_ENV_JOB },
-	{ "PIPETTE_DP", PIPETTE_ENV_JOB }, { "PIPETTE_CP", PIPETTE_ENV_JOB },
-	{ "PIPETTE_EP", PIPETTE_ENV_JOB }, { "PIPETTE_VPP", PIPETTE_ENV_JOB },
-	{ "PIPETTE_MICRO_BATCH", PIPETTE_ENV_JOB }, { "PIPETTE_GLOBAL_BATCH", PIPETTE_ENV_JOB },
-	{ "PIPETTE_SCHEDULE", PIPETTE_ENV_JOB }, { "PIPETTE_RECOMPUTE", PIPETTE_ENV_JOB },
-	{ "PIPETTE_SEQUENCE_PARALLEL", PIPETTE_ENV_JOB },
-	{ "PIPETTE_DISTRIBUTED_OPTIMIZER", PIPETTE_ENV_JOB },
-	{ "PIPETTE_MEGATRON_ARGS", PIPETTE_ENV_JOB },
-	{ "PIPETTE_PREDICTED_ITER_S", PIPETTE_ENV_JOB },
-	{ "PIPETTE_PREDICTED_MEM_GIB", PIPETTE_ENV_JOB },
-	{ "PIPETTE_MAPPING_GAIN", PIPETTE_ENV_JOB }, { "PIPETTE_PLAN_HASH", PIPETTE_ENV_JOB },
-	{ "PIPETTE_STACK", PIPETTE_ENV_JOB }, { "PIPETTE_LAUNCH_ARGS", PIPETTE_ENV_JOB },
-	{ "CUDA_DEVICE_MAX_CONNECTIONS", PIPETTE_ENV_JOB },
-	{ "RANK", PIPETTE_ENV_TASK }, { "LOCAL_RANK", PIPETTE_ENV_TASK },
-	{ "WORLD_SIZE", PIPETTE_ENV_TASK }, { "LOCAL_WORLD_SIZE", PIPETTE_ENV_TASK },
-	{ "NODE_RANK", PIPETTE_ENV_TASK }, { "MASTER_ADDR", PIPETTE_ENV_TASK },
-	{ "MASTER_PORT", PIPETTE_ENV_TASK }, { "CUDA_VISIBLE_DEVICES", PIPETTE_ENV_TASK },
+	{ "PIPETTE_TP", V_TP }, { "PIPETTE_PP", V_PP }, { "PIPETTE_DP", V_DP },
+	{ "PIPETTE_CP", V_CP }, { "PIPETTE_EP", V_EP }, { "PIPETTE_VPP", V_VPP },
+	{ "PIPETTE_MICRO_BATCH", V_MICRO_BATCH }, { "PIPETTE_GLOBAL_BATCH", V_GLOBAL_BATCH },
+	{ "PIPETTE_SCHEDULE", V_SCHEDULE }, { "PIPETTE_RECOMPUTE", V_RECOMPUTE },
+	{ "PIPETTE_SEQUENCE_PARALLEL", V_SEQUENCE_PARALLEL },
+	{ "PIPETTE_DISTRIBUTED_OPTIMIZER", V_DISTRIBUTED_OPTIMIZER },
+	{ "PIPETTE_MEGATRON_ARGS", V_MEGATRON_ARGS },
+	{ "PIPETTE_PREDICTED_ITER_S", V_ITER_S }, { "PIPETTE_PREDICTED_MEM_GIB", V_MEM_GIB },
+	{ "PIPETTE_MAPPING_GAIN", V_MAPPING_GAIN }, { "PIPETTE_PLAN_HASH", V_PLAN_HASH },
+	{ "PIPETTE_STACK", V_STACK }, { "PIPETTE_LAUNCH_ARGS", V_LAUNCH_ARGS },
+	{ "CUDA_DEVICE_MAX_CONNECTIONS", V_DEVICE_MAX_CONNECTIONS },
+	{ "RANK", V_TASK }, { "LOCAL_RANK", V_TASK }, { "WORLD_SIZE", V_TASK },
+	{ "LOCAL_WORLD_SIZE", V_TASK }, { "NODE_RANK", V_TASK }, { "MASTER_ADDR", V_TASK },
+	{ "MASTER_PORT", V_TASK }, { "CUDA_VISIBLE_DEVICES", V_TASK },
 };
 
 int pipette_env_scope(const char *name)
@@ -36,43 +44,71 @@ int pipette_env_scope(const char *name)
 
 	for (i = 0; name && i < sizeof(contract) / sizeof(contract[0]); i++)
 		if (!strcmp(name, contract[i].name))
-			return (int)contract[i].scope;
+			return (int)(contract[i].value == V_TASK ? PIPETTE_ENV_TASK
+								  : PIPETTE_ENV_JOB);
 	return -1;
 }
 
-/* The value of job variable i of the table; 1 when the plan sets none. */
-static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t len)
+static int put(char *v, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* snprintf that fails when the value does not fit. */
+static int put(char *v, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(v, len, fmt, ap);
+	va_end(ap);
+	return w >= 0 && (size_t)w < len ? 0 : -1;
+}
+
+/* The value of a job variable; 1 when the plan sets none. */
+static int job_value(const struct pipette_plan *plan, enum job_value which, char *v,
+		     size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
-	const long ints[] = { c->tp, c->pp, c->dp, c->cp, c->ep, pipette_config_chunks(c),
-			      c->micro_batch, c->global_batch };
 
-	if (i < sizeof(ints) / sizeof(ints[0]))
-		return snprintf(v, len, "%ld", ints[i]) < (int)len ? 0 : -1;
-	switch (i) {
-	case 8:
+	switch (which) {
+	case V_TP:
+		return put(v, len, "%d", c->tp);
+	case V_PP:
+		return put(v, len, "%d", c->pp);
+	case V_DP:
+		return put(v, len, "%d", c->dp);
+	case V_CP:
+		return put(v, len, "%d", c->cp);
+	case V_EP:
+		return put(v, len, "%d", c->ep);
+	case V_VPP:
+		return put(v, len, "%d", pipette_config_chunks(c));
+	case V_MICRO_BATCH:
+		return put(v, len, "%d", c->micro_batch);
+	case V_GLOBAL_BATCH:
+		return put(v, len, "%ld", c->global_batch);
+	case V_SCHEDULE:
 		return pipette_strlcpy(v, pipette_schedule_name(c->schedule), len);
-	case 9:
+	case V_RECOMPUTE:
 		return pipette_strlcpy(v, pipette_recompute_name(c->recompute), len);
-	case 10:
-		return snprintf(v, len, "%d", c->sequence_parallel) < (int)len ? 0 : -1;
-	case 11:
-		return snprintf(v, len, "%d", c->distributed_optimizer) < (int)len ? 0 : -1;
-	case 12:
+	case V_SEQUENCE_PARALLEL:
+		return put(v, len, "%d", c->sequence_parallel);
+	case V_DISTRIBUTED_OPTIMIZER:
+		return put(v, len, "%d", c->distributed_optimizer);
+	case V_MEGATRON_ARGS:
 		return pipette_plan_megatron_args(plan, v, len);
-	case 13:
-		return snprintf(v, len, "%.4f", plan->time.iteration_s) < (int)len ? 0 : -1;
-	case 14:
-		return snprintf(v, len, "%.2f", plan->mem.peak_bytes / PIPETTE_GIB) < (int)len ? 0 : -1;
-	case 15:
-		return snprintf(v, len, "%.4f", pipette_plan_mapping_gain(plan)) < (int)len ? 0 : -1;
-	case 16:
+	case V_ITER_S:
+		return put(v, len, "%.4f", plan->time.iteration_s);
+	case V_MEM_GIB:
+		return put(v, len, "%.2f", plan->mem.peak_bytes / PIPETTE_GIB);
+	case V_MAPPING_GAIN:
+		return put(v, len, "%.4f", pipette_plan_mapping_gain(plan));
+	case V_PLAN_HASH:
 		return pipette_strlcpy(v, plan->hash, len);
-	case 17:
+	case V_STACK:
 		return pipette_strlcpy(v, plan->stack.name, len);
-	case 18:
+	case V_LAUNCH_ARGS:
 		return pipette_plan_launch_args(plan, v, len);
-	case 19:
+	case V_DEVICE_MAX_CONNECTIONS:
 		/* Megatron-Core asserts one hardware queue when TP or CP
 		 * communication must be ordered before the GEMMs it overlaps;
 		 * the zero-bubble runtime asserts at least 8
@@ -80,12 +116,12 @@ static int job_value(const struct pipette_plan *plan, size_t i, char *v, size_t 
 		if (plan->stack.device_max_connections == 1 && (c->tp > 1 || c->cp > 1))
 			return pipette_strlcpy(v, "1", len);
 		if (plan->stack.device_max_connections > 1)
-			return snprintf(v, len, "%d", plan->stack.device_max_connections) <
-			       (int)len ? 0 : -1;
+			return put(v, len, "%d", plan->stack.device_max_connections);
 		return 1;
-	default:
-		return -1;
+	case V_TASK:
+		break;
 	}
+	return -1;
 }
 
 int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set, void *ctx)
@@ -95,9 +131,9 @@ int pipette_plan_job_env(const struct pipette_plan *plan, pipette_env_set_fn set
 	int rc;
 
 	for (i = 0; i < sizeof(contract) / sizeof(contract[0]); i++) {
-		if (contract[i].scope != PIPETTE_ENV_JOB)
+		if (contract[i].value == V_TASK)
 			continue;
-		rc = job_value(plan, i, v, sizeof(v));
+		rc = job_value(plan, contract[i].value, v, sizeof(v));
 		if (rc == 1)
 			continue;
 		if (rc || set(ctx, contract[i].name, v))
