@@ -8,9 +8,6 @@
 
 #include "json.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
-#define MIB (1024.0 * 1024.0)
-
 /* Sources:
  *  [V100]  NVIDIA V100 datasheet (SXM2: 125 TFLOP/s FP16 tensor, 900 GB/s,
  *          NVLink 300 GB/s bidirectional); DGX-2: 8x100 Gb/s EDR for 16 GPUs.
@@ -61,16 +58,16 @@
 #define H100_RAW ((806.4 + 808.7) / 2 / 989.0)	/* [PROBE-H] */
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
 static const struct pipette_gpu_spec gpus[] = {
-	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * MIB, 900.0,
+	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * PIPETTE_MIB, 900.0,
 	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]" },
-	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * MIB, 1555.0,
+	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * PIPETTE_MIB, 1555.0,
 	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]" },
-	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * MIB, 2039.0,
+	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * PIPETTE_MIB, 2039.0,
 	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]" },
-	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * MIB,
+	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
 	  "[H100] [PROBE-H]" },
-	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * MIB, 4800.0,
+	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
 	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
 	  "[H200] [PROBE-H]" },
 	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,

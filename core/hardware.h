@@ -8,6 +8,10 @@
 
 #include "error.h"
 
+/* Binary units of memory sizes (HBM, plans, caches). */
+#define PIPETTE_MIB (1024.0 * 1024.0)
+#define PIPETTE_GIB (1024.0 * PIPETTE_MIB)
+
 struct pipette_gpu_spec {
 	const char *name;	/* canonical, e.g. "H100-SXM-80GB" */
 	const char *aliases;	/* comma-separated, lower case */

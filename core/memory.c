@@ -6,8 +6,6 @@
 #include "schedule.h"
 #include "stack.h"
 
-#define MIB (1024.0 * 1024.0)
-
 /* Bytes per parameter: bf16 weights 2 (Megatron
  * theoretical_memory_usage.py:293-296); the main gradients and the
  * optimizer state are the stack's (stack.h: fp32 master weights and Adam
@@ -18,7 +16,7 @@
 /* CUDA context and framework: "CUDA context 300-500 MB" in the notes of
  * Fujii's memory estimator (okoge-kaz.github.io memory-estimator.js);
  * the upper end, to stay on the safe side. */
-#define CUDA_CONTEXT_BYTES (500.0 * MIB)
+#define CUDA_CONTEXT_BYTES (500.0 * PIPETTE_MIB)
 /* NCCL buffers: 0.5 GB per communicator whose size is > 1 (same tool). */
 #define NCCL_BYTES_PER_COMM 0.5e9
 

@@ -12,8 +12,6 @@
 #include "stack.h"
 #include "timing.h"
 
-#define PIPETTE_GIB (1024.0 * 1024.0 * 1024.0)
-
 /* A launch line built in the caller's buffer, one flag group at a time:
  * `bad` once a format fails; the line fits when n < len. */
 struct pipette_args {

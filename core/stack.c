@@ -8,12 +8,13 @@
  *   zero bubble  sail-sg/zero-bubble-pipeline-parallelism */
 #include "stack.h"
 
+#include "hardware.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
 #define SCHED(k) (1u << (k))
 #define ALL_SCHEDULES ((1u << PIPETTE_SCHED_COUNT) - 1)
 /* Upstream Megatron-Core and NeMo run no pipelining, 1F1B and
@@ -32,7 +33,7 @@
  * marks approximate) of the activations and temporaries: 25%, with a
  * floor that no site calibration may go below. */
 #define RESERVE_FRACTION 0.25
-#define RESERVE_FLOOR_BYTES (2.0 * GIB)
+#define RESERVE_FLOOR_BYTES (2.0 * PIPETTE_GIB)
 /* Adam with fp32 master weights and moments: 4 + 4 + 4 bytes per
  * parameter (Megatron theoretical_memory_usage.py :293-296), sharded by
  * the distributed optimizer. */
@@ -337,7 +338,7 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 
 		w = snprintf(buf + used, len - used, "  allocator reserve  %.0f%% of the "
 			     "activations and temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,
-			     s->reserve_floor_bytes / GIB);
+			     s->reserve_floor_bytes / PIPETTE_GIB);
 		if (w < 0 || (size_t)w >= len - used)
 			return -1;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "hardware.h"
 #include "limits.h"
 #include "model.h"
 #include "readfile.h"
@@ -78,7 +79,7 @@ int cli_check_model(const char *model, const char *models_dir)
 
 const char *cli_gib(double bytes, char *buf, unsigned size)
 {
-	snprintf(buf, size, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+	snprintf(buf, size, "%.2f GiB", bytes / PIPETTE_GIB);
 	return buf;
 }
 

@@ -372,7 +372,6 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 			const struct pipette_config *c, const struct pipette_memory *mem,
 			const struct pipette_stage_memory *stages)
 {
-	const double gib = 1024.0 * 1024.0 * 1024.0;
 	int s;
 
 	printf("model %s (%.2fB parameters) on %s\n", m->name,
@@ -392,13 +391,15 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 		const struct pipette_stage_memory *st = &stages[s];
 
 		printf("%5d %6d %8.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", s,
-		       st->layers, st->inflight, st->params_bytes / gib, st->grads_bytes / gib,
-		       st->optimizer_bytes / gib, st->activations_bytes / gib,
-		       st->other_bytes / gib, st->reserve_bytes / gib, st->total_bytes / gib,
+		       st->layers, st->inflight, st->params_bytes / PIPETTE_GIB,
+		       st->grads_bytes / PIPETTE_GIB, st->optimizer_bytes / PIPETTE_GIB,
+		       st->activations_bytes / PIPETTE_GIB, st->other_bytes / PIPETTE_GIB,
+		       st->reserve_bytes / PIPETTE_GIB, st->total_bytes / PIPETTE_GIB,
 		       s == mem->peak_stage ? "  <- peak" : "");
 	}
 	printf("(GiB per GPU)\n\npeak %.2f GiB of %.2f GiB (limit %.2f GiB at %.0f%%): %s\n",
-	       mem->peak_bytes / gib, mem->capacity_bytes / gib, mem->limit_bytes / gib,
+	       mem->peak_bytes / PIPETTE_GIB, mem->capacity_bytes / PIPETTE_GIB,
+	       mem->limit_bytes / PIPETTE_GIB,
 	       100.0 * mem->limit_bytes / mem->capacity_bytes,
 	       mem->fits ? "fits" : "DOES NOT FIT");
 }

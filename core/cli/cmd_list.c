@@ -127,7 +127,7 @@ int cmd_gpus(int argc, char **argv)
 		const struct pipette_gpu_spec *g = pipette_gpu_at(i);
 
 		printf("%-15s %10.0f %9.1f %9.0f %12.0f %9.1f\n", g->name, g->peak_tflops,
-		       g->hbm_bytes / (1024.0 * 1024.0 * 1024.0), g->hbm_gbps,
+		       g->hbm_bytes / PIPETTE_GIB, g->hbm_gbps,
 		       g->nvlink_gbps, g->nic_gbps);
 	}
 	return PIPETTE_EXIT_OK;

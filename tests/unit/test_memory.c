@@ -11,7 +11,6 @@
 #include "schedule.h"
 #include "check_run.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
 
 static void korthikanti_config(const char *name, int tp, int pp, int vpp, int mb,
 			       long gbs, struct pipette_model *m, struct pipette_config *c)
@@ -94,16 +93,16 @@ START_TEST(test_korthikanti_fig1)
 
 		korthikanti_config(cases[i].model, 8, cases[i].pp, cases[i].vpp, cases[i].mb,
 				   cases[i].gbs, &m, &c);
-		got = layer_states(&m, &c) / GIB;
+		got = layer_states(&m, &c) / PIPETTE_GIB;
 		ck_assert_msg(fabs(got / cases[i].states_gib - 1) < 0.005,
 			      "%s states %.4f vs %.4f", cases[i].model, got, cases[i].states_gib);
-		got = first_stage_layer_activations(&m, &c) / GIB;
+		got = first_stage_layer_activations(&m, &c) / PIPETTE_GIB;
 		ck_assert_msg(fabs(got / cases[i].act_none_gib - 1) < 0.005,
 			      "%s act none %.4f vs %.4f", cases[i].model, got,
 			      cases[i].act_none_gib);
 		c.sequence_parallel = 1;
 		c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
-		got = first_stage_layer_activations(&m, &c) / GIB;
+		got = first_stage_layer_activations(&m, &c) / PIPETTE_GIB;
 		ck_assert_msg(fabs(got / cases[i].act_seqsel_gib - 1) < 0.005,
 			      "%s act seq+sel %.4f vs %.4f", cases[i].model, got,
 			      cases[i].act_seqsel_gib);

@@ -27,7 +27,6 @@
 #include "validate.h"
 
 #define MAX_ROWS 16
-#define GIB (1024.0 * 1024.0 * 1024.0)
 /* The grid of the TP exposure fit: 0 to 1 in steps of 0.05. */
 #define GRID_STEPS 20
 
@@ -241,18 +240,18 @@ static int check_memory(const struct row *rows, int n, const struct pipette_gpu_
 		if (row_setup(r, pipette_stack_get(PIPETTE_STACK_NEMO), &m, &c))
 			return 1;
 		pipette_memory_estimate(&m, g, &c, 1.0, NULL, NULL, &mem);
-		stat = (pk->params_bytes + pk->grads_bytes + pk->optimizer_bytes) / GIB;
+		stat = (pk->params_bytes + pk->grads_bytes + pk->optimizer_bytes) / PIPETTE_GIB;
 		/* torch's reserved peak leaves out the CUDA context and NCCL
 		 * buffers: pk->other_bytes less the temporaries. */
 		outside = pk->other_bytes - pipette_config_stack(&c)->act_temp_factor *
 					    pk->activations_bytes;
-		peak = (pk->total_bytes - outside) / GIB;
+		peak = (pk->total_bytes - outside) / PIPETTE_GIB;
 		es = stat / r->alloc_gib - 1;
-		ep = peak / (r->peak_bytes / GIB) - 1;
+		ep = peak / (r->peak_bytes / PIPETTE_GIB) - 1;
 		bad += fabs(es) > 0.03 || fabs(ep) > 0.10;
 		printf("%-15s %5d %3d %3d %3d %3d %10.2f %10.2f %+6.1f%% %10.2f %10.2f %+6.1f%%\n",
 		       r->model, r->gpus, r->tp, r->dp, r->cp, r->mbs, r->alloc_gib, stat, 100 * es,
-		       r->peak_bytes / GIB, peak, 100 * ep);
+		       r->peak_bytes / PIPETTE_GIB, peak, 100 * ep);
 	}
 	printf("(GiB; targets: static within 3%%, peak within 10%%)\n");
 	return bad;
