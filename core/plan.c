@@ -238,7 +238,7 @@ static int compute_hash(struct pipette_plan *p)
 	const struct pipette_config *c = &p->cfg;
 	const struct pipette_compression *z = &c->compress;
 	unsigned char sha[PIPETTE_SHA256_LEN];
-	char hex[2 * PIPETTE_SHA256_LEN + 1], *text = NULL;
+	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	int i;
@@ -266,11 +266,19 @@ static int compute_hash(struct pipette_plan *p)
 		return -1;
 	}
 	pipette_sha256(text, len, sha);
-	pipette_sha256_hex(sha, hex);
-	memcpy(p->hash, hex, PIPETTE_HASH_HEX);
-	p->hash[PIPETTE_HASH_HEX] = '\0';
+	pipette_hash_short(sha, p->hash);
 	free(text);
 	return 0;
+}
+
+void pipette_hash_short(const unsigned char sha[PIPETTE_SHA256_LEN],
+			char out[PIPETTE_HASH_HEX + 1])
+{
+	char hex[2 * PIPETTE_SHA256_LEN + 1];
+
+	pipette_sha256_hex(sha, hex);
+	memcpy(out, hex, PIPETTE_HASH_HEX);
+	out[PIPETTE_HASH_HEX] = '\0';
 }
 
 static double now_s(void)

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "readfile.h"
 
 #define PIPETTE_PATH_MAX 1024
 /* Hex digits of the digests that identify a plan and pin its inputs: 64
@@ -109,6 +110,11 @@ double pipette_plan_mapping_gain(const struct pipette_plan *plan);
 /* The plan's identity: PIPETTE_HASH_HEX hex digits of the SHA-256 of its
  * job variables, node names and mapping; equal plans, equal hashes. */
 const char *pipette_plan_hash(const struct pipette_plan *plan);
+
+/* The first PIPETTE_HASH_HEX hex digits of a SHA-256: the short form of
+ * the plan hash and of the input digest's fields. */
+void pipette_hash_short(const unsigned char sha[PIPETTE_SHA256_LEN],
+			char out[PIPETTE_HASH_HEX + 1]);
 
 /* The environment contract: the scope of a variable name, or -1 for a
  * name outside the contract (core/render/env.c holds the one table). */

@@ -41,38 +41,26 @@ static void opts_text(const struct pipette_opts *o, char *buf, size_t len)
 		 p->distributed_optimizer);
 }
 
-static void hex_of(const void *data, size_t len, char out[PIPETTE_HASH_HEX + 1])
-{
-	unsigned char sha[PIPETTE_SHA256_LEN];
-	char hex[2 * PIPETTE_SHA256_LEN + 1];
-
-	pipette_sha256(data, len, sha);
-	pipette_sha256_hex(sha, hex);
-	memcpy(out, hex, PIPETTE_HASH_HEX);
-	out[PIPETTE_HASH_HEX] = '\0';
-}
-
 /* The content hash of a file, or "-" if it cannot be read here. */
 static void file_hex(const char *path, size_t max, char out[PIPETTE_HASH_HEX + 1])
 {
 	struct pipette_file f;
-	char hex[2 * PIPETTE_SHA256_LEN + 1];
 
 	strcpy(out, "-");
 	if (!path[0] || pipette_read_file(path, "pin", max, &f, NULL))
 		return;
-	pipette_sha256_hex(f.sha256, hex);
-	memcpy(out, hex, PIPETTE_HASH_HEX);
-	out[PIPETTE_HASH_HEX] = '\0';
+	pipette_hash_short(f.sha256, out);
 	pipette_file_free(&f);
 }
 
 void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX + 1])
 {
 	char text[4 * PIPETTE_PATH_MAX];
+	unsigned char sha[PIPETTE_SHA256_LEN];
 
 	opts_text(o, text, sizeof(text));
-	hex_of(text, strlen(text), out);
+	pipette_sha256(text, strlen(text), sha);
+	pipette_hash_short(sha, out);
 }
 
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
