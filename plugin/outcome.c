@@ -111,9 +111,8 @@ int pipette_outcome_record_task(FILE *out, const struct pipette_plan *plan,
 {
 	struct recorder r = { .out = out, .task = t->local_task };
 	struct pipette_env_ops env = { .get = record_get, .set = record_set, .ctx = &r };
-	struct pipette_task_ctx only_task = *t;
 
-	return pipette_apply_task_only(plan, &only_task, &env, err);
+	return pipette_apply_task_only(plan, t, &env, err);
 }
 
 /* ---- reading (in slurmstepd) ------------------------------------------- */
@@ -163,7 +162,7 @@ static int parse_record(char *line, struct record *r)
 	return 0;
 }
 
-/* Walk the records; fn may be NULL (validation only).  Each line is
+/* Walk the records, checking each, and call fn on each.  Each line is
  * copied before it is split, so the text stays intact for the next walk. */
 static int walk(const struct pipette_outcome *o,
 		int (*fn)(void *ctx, const struct record *r), void *ctx,
@@ -191,7 +190,7 @@ static int walk(const struct pipette_outcome *o,
 					    n + 1);
 		if (r.tag == '.')
 			ended = 1;
-		else if (fn && fn(ctx, &r))
+		else if (fn(ctx, &r))
 			return -1;
 		p = nl + 1;
 		n++;
@@ -216,8 +215,7 @@ int pipette_outcome_parse(char *text, struct pipette_outcome *o, struct pipette_
 {
 	memset(o, 0, sizeof(*o));
 	o->text = text;
-	if (walk(o, NULL, NULL, err))
-		return -1;
+	/* walk checks every record, whether or not an E came first. */
 	return walk(o, find_error, o, err);
 }
 
