@@ -44,6 +44,26 @@ static struct {
 	char digest[PIPETTE_DIGEST_MAX];	/* srun's pin; "" = none */
 } rs;
 
+/* Where a step's nodes are listed; the batch step has only the job's. */
+static const char *const step_lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", NULL };
+static const char *const batch_lists[] = { "SLURM_JOB_NODELIST", NULL };
+
+/* The first of the variables that is set, into buf; 1 if none is. */
+static int getenv_first(const struct pipette_env_ops *env, const char *const *names,
+			char *buf, size_t len, const char **which, struct pipette_err *err)
+{
+	for (; *names; names++) {
+		int rc = env->get(env->ctx, *names, buf, len, err);
+		if (rc < 0)
+			return pipette_fail_prefix(err, "%s: ", *names);
+		if (rc == 0 && buf[0]) {
+			*which = *names;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 int pipette_remote_init(spank_t sp, int ac, char **av)
 {
 	if (pipette_site_load(ac, av))
@@ -55,20 +75,22 @@ int pipette_remote_init(spank_t sp, int ac, char **av)
  * that from the step's node list (errors found before the layout). */
 static const char *node_name(spank_t sp)
 {
-	static const char *const lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", NULL };
 	static char name[64];
 	char buf[PIPETTE_PATH_MAX * 4], **names;
-	int k, n;
+	struct pipette_env_ops env;
+	const char *which;
+	int n;
 
 	if (rs.nodes && (int)rs.node_id < rs.nnodes)
 		return rs.nodes[rs.node_id];
 	if (name[0])
 		return name;
 	snprintf(name, sizeof(name), "node index %u", rs.node_id);
-	for (k = 0; sp && lists[k]; k++)
-		if (spank_getenv(sp, lists[k], buf, (int)sizeof(buf)) == ESPANK_SUCCESS)
-			break;
-	if (!sp || !lists[k] || pipette_hostlist_expand(buf, &names, &n, NULL))
+	if (!sp)
+		return name;
+	pipette_env_spank(&env, sp);
+	if (getenv_first(&env, step_lists, buf, sizeof(buf), &which, NULL) ||
+	    pipette_hostlist_expand(buf, &names, &n, NULL))
 		return name;
 	if ((int)rs.node_id < n)
 		snprintf(name, sizeof(name), "%s", names[rs.node_id]);
@@ -93,22 +115,6 @@ static int get_u32(spank_t sp, spank_item_t item, const char *what, uint32_t *ou
 	if (rc != ESPANK_SUCCESS)
 		return pipette_fail(err, "could not get the %s: %s", what, spank_strerror(rc));
 	return 0;
-}
-
-/* The first of the variables that is set, into buf; 1 if none is. */
-static int getenv_first(const struct pipette_env_ops *env, const char *const *names,
-			char *buf, size_t len, const char **which, struct pipette_err *err)
-{
-	for (; *names; names++) {
-		int rc = env->get(env->ctx, *names, buf, len, err);
-		if (rc < 0)
-			return pipette_fail_prefix(err, "%s: ", *names);
-		if (rc == 0 && buf[0]) {
-			*which = *names;
-			return 0;
-		}
-	}
-	return 1;
 }
 
 static void free_nodes(void)
@@ -164,8 +170,6 @@ static int read_gpus(const struct pipette_env_ops *env, struct pipette_err *err)
 /* The step's nodes in Slurm's order, this node's index and the launch mode. */
 static int read_layout(spank_t sp, const struct pipette_env_ops *env, struct pipette_err *err)
 {
-	static const char *const step_lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", NULL };
-	static const char *const batch_lists[] = { "SLURM_JOB_NODELIST", NULL };
 	static const char *const step_tpn[] = { "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL };
 	static const char *const batch_tpn[] = { "SLURM_TASKS_PER_NODE", NULL };
 	const struct pipette_site *site = &pipette_state()->site;
