@@ -232,9 +232,11 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 		if (!pipette_pins_allow_schedule(pn, (enum pipette_schedule_kind)sched) ||
 		    !pipette_stack_runs(pipette_config_stack(c), (enum pipette_schedule_kind)sched))
 			continue;
-		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B && pn->schedule < 0 &&
-		    !(pn->schedule_set && !(pn->schedule_set & 1u)))
-			continue;	/* no pipeline: nothing to schedule */
+		/* No pipeline, nothing to schedule: 1F1B stands for them all,
+		 * unless the pins leave it out. */
+		if (c->pp == 1 && sched != PIPETTE_SCHED_1F1B &&
+		    pipette_pins_allow_schedule(pn, PIPETTE_SCHED_1F1B))
+			continue;
 		c->schedule = (enum pipette_schedule_kind)sched;
 		if (sched == PIPETTE_SCHED_INTERLEAVED) {
 			vlo = 2;
