@@ -6,12 +6,15 @@
 #include <strings.h>
 
 #include "limits.h"
+#include "stack.h"
 
 static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const attention_names[] = { "flash", "unfused" };
 static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
 	"1f1b", "interleaved", "zb-h1", "v-min", "v-half", "v-zb",
+	"gpipe", "interleaved-zb", "zbv", "dualpipe-v",
 };
+static const char *const reshard_names[] = { "default", "always", "never" };
 
 void pipette_config_init(struct pipette_config *c)
 {
@@ -21,6 +24,9 @@ void pipette_config_init(struct pipette_config *c)
 	c->global_batch = 1;
 	c->seq_len = 2048;
 	c->recompute = PIPETTE_RECOMPUTE_NONE;
+	c->recompute_every = 1;
+	c->dp_shard = 1;
+	c->reshard = PIPETTE_RESHARD_ALWAYS;
 	c->schedule = PIPETTE_SCHED_1F1B;
 	c->attention = PIPETTE_ATTN_FLASH;
 }
@@ -37,17 +43,63 @@ long pipette_config_microbatches(const struct pipette_config *c)
 	return per > 0 ? c->global_batch / per : 0;
 }
 
-static int is_v_shape(enum pipette_schedule_kind k)
+int pipette_config_dp_replicate(const struct pipette_config *c)
+{
+	return c->dp_shard > 0 ? c->dp / c->dp_shard : c->dp;
+}
+
+int pipette_config_fsdp(const struct pipette_config *c)
+{
+	return c->stack && c->stack->fsdp;
+}
+
+int pipette_config_shard_group(const struct pipette_config *c)
+{
+	return pipette_config_fsdp(c) ? c->dp_shard * c->cp : 1;
+}
+
+enum pipette_reshard pipette_reshard_resolve(enum pipette_reshard r, int pp)
+{
+	if (r != PIPETTE_RESHARD_DEFAULT)
+		return r;
+	return pp > 1 ? PIPETTE_RESHARD_NEVER : PIPETTE_RESHARD_ALWAYS;
+}
+
+int pipette_config_layer_recomputed(const struct pipette_config *c, int index_in_stage)
+{
+	if (c->recompute != PIPETTE_RECOMPUTE_FULL)
+		return 0;
+	return c->recompute_every <= 1 || (index_in_stage + 1) % c->recompute_every == 0;
+}
+
+int pipette_schedule_is_v(enum pipette_schedule_kind k)
 {
 	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
-	       k == PIPETTE_SCHED_V_ZB;
+	       k == PIPETTE_SCHED_V_ZB || k == PIPETTE_SCHED_ZBV ||
+	       k == PIPETTE_SCHED_DUALPIPE_V;
+}
+
+int pipette_schedule_is_looped(enum pipette_schedule_kind k)
+{
+	return k == PIPETTE_SCHED_INTERLEAVED || k == PIPETTE_SCHED_INTERLEAVED_ZB;
+}
+
+int pipette_schedule_splits_w(enum pipette_schedule_kind k)
+{
+	return k != PIPETTE_SCHED_1F1B && k != PIPETTE_SCHED_INTERLEAVED &&
+	       k != PIPETTE_SCHED_GPIPE;
+}
+
+static int is_v_shape(enum pipette_schedule_kind k)
+{
+	return pipette_schedule_is_v(k);
 }
 
 int pipette_config_chunks(const struct pipette_config *c)
 {
 	if (is_v_shape(c->schedule))
 		return 2;
-	if (c->schedule == PIPETTE_SCHED_INTERLEAVED)
+	if (pipette_schedule_is_looped(c->schedule))
 		return c->vpp;
 	return 1;
 }
@@ -133,6 +185,56 @@ static int check_uneven(const struct pipette_model *m,
 	return 0;
 }
 
+/* The schedule's shape: chunks per rank and micro-batch counts, as
+ * Megatron (interleaved) and torch.distributed.pipelining check them
+ * (tests/data/stacks/torch-schedules.md). */
+static int check_schedule(const struct pipette_config *c, struct pipette_err *err)
+{
+	long mb = pipette_config_microbatches(c);
+
+	if (pipette_schedule_is_looped(c->schedule)) {
+		if (c->vpp < 2)
+			return pipette_fail(err, "--schedule %s needs --vpp >= 2",
+					    pipette_schedule_name(c->schedule));
+		if (mb % c->pp)
+			return pipette_fail(err, "%s schedule: %ld micro-batches are not a "
+					    "multiple of pp %d (%s requires it)",
+					    pipette_schedule_name(c->schedule), mb, c->pp,
+					    c->schedule == PIPETTE_SCHED_INTERLEAVED
+					    ? "Megatron" : "torch.distributed.pipelining");
+	} else if (c->vpp != 1 && !is_v_shape(c->schedule)) {
+		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
+	}
+	if ((c->schedule == PIPETTE_SCHED_ZBV || c->schedule == PIPETTE_SCHED_DUALPIPE_V) &&
+	    mb < 2L * c->pp && c->pp > 1)
+		return pipette_fail(err, "%s schedule: %ld micro-batches, fewer than 2 x pp = %d",
+				    pipette_schedule_name(c->schedule), mb, 2 * c->pp);
+	return 0;
+}
+
+/* FSDP and layer-wise recomputation exist only in the stacks that run them. */
+static int check_sharding(const struct pipette_config *c, struct pipette_err *err)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+
+	if (c->dp_shard < 1 || c->dp % c->dp_shard)
+		return pipette_fail(err, "--dp-shard %d does not divide dp %d", c->dp_shard, c->dp);
+	if (c->dp_shard > 1 && !st->fsdp)
+		return pipette_fail(err, "--dp-shard %d: the %s stack has no FSDP "
+				    "(--stack torchtitan has)", c->dp_shard, st->name);
+	if (c->reshard != PIPETTE_RESHARD_ALWAYS && c->reshard != PIPETTE_RESHARD_NEVER)
+		return pipette_fail(err, "reshard: expected always or never once resolved");
+	if (c->recompute_every < 1)
+		return pipette_fail(err, "--recompute-every %d: expected >= 1", c->recompute_every);
+	if (c->recompute_every > 1 && (c->recompute != PIPETTE_RECOMPUTE_FULL || !st->layer_ac))
+		return pipette_fail(err, "--recompute-every %d needs --recompute full and a stack "
+				    "that checkpoints every k-th layer (torchtitan)", c->recompute_every);
+	if (st->fsdp && c->distributed_optimizer)
+		return pipette_fail(err, "--distributed-optimizer: the %s stack shards with FSDP "
+				    "(--dp-shard) instead", st->name);
+	return 0;
+}
+
 int pipette_config_check(const struct pipette_model *m,
 			 const struct pipette_config *c, struct pipette_err *err)
 {
@@ -175,16 +277,8 @@ int pipette_config_check(const struct pipette_model *m,
 		return pipette_fail(err, "--global-batch %ld is not a multiple of "
 				    "dp %d x micro-batch %d", c->global_batch, c->dp,
 				    c->micro_batch);
-	if (c->schedule == PIPETTE_SCHED_INTERLEAVED) {
-		if (c->vpp < 2)
-			return pipette_fail(err, "--schedule interleaved needs --vpp >= 2");
-		if (pipette_config_microbatches(c) % c->pp)
-			return pipette_fail(err, "interleaved schedule: %ld micro-batches "
-					    "are not a multiple of pp %d (Megatron requires it)",
-					    pipette_config_microbatches(c), c->pp);
-	} else if (c->vpp != 1 && !is_v_shape(c->schedule)) {
-		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
-	}
+	if (check_schedule(c, err) || check_sharding(c, err))
+		return -1;
 	if (m->experts) {
 		if (m->experts % c->ep)
 			return pipette_fail(err, "--ep %d does not divide the model's %d "
@@ -213,6 +307,21 @@ static int name_index(const char *s, const char *const *names, int n)
 		if (!strcasecmp(s, names[i]))
 			return i;
 	return -1;
+}
+
+const char *pipette_reshard_name(enum pipette_reshard r)
+{
+	return (unsigned)r < 3 ? reshard_names[r] : "?";
+}
+
+int pipette_reshard_parse(const char *s, enum pipette_reshard *out, struct pipette_err *err)
+{
+	int i = name_index(s, reshard_names, 3);
+
+	if (i < 0)
+		return pipette_fail(err, "reshard '%.32s': expected default, always or never", s);
+	*out = (enum pipette_reshard)i;
+	return 0;
 }
 
 const char *pipette_recompute_name(enum pipette_recompute r)
@@ -260,7 +369,8 @@ int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
 
 	if (i < 0)
 		return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
-				    "zb-h1, v-min, v-half or v-zb", s);
+				    "zb-h1, v-min, v-half, v-zb, gpipe, interleaved-zb, zbv or "
+				    "dualpipe-v", s);
 	*out = (enum pipette_schedule_kind)i;
 	return 0;
 }
@@ -406,6 +516,8 @@ static const struct {
 	{ "etp", NULL, NULL, offsetof(struct pipette_pins, etp) },
 	{ "vpp", NULL, NULL, offsetof(struct pipette_pins, vpp) },
 	{ "micro_batch", "mb", "micro-batch", offsetof(struct pipette_pins, micro_batch) },
+	{ "dp_shard", "dp-shard", NULL, offsetof(struct pipette_pins, dp_shard) },
+	{ "recompute_every", "recompute-every", NULL, offsetof(struct pipette_pins, recompute_every) },
 };
 
 int *pipette_pin_slot(struct pipette_pins *p, const char *name)
@@ -439,6 +551,7 @@ void pipette_pins_init(struct pipette_pins *p)
 	for (i = 0; i < PIPETTE_INT_PINS; i++)
 		*(int *)((char *)p + int_pins[i].off) = -1;
 	p->schedule = p->recompute = p->sequence_parallel = p->distributed_optimizer = -1;
+	p->reshard = -1;
 	p->schedule_set = 0;
 }
 

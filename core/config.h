@@ -27,6 +27,11 @@ enum pipette_schedule_kind {
 	PIPETTE_SCHED_V_MIN,		/* V-shape schedules (Qi et al., NeurIPS'24) */
 	PIPETTE_SCHED_V_HALF,
 	PIPETTE_SCHED_V_ZB,
+	/* torch.distributed.pipelining (tests/data/stacks/torch-schedules.md) */
+	PIPETTE_SCHED_GPIPE,		/* every forward, then every backward */
+	PIPETTE_SCHED_INTERLEAVED_ZB,	/* ScheduleInterleavedZeroBubble, W split */
+	PIPETTE_SCHED_ZBV,		/* ScheduleZBVZeroBubble: V, torch's fixed order */
+	PIPETTE_SCHED_DUALPIPE_V,	/* ScheduleDualPipeV (DeepSeek's DualPipeV) */
 	PIPETTE_SCHED_COUNT
 };
 
@@ -54,6 +59,13 @@ struct pipette_compression {
 	int fused_embedding;	/* FE: one embedding all-reduce over 2*DP ranks */
 };
 
+/* FSDP's fsdp_reshard_after_forward (torchtitan ParallelismConfig):
+ * free the gathered parameters after each layer's forward and gather them
+ * again for its backward (always), keep them until the backward (never),
+ * or torchtitan's default, which is always without pipelining and never
+ * with it (pipette_reshard_resolve). */
+enum pipette_reshard { PIPETTE_RESHARD_DEFAULT, PIPETTE_RESHARD_ALWAYS, PIPETTE_RESHARD_NEVER };
+
 enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
 /* srun: one task per GPU, any sigma; torchrun: one task per node, sigma is
  * a node order plus a per-node GPU permutation. */
@@ -68,16 +80,21 @@ int pipette_launch_parse(const char *s, enum pipette_launch_mode *out, struct pi
 /* A pinned knob of a request; -1 leaves it to the search. */
 struct pipette_pins {
 	int tp, pp, dp, cp, ep, etp, vpp, micro_batch;
+	int dp_shard;		/* FSDP shard degree along data parallel */
+	int recompute_every;	/* full recomputation of every k-th layer */
 	int schedule;		/* enum pipette_schedule_kind or -1 */
 	unsigned schedule_set;	/* a list of schedules to choose from (bit 1 << kind); 0 = any */
 	int recompute;		/* enum pipette_recompute or -1 */
 	int sequence_parallel;	/* 0/1 or -1 */
 	int distributed_optimizer;
+	int reshard;		/* enum pipette_reshard or -1 */
 };
 
 /* The integer pins, one table for every front end: "tp" ... "vpp" and
- * "micro_batch" (also "mb" and "micro-batch"); NULL for another name. */
-#define PIPETTE_INT_PINS 8
+ * "micro_batch" (also "mb" and "micro-batch"), "dp_shard" (also
+ * "dp-shard") and "recompute_every" (also "recompute-every"); NULL for
+ * another name. */
+#define PIPETTE_INT_PINS 10
 int *pipette_pin_slot(struct pipette_pins *p, const char *name);
 /* Pin i of the table: its name and value. */
 const char *pipette_pin_name(int i);
@@ -95,12 +112,22 @@ struct pipette_stack;
 struct pipette_config {
 	int tp, pp, dp, cp;
 	int ep;			/* expert parallel (MoE only; 1 otherwise) */
+	/* Fully sharded data parallelism (FSDP2, stacks with the fsdp fact):
+	 * parameters, gradients and optimizer states sharded over dp_shard x
+	 * cp ranks, replicated over dp / dp_shard (HSDP when both > 1).
+	 * 1 = not sharded (DDP, or Megatron's distributed optimizer). */
+	int dp_shard;
+	enum pipette_reshard reshard;	/* resolved: always or never */
 	int etp;		/* expert tensor parallel (MoE only; 1 = none) */
 	int vpp;		/* model chunks per pipeline rank (1; 2 for V-shapes) */
 	int micro_batch;
 	long global_batch;	/* sequences per iteration */
 	long seq_len;
 	enum pipette_recompute recompute;
+	/* With full recomputation: every k-th layer of a stage is recomputed
+	 * and the others keep their activations (torchtitan's selective layer
+	 * checkpointing, selective_ac_option = "k"); 1 = every layer. */
+	int recompute_every;
 	int sequence_parallel;
 	int distributed_optimizer;
 	enum pipette_schedule_kind schedule;
@@ -131,6 +158,19 @@ int pipette_compression_enabled(const struct pipette_compression *c);
 /* Defaults: everything 1, no recompute, 1F1B, flash attention, BF16. */
 void pipette_config_init(struct pipette_config *c);
 int pipette_config_world(const struct pipette_config *c);
+/* Replicas of each FSDP shard group: dp / dp_shard. */
+int pipette_config_dp_replicate(const struct pipette_config *c);
+/* Ranks one FSDP shard group spans: dp_shard x cp (torchtitan's
+ * dp_shard_cp mesh); 1 when nothing is sharded. */
+int pipette_config_shard_group(const struct pipette_config *c);
+/* Whether layer-wise FSDP runs (the stack's fsdp fact). */
+int pipette_config_fsdp(const struct pipette_config *c);
+/* torchtitan's default: reshard after forward unless pipelining. */
+enum pipette_reshard pipette_reshard_resolve(enum pipette_reshard r, int pp);
+const char *pipette_reshard_name(enum pipette_reshard r);
+int pipette_reshard_parse(const char *s, enum pipette_reshard *out, struct pipette_err *err);
+/* Whether layer l (0-based within its pipeline stage) is recomputed. */
+int pipette_config_layer_recomputed(const struct pipette_config *c, int index_in_stage);
 /* Micro-batches per pipeline per iteration: B / (dp * b). */
 long pipette_config_microbatches(const struct pipette_config *c);
 /* Chunks per pipeline rank the schedule uses (vpp; V-shapes use 2). */
@@ -162,6 +202,12 @@ int pipette_attention_parse(const char *s, enum pipette_attention *out,
 int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 			    struct pipette_err *err);
 const char *pipette_schedule_name(enum pipette_schedule_kind k);
+/* Layouts: the V (rank r holds stages r and 2p-1-r), looped (chunk k of
+ * rank r is stage k*p + r), and whether the backward's weight gradient
+ * is a separate operation. */
+int pipette_schedule_is_v(enum pipette_schedule_kind k);
+int pipette_schedule_is_looped(enum pipette_schedule_kind k);
+int pipette_schedule_splits_w(enum pipette_schedule_kind k);
 int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
 			   struct pipette_err *err);
 

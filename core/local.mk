@@ -42,7 +42,8 @@ pipette_SOURCES += core/cli/cmd_plan.c
 # Renderers of a plan: the environment contract, Megatron-LM arguments,
 # JSON and the table.
 core_libpipette_la_SOURCES += core/render/env.c core/render/megatron.c \
-	core/render/json.c core/render/table.c core/render/nemo.c
+	core/render/json.c core/render/table.c core/render/nemo.c \
+	core/render/torchtitan.c
 
 # Expert placement from routing traces (experts.h).  The trace, the cost
 # model and the greedy are in libpipette; the GLPK integer program

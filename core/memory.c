@@ -28,6 +28,23 @@ static int gpt_style(const struct pipette_model *m)
 	return m->ffn_kind == PIPETTE_FFN_GELU;
 }
 
+/* torchtitan's per-op selective checkpointing of a dense block (tests/
+ * data/stacks/torchtitan.md §5): the block's input and the outputs of
+ * the saved ops are kept, everything else is recomputed in backward.  Of
+ * the block's seven matmuls (wq, wk, wv, wo, w1, w3, w2) every other one
+ * in call order is saved: wq (q), wv (v), w1 and w2; and the attention
+ * kernel's output.  Bytes per token in bf16; q, v, the attention output
+ * and w1's output are split over TP, the block input with sequence
+ * parallelism, w2's output (a partial sum before the reduce) is not. */
+static double sac_ops_layer(const struct pipette_model *m, const struct pipette_config *c)
+{
+	double s = (double)c->seq_len / c->cp, b = c->micro_batch, h = m->hidden, t = c->tp;
+	double qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double shard = 2.0 * qw + 2.0 * kvw + 2.0 * qw + 2.0 * m->ffn;
+
+	return s * b * (2.0 * h / (c->sequence_parallel ? t : 1.0) + 2.0 * h + shard / t);
+}
+
 /* Korthikanti et al. (MLSys'23) Table 2 per-block breakdown, generalised
  * to GQA, SwiGLU and MoE widths as Fujii's memory-estimator.js @837b9f48
  * does (okoge-kaz/okoge-kaz.github.io):
@@ -50,6 +67,9 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)	/* only the layer input */
 		return 2.0 * s * b * h / (c->sequence_parallel ? t : 1.0);
+	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE &&
+	    pipette_config_stack(c)->selective_ops && !pipette_model_is_moe_layer(m, layer))
+		return sac_ops_layer(m, c);
 
 	repl = s * b * (2 * h + 2 * h + 4 * h + (gpt_style(m) ? 2 * h : 0));
 	shard = s * b * (2 * qw + 4 * kvw + 2 * qw);
@@ -72,6 +92,49 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 	if (c->sequence_parallel)
 		return (repl + shard + scores) / t + mlp;
 	return repl + (shard + scores) / t + mlp;
+}
+
+/* FSDP (the stack's fsdp fact) on a stage of P parameters (after TP and
+ * EP) whose largest layer has P_l, sharded over N = dp_shard x cp:
+ *   parameters  shard_param_bytes P / N (the fp32 shards, which are the
+ *               optimizer's master weights), plus the gathered copies in
+ *               gather_bytes: with resharding after forward the layer
+ *               computing and the one prefetched (2 P_l; torchtitan keeps
+ *               the output layer, its last unit, gathered), without it
+ *               every layer of the stage from its forward to its backward
+ *               (P); unsharded (N = 1) the model's working copy (P);
+ *   gradients   fp32 shards 4 P / N, plus the layer being reduced: its
+ *               gathered-dtype gradient and the reduce-dtype copy the
+ *               reduce-scatter reads (FSDP2 casts before reducing); when
+ *               the gradient sync waits for the last micro-batch
+ *               (pipelining) the unsharded gradients of the whole stage
+ *               accumulate, in reduce_bytes;
+ *   optimizer   optim_bytes P / N (Adam's moments).
+ * Sources: tests/data/stacks/torchtitan.md §3-4 and composer-fsdp.md §2-4. */
+static void fsdp_state(const struct pipette_model *m, const struct pipette_config *c,
+		       int stage, struct pipette_stage_memory *out)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double P = out->stage_params, Pl = out->layer_params, N = pipette_config_shard_group(c);
+	double work, head = 0;
+	int sync_each = c->pp == 1 && st->sync_each_mb;
+
+	if (stage == pipette_config_last_rank(c))
+		head = (double)m->vocab * m->hidden / c->tp;
+	if (N > 1 && c->reshard == PIPETTE_RESHARD_ALWAYS)
+		work = fmin(P, 2.0 * Pl + head);
+	else
+		work = P;
+	out->params_bytes = st->shard_param_bytes * P / N + st->gather_bytes * work;
+	out->grads_bytes = 4.0 * P / N;
+	if (N > 1 || c->dp > 1) {
+		if (sync_each || pipette_config_microbatches(c) == 1)
+			out->grads_bytes += (st->gather_bytes +
+					     (st->reduce_bytes != st->gather_bytes ? st->reduce_bytes : 0)) * Pl;
+		else
+			out->grads_bytes += st->reduce_bytes * P;
+	}
+	out->optimizer_bytes = st->optim_bytes * P / N;
 }
 
 static void stage_params(const struct pipette_model *m, const struct pipette_config *c,
@@ -110,7 +173,8 @@ static void stage_params(const struct pipette_model *m, const struct pipette_con
 
 static double comm_buffers(const struct pipette_config *c)
 {
-	int groups = (c->tp > 1) + (c->pp > 1) + (c->dp > 1) + (c->cp > 1) + (c->ep > 1);
+	int groups = (c->tp > 1) + (c->pp > 1) + (c->dp > 1) + (c->cp > 1) + (c->ep > 1) +
+		     (pipette_config_fsdp(c) && c->dp_shard > 1 && c->dp > c->dp_shard);
 
 	return groups * NCCL_BYTES_PER_COMM;
 }
@@ -159,19 +223,41 @@ void pipette_memory_stage(const struct pipette_model *m,
 	out->inflight = inflight;
 
 	stage_params(m, c, stage, &dense, &expert);
-	out->params_bytes = BYTES_PARAM * (dense + expert);
-	out->grads_bytes = st->grad_bytes * (dense + expert);
-	out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
+	out->stage_params = dense + expert;
+	for (l = first; l < first + n; l++) {
+		struct pipette_layer_params lp;
+		double lpar;
 
-	for (l = first; l < first + n; l++)
-		act += pipette_memory_layer_activations(m, c, l);
+		pipette_model_layer_params(m, l, &lp);
+		lpar = (lp.attn + lp.mlp) / c->tp + lp.norms + lp.experts / ((double)c->ep * c->etp);
+		if (lpar > out->layer_params)
+			out->layer_params = lpar;
+	}
+	if (pipette_config_fsdp(c)) {
+		fsdp_state(m, c, stage, out);
+	} else {
+		out->params_bytes = BYTES_PARAM * (dense + expert);
+		out->grads_bytes = st->grad_bytes * (dense + expert);
+		out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
+	}
+
+	for (l = first; l < first + n; l++) {
+		struct pipette_config kept = *c;
+
+		/* every k-th layer recomputed, the others keep everything */
+		if (!pipette_config_layer_recomputed(c, l - first) &&
+		    c->recompute == PIPETTE_RECOMPUTE_FULL)
+			kept.recompute = PIPETTE_RECOMPUTE_NONE;
+		act += pipette_memory_layer_activations(m, &kept, l);
+	}
 	act *= inflight;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
 		/* Backward recomputes one layer at a time: add the largest
 		 * layer's full activations for one micro-batch. */
 		struct pipette_config full = *c;
 
-		full.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		full.recompute = st->selective_ops ? PIPETTE_RECOMPUTE_NONE
+						   : PIPETTE_RECOMPUTE_SELECTIVE;
 		for (l = first; l < first + n; l++) {
 			double a = pipette_memory_layer_activations(m, &full, l);
 			if (a > worst)

@@ -514,6 +514,11 @@ const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan
 	return &plan->cfg;
 }
 
+enum pipette_launch_mode pipette_plan_launch(const struct pipette_plan *plan)
+{
+	return plan->req.launch;
+}
+
 int pipette_plan_world(const struct pipette_plan *plan)
 {
 	return plan->world;

@@ -87,6 +87,7 @@ void pipette_plan_destroy(struct pipette_plan *plan);
 
 const struct pipette_config *pipette_plan_config(const struct pipette_plan *plan);
 int pipette_plan_world(const struct pipette_plan *plan);
+enum pipette_launch_mode pipette_plan_launch(const struct pipette_plan *plan);
 int pipette_plan_gpus_per_node(const struct pipette_plan *plan);
 /* The ranked configurations (the winner first, up to the request's top_k). */
 int pipette_plan_ranked_count(const struct pipette_plan *plan);
@@ -152,7 +153,12 @@ int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* NeMo 2.0 recipe overrides: "trainer.strategy.tensor_model_parallel_size=8 ..." */
 int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len);
-/* The plan in its stack's launch form (one of the two above). */
+/* torchtitan: the plan as --parallelism.* / --training.* overrides, and
+ * as a recipe module, the same overrides and the v0.2.2 TOML. */
+int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, size_t len);
+int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *f);
+/* The plan in its stack's launch form (one of the three above); 1 for an
+ * estimate-only stack, which has none. */
 int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len);
 
 #endif

@@ -89,6 +89,9 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 		/* 1F1B's peak pM_B (ZB paper, Table 2), on every rank of the V:
 		 * the old p - stage under-counted all ranks but the first. */
 		return min_d((double)p, (double)m);
+	case PIPETTE_SCHED_GPIPE:
+		/* every forward before the first backward */
+		return (double)m;
 	case PIPETTE_SCHED_1F1B:
 	case PIPETTE_SCHED_ZB_H1:
 	default:
@@ -294,13 +297,12 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 
 static int is_v_shape(enum pipette_schedule_kind k)
 {
-	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
-	       k == PIPETTE_SCHED_V_ZB;
+	return pipette_schedule_is_v(k);
 }
 
 static int vstage(const struct pipette_sched *s, int r, int c)
 {
-	if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
+	if (pipette_schedule_is_looped(s->o.kind))
 		return c * s->o.p + r;
 	if (is_v_shape(s->o.kind))
 		return c == 0 ? r : 2 * s->o.p - 1 - r;
@@ -338,6 +340,18 @@ static void build_1f1b(struct pipette_sched *s, int r, long *len)
 	if (s->o.split_w)
 		while (nwd < m)
 			emit(s, r, len, OP_W, 0, nwd++);
+}
+
+/* GPipe (Huang et al., NeurIPS'19; torch's ScheduleGPipe): every
+ * micro-batch's forward, then every backward in the same order. */
+static void build_gpipe(struct pipette_sched *s, int r, long *len)
+{
+	long j;
+
+	for (j = 0; j < s->o.m; j++)
+		emit(s, r, len, OP_F, 0, j);
+	for (j = 0; j < s->o.m; j++)
+		emit(s, r, len, OP_B, 0, j);
 }
 
 static void interleaved_op(const struct pipette_sched *s, long k, int fwd,
@@ -925,6 +939,8 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 		for (r = 0; r < p; r++) {
 			if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
 				build_interleaved(s, r, &len[r]);
+			else if (s->o.kind == PIPETTE_SCHED_GPIPE)
+				build_gpipe(s, r, &len[r]);
 			else if (is_v_shape(s->o.kind)) {
 				if (build_v_block(s, r, &len[r], err))
 					goto fail;
@@ -1108,13 +1124,13 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		return pipette_fail(err, "schedule %s: p=%d: need at least one pipeline rank", name, in->p);
 	if (in->m < 1)
 		return pipette_fail(err, "schedule %s: m=%ld: need at least one micro-batch", name, in->m);
-	if (in->kind == PIPETTE_SCHED_INTERLEAVED) {
+	if (pipette_schedule_is_looped(in->kind)) {
 		if (v < 2 || v > 255)
 			return pipette_fail(err, "schedule %s: v=%d: interleaving needs 2..255 chunks per rank",
 					    name, v);
 		if (in->m % in->p != 0)
 			return pipette_fail(err, "schedule %s: m=%ld is not a multiple of p=%d "
-					    "(Megatron's interleaved schedule requires it)", name, in->m, in->p);
+					    "(the looped schedules require it)", name, in->m, in->p);
 	} else if (is_v_shape(in->kind)) {
 		if (v != 2)
 			return pipette_fail(err, "schedule %s: v=%d: V-shape schedules use 2 chunks per rank",
@@ -1161,7 +1177,7 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 	s->o.m = in->m;
 	s->o.S = in->p * v;
 	/* ZB-H1 and all V-shapes split W off B (their blocks place W). */
-	s->o.split_w = in->kind == PIPETTE_SCHED_ZB_H1 || is_v_shape(in->kind);
+	s->o.split_w = pipette_schedule_splits_w(in->kind);
 	s->o.per_rank = (long)v * in->m * (s->o.split_w ? 3 : 2);
 	s->o.n = s->o.per_rank * in->p;
 	if (reserve(s, (size_t)s->o.n, (size_t)3 * s->o.S * s->o.m, (size_t)s->o.p, (size_t)s->o.S))

@@ -41,14 +41,17 @@ int pipette_config_cmp(const struct pipette_config *a, const struct pipette_conf
 {
 	CMP_FIELD(tp);
 	CMP_FIELD(pp);
-	CMP_FIELD(dp);
 	CMP_FIELD(cp);
+	CMP_FIELD(dp);
 	CMP_FIELD(ep);
 	CMP_FIELD(etp);
 	CMP_FIELD(vpp);
 	CMP_FIELD(micro_batch);
 	CMP_FIELD(schedule);
 	CMP_FIELD(recompute);
+	CMP_FIELD(recompute_every);
+	CMP_FIELD(dp_shard);
+	CMP_FIELD(reshard);
 	CMP_FIELD(sequence_parallel);
 	CMP_FIELD(distributed_optimizer);
 	CMP_FIELD(first_stage_layers);
@@ -169,19 +172,71 @@ static int consider(struct search *s, const struct pipette_config *c)
  * dominated. */
 static int recompute_levels(struct search *s, struct pipette_config *c)
 {
-	int rc, fit;
+	/* (level, every k-th layer) from the cheapest: torchtitan's full
+	 * checkpointing of every other layer recomputes half the forward,
+	 * more than its per-op selective level (the unsaved matmuls). */
+	static const int levels[4][2] = {
+		{ PIPETTE_RECOMPUTE_NONE, 1 }, { PIPETTE_RECOMPUTE_SELECTIVE, 1 },
+		{ PIPETTE_RECOMPUTE_FULL, 2 }, { PIPETTE_RECOMPUTE_FULL, 1 },
+	};
+	const struct pipette_pins *pn = &s->in->pins;
+	int i, fit, n = 4;
 
-	for (rc = 0; rc < 3; rc++) {
-		if (!pinned_ok(s->in->pins.recompute, rc))
+	for (i = 0; i < n; i++) {
+		int every = levels[i][1];
+
+		if (!pinned_ok(pn->recompute, levels[i][0]))
 			continue;
-		c->recompute = (enum pipette_recompute)rc;
+		if (pn->recompute_every > 0)
+			every = levels[i][0] == PIPETTE_RECOMPUTE_FULL ? pn->recompute_every : 1;
+		else if (every > 1 && !pipette_config_stack(c)->layer_ac)
+			continue;
+		if (i == 2 && pn->recompute_every > 0)
+			continue;	/* the pin makes level 3 this one */
+		c->recompute = (enum pipette_recompute)levels[i][0];
+		c->recompute_every = every;
 		if ((fit = consider(s, c)) < 0)
 			return -1;
 		if (fit) {
-			s->st->dominated += 2 - rc;
+			s->st->dominated += n - 1 - i;
 			break;
 		}
 	}
+	c->recompute_every = 1;
+	return 0;
+}
+
+/* FSDP's shard degree (a divisor of dp: dp_shard = dp is full sharding,
+ * 1 < dp_shard < dp is HSDP, 1 is DDP) and whether it reshards after
+ * forward; stacks without FSDP keep dp_shard = 1. */
+static int sharding_levels(struct search *s, struct pipette_config *c)
+{
+	const struct pipette_pins *pn = &s->in->pins;
+	int ds, rs;
+
+	if (!pipette_config_stack(c)->fsdp) {
+		c->dp_shard = 1;
+		c->reshard = PIPETTE_RESHARD_ALWAYS;
+		return recompute_levels(s, c);
+	}
+	for (ds = 1; ds <= c->dp; ds++) {
+		if (c->dp % ds || !pinned_ok(pn->dp_shard, ds))
+			continue;
+		c->dp_shard = ds;
+		for (rs = PIPETTE_RESHARD_ALWAYS; rs <= PIPETTE_RESHARD_NEVER; rs++) {
+			if (pn->reshard >= 0 &&
+			    (int)pipette_reshard_resolve((enum pipette_reshard)pn->reshard, c->pp) != rs)
+				continue;
+			/* nothing sharded, nothing to reshard */
+			if (ds * c->cp == 1 && rs != PIPETTE_RESHARD_ALWAYS)
+				continue;
+			c->reshard = (enum pipette_reshard)rs;
+			if (recompute_levels(s, c))
+				return -1;
+		}
+	}
+	c->dp_shard = 1;
+	c->reshard = PIPETTE_RESHARD_ALWAYS;
 	return 0;
 }
 
@@ -238,11 +293,10 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 		    pipette_pins_allow_schedule(pn, PIPETTE_SCHED_1F1B))
 			continue;
 		c->schedule = (enum pipette_schedule_kind)sched;
-		if (sched == PIPETTE_SCHED_INTERLEAVED) {
+		if (pipette_schedule_is_looped((enum pipette_schedule_kind)sched)) {
 			vlo = 2;
 			vhi = m->layers / c->pp;
-		} else if (sched == PIPETTE_SCHED_V_MIN || sched == PIPETTE_SCHED_V_HALF ||
-			   sched == PIPETTE_SCHED_V_ZB) {
+		} else if (pipette_schedule_is_v((enum pipette_schedule_kind)sched)) {
 			vlo = vhi = 2;
 		} else {
 			vlo = vhi = 1;
@@ -250,7 +304,8 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 		for (vpp = vlo; vpp <= vhi; vpp++) {
 			if (!pinned_ok(pn->vpp, vpp))
 				continue;
-			if (sched == PIPETTE_SCHED_INTERLEAVED && m->layers % (c->pp * vpp))
+			if (pipette_schedule_is_looped((enum pipette_schedule_kind)sched) &&
+			    m->layers % (c->pp * vpp))
 				continue;
 			c->vpp = vpp;
 			if (vlo == 1 && pipette_config_stack(c)->uneven_split) {
@@ -274,20 +329,22 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 				c->micro_batch = b;
 				for (sp = 0; sp < 2; sp++) {
 					if (!pinned_ok(pn->sequence_parallel, sp) ||
-					    (sp && c->tp == 1 && pn->sequence_parallel < 0))
+					    (sp && c->tp == 1 && pn->sequence_parallel < 0) ||
+					    (!sp && c->tp > 1 && pipette_config_stack(c)->sp_with_tp))
 						continue;
 					c->sequence_parallel = sp;
 					for (dop = 0; dop < 2; dop++) {
 						if (!pinned_ok(pn->distributed_optimizer, dop) ||
 						    (dop && c->dp * c->cp == 1 &&
 						     pn->distributed_optimizer < 0) ||
+						    (dop && pipette_config_stack(c)->fsdp) ||
 						    (!dop && pipette_config_stack(c)->optim_needs_distopt))
 							continue;
 						c->distributed_optimizer = dop;
 						for (fli = 0; fli < nfl; fli++) {
 							c->first_stage_layers = fl[fli][0];
 							c->last_stage_layers = fl[fli][1];
-							if (recompute_levels(s, c))
+							if (sharding_levels(s, c))
 								return -1;
 						}
 					}
@@ -449,9 +506,11 @@ static void reduced(const struct pipette_model *m, const struct pipette_config *
 
 	*r = *c;
 	if (mb > 2L * c->pp)
-		mb = c->pp;
+		mb = c->schedule == PIPETTE_SCHED_ZBV || c->schedule == PIPETTE_SCHED_DUALPIPE_V
+		     ? 2L * c->pp : c->pp;
 	if (!m->experts) {
 		r->dp = 1;
+		r->dp_shard = 1;	/* FSDP only adds time: still a bound */
 		r->distributed_optimizer = 0;
 	}
 	r->global_batch = mb * r->dp * r->micro_batch;

@@ -16,12 +16,19 @@
 #include <strings.h>
 
 #define SCHED(k) (1u << (k))
-#define ALL_SCHEDULES ((1u << PIPETTE_SCHED_COUNT) - 1)
+/* Megatron's own and the zero-bubble paper's (Qi et al.) schedules. */
+#define ALL_SCHEDULES ((1u << (PIPETTE_SCHED_V_ZB + 1)) - 1)
 /* Upstream Megatron-Core and NeMo run no pipelining, 1F1B and
  * interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py,
  * get_forward_backward_func; NeMo's MegatronStrategy exposes only
  * virtual_pipeline_model_parallel_size). */
 #define MEGATRON_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED))
+/* torch.distributed.pipelining's schedules that torchtitan runs
+ * (tests/data/stacks/torch-schedules.md lists them and the ones left
+ * out). */
+#define TORCH_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED) | \
+			 SCHED(PIPETTE_SCHED_GPIPE) | \
+			 SCHED(PIPETTE_SCHED_ZBV) | SCHED(PIPETTE_SCHED_DUALPIPE_V))
 
 /* The allocator's reserve: what torch's caching allocator holds beyond
  * what is allocated grows with the transient allocations (activations and
@@ -41,6 +48,38 @@
 /* Temporaries: Megatron's theoretical_memory_usage.py adds 5% to the
  * activations ("buffer for optimizer and misc temporaries"). */
 #define ACT_TEMP 0.05
+/* FSDP's mixed precision (tests/data/stacks/torchtitan.md §3,
+ * composer-fsdp.md §2): fp32 sharded parameters, bf16 all-gathers;
+ * Adam's two fp32 moments beside them (the sharded fp32 parameters are
+ * the master weights). */
+#define FSDP_SHARD_BYTES 4.0
+#define FSDP_GATHER_BYTES 2.0
+#define ADAM_MOMENTS 8.0
+/* torchtitan: reduce-scatter in fp32 (mixed_precision_reduce, the only
+ * choice), gradient sync on every micro-batch of an accumulation without
+ * PP (torchtitan.md §3-4); eager SwiGLU keeps four ffn-wide tensors (w1
+ * and w3 outputs, the SiLU output and the product), compiled three
+ * (inductor recomputes the SiLU from w1's output, as a fused kernel does).
+ * Eager elementwise work: every op is its own kernel that reads its
+ * inputs from HBM and writes its output, where the fused kernels the
+ * memory-time model was calibrated with (Megatron-Core/TE) make one pass:
+ * torchtitan's RMSNorm runs as square, mean, add, rsqrt and two products,
+ * its complex RoPE as view, product and view-back per tensor, SwiGLU as
+ * SiLU then product; about twice the traffic of the fused forms
+ * (TT_EAGER_ELEMENTWISE).  torch.compile fuses them back (1.0).  Check,
+ * not calibration: on Llama 3 8B (128 GPUs, local batch 2, per-op SAC) the
+ * model then predicts a compile gain of 15.0%; torchtitan's benchmarks/llama3_h100_202412_torchtitan.md
+ * measured 15.7% on 8 H100 (torchtitan.md §6). */
+#define TT_REDUCE_BYTES 4.0
+#define TT_SYNC_EACH_MB 1
+#define TT_SWIGLU_SAVED 4.0
+#define TT_COMPILE_SWIGLU_SAVED 3.0
+#define TT_EAGER_ELEMENTWISE 2.0
+#define TT_COMPILE_ELEMENTWISE 1.0
+/* Composer's FSDP as llm-foundry's benchmarks configure it. */
+#define CF_OPTIM_BYTES ADAM_MOMENTS
+#define CF_REDUCE_BYTES 4.0
+#define CF_SYNC_EACH_MB 1
 
 static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	[PIPETTE_STACK_MEGATRON] = {
@@ -52,6 +91,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.elementwise_factor = 1.0,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
 		.device_max_connections = 1, .core_flags = 1,
@@ -65,6 +105,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 22, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.elementwise_factor = 1.0,
 		/* The share of TP communication userbuffers leave exposed:
 		 * fitted by `make validate` on the runs of tests/data/stacks/
 		 * nemo-h100-time.tsv, each with its own overlap setting
@@ -87,6 +128,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.elementwise_factor = 1.0,
 		.tp_exposed = 1.0, .dp_overlap = 0, .schedules = ALL_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON_ZB,
 		.device_max_connections = 8, .core_flags = 1,
@@ -102,11 +144,47 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.grad_bytes = 4, .optim_bytes = ADAM_FP32, .swiglu_saved = 4,
 		.logits_bytes = 4, .head_input_bytes = 4,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
-		.mem_fraction = 0.8,
+		.mem_fraction = 0.8, .elementwise_factor = 1.0,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = ALL_SCHEDULES,
 		.attention = PIPETTE_ATTN_UNFUSED, .form = PIPETTE_FORM_MEGATRON,
 		.device_max_connections = 0,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
+	},
+	/* torchtitan (tests/data/stacks/torchtitan.md has each fact's line). */
+	[PIPETTE_STACK_TORCHTITAN] = {
+		.id = PIPETTE_STACK_TORCHTITAN, .name = "torchtitan",
+		.what = "torchtitan: FSDP2/HSDP data parallelism, DTensor TP, "
+			"torch.distributed.pipelining schedules",
+		.grad_bytes = 4, .optim_bytes = ADAM_MOMENTS, .swiglu_saved = TT_SWIGLU_SAVED,
+		.logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.fsdp = 1, .shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
+		.reduce_bytes = TT_REDUCE_BYTES, .sync_each_mb = TT_SYNC_EACH_MB,
+		.selective_ops = 1, .layer_ac = 1, .sp_with_tp = 1,
+		.elementwise_factor = TT_EAGER_ELEMENTWISE,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = TORCH_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_TORCHTITAN,
+		.device_max_connections = 0, .core_flags = 0,
+		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 0,
+	},
+	/* Composer's FSDP1 FULL_SHARD as llm-foundry's benchmarks ran it
+	 * (tests/data/stacks/composer-fsdp.md): no pipeline, no TP. */
+	[PIPETTE_STACK_COMPOSER_FSDP] = {
+		.id = PIPETTE_STACK_COMPOSER_FSDP, .name = "composer-fsdp",
+		.what = "MosaicML Composer's FSDP (FSDP1 FULL_SHARD) as llm-foundry runs it; "
+			"estimate only",
+		.grad_bytes = 4, .optim_bytes = CF_OPTIM_BYTES, .swiglu_saved = 4,
+		.logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.fsdp = 1, .shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
+		.reduce_bytes = CF_REDUCE_BYTES, .sync_each_mb = CF_SYNC_EACH_MB,
+		.selective_ops = 0, .layer_ac = 0, .elementwise_factor = 1.0,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = SCHED(PIPETTE_SCHED_1F1B),
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
+		.device_max_connections = 0, .core_flags = 0,
+		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 1,
 	},
 };
 
@@ -134,8 +212,9 @@ int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pip
 			*out = stacks[i];
 			return 0;
 		}
-	return pipette_fail(err, "stack '%.32s': expected megatron, nemo, megatron-zb or "
-			    "megatron-2022 ('pipette stacks' lists them)", name ? name : "");
+	return pipette_fail(err, "stack '%.32s': expected megatron, nemo, megatron-zb, "
+			    "megatron-2022, torchtitan or composer-fsdp ('pipette stacks' lists "
+			    "them)", name ? name : "");
 }
 
 static int on_off(const char *key, const char *v, int *out, struct pipette_err *err)
@@ -169,6 +248,12 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		else
 			return pipette_fail(err, "--stack-option grad_reduce: '%.16s': expected "
 					    "fp32 or bf16", v);
+		if (s->fsdp) {
+			/* FSDP: the reduce-scatter's dtype (mixed_precision_reduce) */
+			s->reduce_bytes = s->grad_bytes;
+			s->grad_bytes = 4;
+			return 0;
+		}
 		if ((s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB) &&
 		    s->grad_bytes != 4)
 			return pipette_fail(err, "--stack-option grad_reduce=bf16: %s has no "
@@ -178,9 +263,9 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 	if (!strcmp(key, "tp_overlap")) {
 		if (on_off(key, v, &b, err))
 			return -1;
-		if (b && s->id == PIPETTE_STACK_MEGATRON_2022)
-			return pipette_fail(err, "--stack-option tp_overlap=on: megatron-2022 has "
-					    "no TP communication overlap");
+		if (b && (s->id == PIPETTE_STACK_MEGATRON_2022 || s->fsdp))
+			return pipette_fail(err, "--stack-option tp_overlap=on: %s has no "
+					    "userbuffers TP overlap", s->name);
 		if (!b && s->form == PIPETTE_FORM_NEMO)
 			return pipette_fail(err, "--stack-option tp_overlap=off: NeMo's performance "
 					    "recipes set it in their comm-overlap callback, which the "
@@ -193,6 +278,9 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 	if (!strcmp(key, "dp_overlap")) {
 		if (on_off(key, v, &b, err))
 			return -1;
+		if (s->fsdp)
+			return pipette_fail(err, "--stack-option dp_overlap: %s overlaps FSDP's "
+					    "collectives by prefetching; pipette models that", s->name);
 		if (b && s->id == PIPETTE_STACK_MEGATRON_ZB)
 			return pipette_fail(err, "--stack-option dp_overlap=on: the zero-bubble "
 					    "schedules refuse DP overlap with the distributed optimizer");
@@ -235,6 +323,16 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->optim_needs_distopt = 1;
 		return 0;
 	}
+	if (!strcmp(key, "compile")) {
+		if (on_off(key, v, &b, err))
+			return -1;
+		if (b && s->id != PIPETTE_STACK_TORCHTITAN)
+			return pipette_fail(err, "--stack-option compile=on: only torchtitan's "
+					    "launch can say it (compile.enable)");
+		s->elementwise_factor = b ? TT_COMPILE_ELEMENTWISE : TT_EAGER_ELEMENTWISE;
+		s->swiglu_saved = b ? TT_COMPILE_SWIGLU_SAVED : stacks[s->id].swiglu_saved;
+		return 0;
+	}
 	if (!strcmp(key, "reserve")) {
 		double f;
 
@@ -244,7 +342,7 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		return 0;
 	}
 	return pipette_fail(err, "--stack-option '%.48s': unknown key '%s' (known: grad_reduce, "
-			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states)", kv, key);
+			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states, compile)", kv, key);
 }
 
 double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)

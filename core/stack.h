@@ -17,13 +17,19 @@ enum pipette_stack_id {
 	PIPETTE_STACK_NEMO,		/* NeMo 2.0 performance recipes */
 	PIPETTE_STACK_MEGATRON_ZB,	/* sail-sg/zero-bubble-pipeline-parallelism */
 	PIPETTE_STACK_MEGATRON_2022,	/* the Megatron of the 2021-22 A100 papers */
+	PIPETTE_STACK_TORCHTITAN,	/* pytorch/torchtitan: FSDP2, DTensor TP, torch pipelining */
+	PIPETTE_STACK_COMPOSER_FSDP,	/* MosaicML Composer's FSDP1 (llm-foundry), estimate only */
 	PIPETTE_STACK_COUNT
 };
 
 /* How the stack's launch is written (rendering picks the renderer):
  * upstream Megatron-LM's arguments, the zero-bubble fork's (an older
  * Megatron with its own schedule flags), or NeMo 2.0 recipe overrides. */
-enum pipette_launch_form { PIPETTE_FORM_MEGATRON, PIPETTE_FORM_MEGATRON_ZB, PIPETTE_FORM_NEMO };
+enum pipette_launch_form {
+	PIPETTE_FORM_MEGATRON, PIPETTE_FORM_MEGATRON_ZB, PIPETTE_FORM_NEMO,
+	PIPETTE_FORM_TORCHTITAN,	/* Trainer.Config fields (recipe, overrides, TOML) */
+	PIPETTE_FORM_NONE,		/* estimate only: the env contract, no launch */
+};
 
 struct pipette_stack {
 	enum pipette_stack_id id;
@@ -41,6 +47,31 @@ struct pipette_stack {
 	double reserve_fraction;	/* allocator reserve, a share of the activations and temporaries */
 	double reserve_floor_bytes;	/* the reserve is never smaller */
 	double mem_fraction;		/* > 0: the old flat rule, peak <= fraction x HBM */
+	/* Fully sharded data parallelism (FSDP): the data-parallel ranks
+	 * shard parameters, gradients and optimizer states over dp_shard x
+	 * cp and gather each layer's parameters when it runs.  The sharded
+	 * parameters are kept in fp32 (shard_param_bytes), gathered in
+	 * gather_bytes, and gradients reduce-scattered in reduce_bytes; with
+	 * gradient accumulation and no pipeline, sync_each_mb says whether
+	 * every micro-batch reduce-scatters.  optim_bytes then counts only
+	 * what the optimizer adds to the sharded parameters (its moments). */
+	int fsdp;
+	double shard_param_bytes;
+	double gather_bytes;
+	double reduce_bytes;
+	int sync_each_mb;
+	/* Activation checkpointing: selective_ops = the stack's "selective"
+	 * saves matmul and attention outputs per op and recomputes the rest
+	 * (torchtitan's per-op SAC) rather than only the attention core
+	 * (Megatron); layer_ac = full checkpointing of every k-th layer. */
+	int selective_ops;
+	int layer_ac;
+	/* Tensor parallelism always shards the norms' sequence (torchtitan's
+	 * TP plan); Megatron makes it a choice (--sequence-parallel). */
+	int sp_with_tp;
+	/* torch.compile: the share of the elementwise (memory-bound) time
+	 * left once the compiler fuses it (1 = not compiled). */
+	double elementwise_factor;
 	/* Time. */
 	double tp_exposed;		/* share of TP communication not hidden by GEMMs */
 	int dp_overlap;			/* DP reduce-scatter / gather overlapped */
@@ -71,7 +102,8 @@ int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pip
 int pipette_stack_resolve(const char *name, const char *options, struct pipette_stack *out,
 			  struct pipette_err *err);
 /* Override one fact: "grad_reduce=fp32|bf16", "tp_overlap=on|off",
- * "dp_overlap=on|off", "wgrad_deferral=N", "reserve=F"; an override the
+ * "dp_overlap=on|off", "wgrad_deferral=N", "reserve=F", "compile=on|off"
+ * (torchtitan); an override the
  * stack's launch cannot express is an error naming it. */
 int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err);
 /* The share of TP communication left exposed for this configuration:

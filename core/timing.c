@@ -82,10 +82,10 @@ static double coll_time(enum coll k, const struct group_links *g, double bytes)
  * ep, etp): their groups and point-to-point links are the same, only the
  * bytes differ.  Each grid's links are read from the cluster once. */
 #define GRID_CACHE 8
-enum { N_KINDS = 4 };
+enum { N_KINDS = 6 };
 
 struct grid_entry {
-	int key[6];		/* tp, cp, dp, pp, ep, etp; tp == 0: empty */
+	int key[7];		/* tp, cp, dp, pp, ep, etp, dp_shard; tp == 0: empty */
 	long used;
 	struct group_links *groups[N_KINDS];	/* stage-major, all groups */
 	int per_stage[N_KINDS];			/* groups per stage */
@@ -342,8 +342,12 @@ static void ring_links(const struct placement *p, const int *ranks, int n, int *
  * "tp-cp-ep-dp-pp", megatron/core/parallel_state.py of NVIDIA/Megatron-LM
  * @d98e8a64dd): dense
  * r = tp + TP*(cp + CP*(dp + DP*pp)); expert r = etp + ETP*(ep + EP*(edp +
- * EDP*pp)) over the same ranks. */
-enum group_kind { G_TP, G_CP, G_DPCP, G_EP };
+ * EDP*pp)) over the same ranks.  torchtitan's device mesh (pp,
+ * dp_replicate, dp_shard, cp, tp), tp fastest (tests/data/stacks/
+ * torchtitan.md §2), is the same grid with dp = dp_shard + DS*dp_replicate:
+ * an FSDP shard group (dp_shard x cp) is a run of DS*CP ranks at stride
+ * TP, its replicas stride TP*CP*DS apart. */
+enum group_kind { G_TP, G_CP, G_DPCP, G_EP, G_SHARD, G_REPL };
 
 /* The slowest group of a kind in stage s, judged at `bytes`. */
 static void group_shape(const struct pipette_config *c, enum group_kind kind, int *size,
@@ -353,6 +357,8 @@ static void group_shape(const struct pipette_config *c, enum group_kind kind, in
 	case G_TP: *size = c->tp; *stride = 1; break;
 	case G_CP: *size = c->cp; *stride = c->tp; break;
 	case G_DPCP: *size = c->cp * c->dp; *stride = c->tp; break;
+	case G_SHARD: *size = c->cp * c->dp_shard; *stride = c->tp; break;
+	case G_REPL: *size = c->dp / c->dp_shard; *stride = c->tp * c->cp * c->dp_shard; break;
 	default: *size = c->ep; *stride = c->etp; break;	/* expert grid */
 	}
 }
@@ -376,7 +382,7 @@ static void group_links_of(struct pipette_timer *t, const struct placement *p,
 static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct placement *p,
 				      const struct pipette_config *c)
 {
-	int key[6] = { c->tp, c->cp, c->dp, c->pp, c->ep, c->etp }, i, victim = 0;
+	int key[7] = { c->tp, c->cp, c->dp, c->pp, c->ep, c->etp, c->dp_shard }, i, victim = 0;
 
 	if (!t->cache_cl || t->cache_cl != p->cl || p->gpu_of_rank)
 		return NULL;
@@ -577,7 +583,8 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
 	act = pipette_memory_layer_activations(m, &none, layer);
-	mem = ELEMENTWISE_PASSES * act / (g->hbm_gbps * 1e9 * HBM_EFF);
+	mem = ELEMENTWISE_PASSES * act / (g->hbm_gbps * 1e9 * HBM_EFF) *
+	      pipette_config_stack(c)->elementwise_factor;
 
 	lt->attn_f = attn;
 	lt->f = gemm + attn + mem;
@@ -590,6 +597,12 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	lt->w = gemm;				/* weight gradients */
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		lt->b += lt->f;
+	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE &&
+		 pipette_config_stack(c)->selective_ops && !moe)
+		/* per-op SAC (memory.c, sac_ops_layer): the unsaved matmuls
+		 * (wk, wo, w3) and the elementwise forward run again */
+		lt->b += gemm_s(g, 2 * T * h * kvw / t) + gemm_s(g, 2 * T * qw * h / t) +
+			 (mats > 2 ? gemm_s(g, 2 * T * h * m->ffn / t) : 0) + mem;
 	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && !flash_attention(c))
 		lt->b += attn + mem * 0.5;	/* attention core and its softmax */
 
@@ -756,6 +769,8 @@ static void pp_messages(const struct pipette_model *m, const struct pipette_gpu_
 struct stage_times {
 	double f, b, w;		/* forward, input-gradient and weight-gradient passes */
 	double tpc, cpc, epc;	/* the TP, CP and EP communication inside them */
+	double lf, lb;		/* the transformer layers' share of f and b + w */
+	double dpc;		/* FSDP collectives exposed inside f and b */
 };
 
 /* The layers of stage s: compute plus the TP, CP and EP collectives inside
@@ -768,9 +783,12 @@ static void stage_layers(struct pipette_timer *t, const struct placement *pl,
 {
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	struct group_links tp, cp, ep;
-	struct layer_times dense = { 0 }, moe = { 0 };
+	/* [moe][recomputed]: with every-k-th-layer recomputation a stage
+	 * has layers of both kinds */
+	struct layer_times kinds[2][2];
+	int have[2][2] = { { 0, 0 }, { 0, 0 } };
 	int first = pipette_config_stage_first_layer(m, c, s);
-	int n = pipette_config_stage_layers(m, c, s), l, have_dense = 0, have_moe = 0;
+	int n = pipette_config_stage_layers(m, c, s), l;
 
 	memset(st, 0, sizeof(*st));
 	worst_group(t, pl, c, s, G_TP, COLL_AR, 2.0 * T * h, &tp);
@@ -778,16 +796,21 @@ static void stage_layers(struct pipette_timer *t, const struct placement *pl,
 	worst_group(t, pl, c, s, G_EP, COLL_A2A, 2.0 * T * h, &ep);
 	for (l = first; l < first + n; l++) {
 		int is_moe = pipette_model_is_moe_layer(m, l);
+		int rec = c->recompute != PIPETTE_RECOMPUTE_FULL ||
+			  pipette_config_layer_recomputed(c, l - first);
 		struct layer_times lt;
 
-		if (is_moe && !have_moe) {
-			layer_times(m, pl->gpu, c, l, &tp, &cp, &ep, &moe);
-			have_moe = 1;
-		} else if (!is_moe && !have_dense) {
-			layer_times(m, pl->gpu, c, l, &tp, &cp, &ep, &dense);
-			have_dense = 1;
+		if (!have[is_moe][rec]) {
+			struct pipette_config kind = *c;
+
+			if (!rec)
+				kind.recompute = PIPETTE_RECOMPUTE_NONE;
+			layer_times(m, pl->gpu, &kind, l, &tp, &cp, &ep, &kinds[is_moe][rec]);
+			have[is_moe][rec] = 1;
 		}
-		lt = is_moe ? moe : dense;
+		lt = kinds[is_moe][rec];
+		st->lf += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
+		st->lb += lt.b + lt.tp_b + lt.cp_b + lt.ep_b + lt.w;
 		st->f += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
 		st->b += lt.b + lt.tp_b + lt.cp_b + lt.ep_b;
 		st->w += lt.w;
@@ -811,7 +834,7 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 	long mb = pipette_config_microbatches(c);
 	double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
 	double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
-	int fold = c->schedule == PIPETTE_SCHED_1F1B || c->schedule == PIPETTE_SCHED_INTERLEAVED;
+	int fold = !pipette_schedule_splits_w(c->schedule);
 	double fl = st->f, bl = st->b, wl = st->w;
 
 	st->f = st->b = st->w = 0;
@@ -868,7 +891,7 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 		       const struct pipette_stage_memory *sm, const struct stage_times *st,
 		       double *exposed)
 {
-	double h = m->hidden, dense_p = sm->params_bytes / 2.0, grad_elems = dense_p;
+	double h = m->hidden, dense_p = sm->stage_params, grad_elems = dense_p;
 	double comp_s = 0, dp_t, gb = pipette_config_stack(c)->grad_bytes;
 	int overlap = pipette_config_stack(c)->dp_overlap;
 	int comp_mats = 0, p = c->pp;
@@ -907,12 +930,72 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 	return dp_t;
 }
 
+/* FSDP's collectives on stage s (the stack's fsdp fact, a shard group
+ * of N = dp_shard x cp > 1 ranks, R = dp / dp_shard replicas):
+ *  - each layer's parameters all-gathered (gather_bytes) before its
+ *    forward, and again before its backward when resharded after
+ *    forward; with pipelining and no resharding, once per iteration (the
+ *    first micro-batch), the schedule keeping them until the last;
+ *  - each layer's gradient reduce-scattered (reduce_bytes) over the shard
+ *    group and, with HSDP, the shard all-reduced over the R replicas:
+ *    every micro-batch when the stack syncs each one and there is no
+ *    pipeline, else once, on the last micro-batch's backward;
+ *  - prefetching issues layer i+1's gather while layer i computes, and
+ *    the reduce of layer i runs while layer i-1's backward computes: per
+ *    layer only what exceeds the neighbouring layer's compute is exposed,
+ *    plus the first gather and the last reduce, which nothing hides.
+ * Sources: tests/data/stacks/torchtitan.md §3-4 (FSDP2 and torchtitan's
+ * use of it), composer-fsdp.md §3-4 (FSDP1); the ring times are coll_time's
+ * on the links the shard group and its replicas really use. */
+struct fsdp_cost {
+	double f, b;		/* exposed per micro-batch, s */
+	double once;		/* exposed once per iteration, s */
+	double total;		/* all of it, exposed or not, per iteration */
+};
+
+static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
+		       const struct pipette_config *c, int s, int n,
+		       const struct pipette_stage_memory *sm, const struct stage_times *st,
+		       struct fsdp_cost *fc)
+{
+	const struct pipette_stack *sk = pipette_config_stack(c);
+	double N = pipette_config_shard_group(c), R = pipette_config_dp_replicate(c);
+	double Pl = n > 0 ? sm->stage_params / n : sm->stage_params;
+	double f_l = n > 0 ? st->lf / n : st->lf, b_l = n > 0 ? st->lb / n : st->lb;
+	double ag, rs, ar = 0, red, mb = (double)pipette_config_microbatches(c);
+	int always = c->reshard == PIPETTE_RESHARD_ALWAYS;
+	int ag_f_mb = c->pp == 1 || always, sync_mb = c->pp == 1 && sk->sync_each_mb;
+	struct group_links sh, rp;
+
+	memset(fc, 0, sizeof(*fc));
+	if (n < 1)
+		n = 1;
+	worst_group(t, pl, c, s, G_SHARD, COLL_AG, sk->gather_bytes * Pl, &sh);
+	ag = coll_time(COLL_AG, &sh, sk->gather_bytes * Pl);
+	rs = coll_time(COLL_AG, &sh, sk->reduce_bytes * Pl);
+	if (R > 1) {
+		worst_group(t, pl, c, s, G_REPL, COLL_AR, sk->reduce_bytes * Pl / N, &rp);
+		ar = coll_time(COLL_AR, &rp, sk->reduce_bytes * Pl / N);
+	}
+	red = rs + ar;
+	if (ag_f_mb)
+		fc->f = n * fmax(0, ag - f_l) + ag;
+	else
+		fc->once += n * fmax(0, ag - f_l) + ag;
+	fc->b = n * fmax(0, (always ? ag : 0) + (sync_mb ? red : 0) - b_l) + (sync_mb ? red : 0);
+	if (!sync_mb)	/* the last micro-batch's backward also reduces */
+		fc->once += n * (fmax(0, (always ? ag : 0) + red - b_l) -
+				 fmax(0, (always ? ag : 0) - b_l)) + red;
+	fc->total = mb * n * ((ag_f_mb ? ag : 0) + (always ? ag : 0) + (sync_mb ? red : 0)) +
+		    (ag_f_mb ? 0 : n * ag) + (sync_mb ? 0 : n * red);
+}
+
 /* The optimizer step of a stage: memory-bound over its local share of the
- * optimizer state (12 bytes per parameter). */
-static double optimizer_step_s(const struct pipette_gpu_spec *gpu,
+ * optimizer state. */
+static double optimizer_step_s(const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
 			       const struct pipette_stage_memory *sm)
 {
-	double opt_params = sm->optimizer_bytes / 12.0;
+	double opt_params = sm->optimizer_bytes / pipette_config_stack(c)->optim_bytes;
 
 	return opt_params * OPTIMIZER_BYTES_PER_PARAM / (gpu->hbm_gbps * 1e9 * HBM_EFF);
 }
@@ -931,7 +1014,7 @@ static void pp_transfers(struct pipette_timer *t, const struct placement *pl,
 		int ra, rb;
 		struct pipette_link l;
 
-		if (v == 2 && c->schedule != PIPETTE_SCHED_INTERLEAVED) {
+		if (pipette_schedule_is_v(c->schedule)) {
 			/* V-shape: chunk 0 runs 0..p-1, chunk 1 runs p-1..0 */
 			ra = k < p ? k : 2 * p - 1 - k;
 			rb = k + 1 < p ? k + 1 : 2 * p - 2 - k;
@@ -943,7 +1026,7 @@ static void pp_transfers(struct pipette_timer *t, const struct placement *pl,
 			t->comm_f[k] = t->comm_b[k] = 0;
 			continue;
 		}
-		if (k >= p && (v != 2 || c->schedule == PIPETTE_SCHED_INTERLEAVED)) {
+		if (k >= p && !pipette_schedule_is_v(c->schedule)) {
 			/* Interleaved: chunk boundary k links the same two
 			 * stages, with the same messages, as k - p. */
 			t->comm_f[k] = t->comm_f[k - p];
@@ -969,7 +1052,7 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 			     double *dp_tail, struct pipette_err *err)
 {
 	int p = c->pp, v = pipette_config_chunks(c), s;
-	int split = c->schedule != PIPETTE_SCHED_1F1B && c->schedule != PIPETTE_SCHED_INTERLEAVED;
+	int split = pipette_schedule_splits_w(c->schedule);
 	long mb = pipette_config_microbatches(c);
 	struct pipette_sched_input in;
 	struct pipette_sched_result res;
@@ -1045,7 +1128,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	long mb = pipette_config_microbatches(c);
 	struct pp_msgs pm;
 	int s, busiest = 0;
-	double best_busy = -1, dp_exposed = 0, dp_tail;
+	double best_busy = -1, dp_exposed = 0, dp_tail, in_pipe_dp = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (world > pipette_cluster_node_count(cluster) * pl.G)
@@ -1058,9 +1141,18 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	for (s = 0; s < p; s++) {
 		struct stage_times st;
 		struct pipette_stage_memory sm;
+		struct fsdp_cost fc = { 0, 0, 0, 0 };
 		double dp_t, dp_exp, opt;
+		int sharded = pipette_config_shard_group(c) > 1;
 
 		stage_layers(t, &pl, m, c, s, &st);
+		pipette_memory_stage(m, c, s, 1.0, &sm);
+		if (sharded) {
+			stage_fsdp(t, &pl, c, s, pipette_config_stage_layers(m, c, s), &sm, &st, &fc);
+			st.f += fc.f;
+			st.b += fc.b;
+			st.dpc = fc.f + fc.b;
+		}
 		stage_chunks(t, m, gpu, c, s, &pm, &st);
 		if ((st.f + st.b + st.w) * mb > best_busy) {
 			best_busy = (st.f + st.b + st.w) * mb;
@@ -1068,17 +1160,23 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			out->tp_comm_s = st.tpc * mb;
 			out->cp_comm_s = st.cpc * mb;
 			out->ep_comm_s = st.epc * mb;
+			in_pipe_dp = st.dpc * mb;
 			out->stage_f_s = st.f;
 			out->stage_b_s = st.b;
 			out->stage_w_s = st.w;
 		}
-		pipette_memory_stage(m, c, s, 1.0, &sm);
-		dp_t = stage_dp(t, &pl, m, c, s, &sm, &st, &dp_exp);
+		if (sharded) {
+			t->dp_rs[s] = t->dp_win[s] = 0;
+			dp_t = fc.total;
+			dp_exp = fc.once;
+		} else {
+			dp_t = stage_dp(t, &pl, m, c, s, &sm, &st, &dp_exp);
+		}
 		if (dp_exp > dp_exposed)
 			dp_exposed = dp_exp;
 		if (dp_t > out->dp_comm_s)
 			out->dp_comm_s = dp_t;
-		opt = optimizer_step_s(gpu, &sm);
+		opt = optimizer_step_s(gpu, c, &sm);
 		if (opt > out->optimizer_s)
 			out->optimizer_s = opt;
 	}
@@ -1086,11 +1184,13 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	if (simulate_pipeline(t, c, busiest, detail, out, &dp_tail, err))
 		return -1;
 	dp_exposed += dp_tail;
-	out->dp_exposed_s = dp_exposed;
+	/* FSDP's per-micro-batch exposure is inside the makespan already */
+	out->compute_s -= in_pipe_dp;
+	out->dp_exposed_s = dp_exposed + in_pipe_dp;
 	out->embed_sync_s = embed_sync_s(t, &pl, m, c);
 	out->iteration_s = out->makespan_s + dp_exposed + out->embed_sync_s + out->optimizer_s;
 	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
-			      out->pp_exposed_s + dp_exposed + out->embed_sync_s;
+			      out->pp_exposed_s + out->dp_exposed_s + out->embed_sync_s;
 	out->model_flops = pipette_model_flops(m, c);
 	out->tokens_per_s = (double)c->global_batch * c->seq_len / out->iteration_s;
 	out->tflops_per_gpu = out->model_flops / (out->iteration_s * world) / 1e12;

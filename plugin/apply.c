@@ -94,8 +94,15 @@ int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipett
 		char port[24];
 
 		snprintf(port, sizeof(port), "%ld", t->master_port);
-		/* 1 = the user set MASTER_PORT: theirs wins (enroot's convention). */
-		if (env->set(env->ctx, "MASTER_PORT", port, 0, err) < 0)
+		int rc;
+
+		/* 1 = the user set MASTER_PORT: theirs wins (enroot's convention),
+		 * and torchrun then reads it from its own option */
+		rc = env->set(env->ctx, "MASTER_PORT", port, 0, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0 && pipette_plan_launch(plan) == PIPETTE_LAUNCH_TORCHRUN &&
+		    env->set(env->ctx, "PET_MASTER_PORT", port, 0, err) < 0)
 			return -1;
 	}
 	return 0;

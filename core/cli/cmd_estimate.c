@@ -35,12 +35,19 @@ static const char usage_text[] =
 "  --global-batch N         sequences per iteration (dp x micro-batch)\n"
 "  --seq-len N              tokens per sequence (the model's context length)\n"
 "  --stack NAME             the training stack (megatron, nemo, megatron-zb,\n"
-"                           megatron-2022; pipette stacks)\n"
+"                           megatron-2022, torchtitan, composer-fsdp; pipette\n"
+"                           stacks)\n"
+"  --dp-shard N             FSDP shard degree, a divisor of dp (torchtitan;\n"
+"                           dp/N replicas: HSDP) (1)\n"
+"  --reshard default|always|never  FSDP: gather each layer's parameters again\n"
+"                           for its backward (default: always without PP)\n"
+"  --recompute-every K      with --recompute full: every K-th layer (1)\n"
 "  --stack-option K=V[,K=V] override a fact of the stack (see pipette plan)\n"
 "  --recompute none|selective|full\n"
 "  --sequence-parallel      shard norms/dropout activations over TP\n"
 "  --distributed-optimizer  shard optimizer states over DP (ZeRO-1)\n"
-"  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb (1f1b)\n"
+"  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb,\n"
+"                           gpipe, interleaved-zb, zbv, dualpipe-v (1f1b)\n"
 "  --attention flash|unfused  fused memory-efficient attention (FlashAttention,\n"
 "                           cuDNN; the default) or the unfused kernel of\n"
 "                           Megatron before 2022 (stores the s x s scores)\n"
@@ -73,6 +80,7 @@ struct estimate_opts {
 	int global_batch_set, seq_len_set, attention_set;
 	double mem_fraction;	/* 0: the stack's rule */
 	const char *stack, *stack_options;
+	enum pipette_reshard reshard;	/* as given: default until resolved */
 	enum pipette_format fmt;
 };
 
@@ -88,6 +96,8 @@ static int *int_field(struct pipette_config *c, const char *name)
 		{ "--etp", offsetof(struct pipette_config, etp) },
 		{ "--vpp", offsetof(struct pipette_config, vpp) },
 		{ "--micro-batch", offsetof(struct pipette_config, micro_batch) },
+		{ "--dp-shard", offsetof(struct pipette_config, dp_shard) },
+		{ "--recompute-every", offsetof(struct pipette_config, recompute_every) },
 		{ "--first-stage-layers", offsetof(struct pipette_config, first_stage_layers) },
 		{ "--last-stage-layers", offsetof(struct pipette_config, last_stage_layers) },
 	};
@@ -105,7 +115,8 @@ static const char *const value_options[] = {
 	"--first-stage-layers", "--last-stage-layers", "--model", "--gpu", "--nodes",
 	"--gpus-per-node", "--compress", "--calibration", "--timeline", "--models-dir",
 	"--global-batch", "--seq-len", "--mem-fraction", "--recompute", "--schedule",
-	"--attention", "--format", "--stack", "--stack-option", NULL
+	"--attention", "--format", "--stack", "--stack-option", "--dp-shard",
+	"--recompute-every", "--reshard", NULL
 };
 
 static int parse(int argc, char **argv, struct estimate_opts *o)
@@ -181,6 +192,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--schedule")) {
 			if (pipette_schedule_parse(v, &o->cfg.schedule, &err))
 				return cli_error("--schedule: %s", err.msg);
+		} else if (!strcmp(name, "--reshard")) {
+			if (pipette_reshard_parse(v, &o->reshard, &err))
+				return cli_error("--reshard: %s", err.msg);
 		} else if (!strcmp(name, "--attention")) {
 			if (pipette_attention_parse(v, &o->cfg.attention, &err))
 				return cli_error("--attention: %s", err.msg);
@@ -195,6 +209,7 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 					 "estimate --help)", name);
 		}
 	}
+	o->cfg.reshard = pipette_reshard_resolve(o->reshard, o->cfg.pp);
 	if (!o->model)
 		return cli_error("estimate: --model is required");
 	if (!o->gpu)

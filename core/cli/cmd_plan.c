@@ -105,7 +105,7 @@ static const char *const value_options[] = {
 	"--gpu-ids", "--global-batch", "--seq-len", "--mem-fraction", "--top",
 	"--calibration", "--compress", "--budget", "--schedule", "--attention",
 	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
-	"--stack-option", NULL
+	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -220,6 +220,12 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_recompute_parse(v, &r, &err))
 			return cli_error("--recompute: %s", err.msg);
 		o->req.pins.recompute = (int)r;
+	} else if (!strcmp(name, "--reshard")) {
+		enum pipette_reshard r;
+
+		if (pipette_reshard_parse(v, &r, &err))
+			return cli_error("--reshard: %s", err.msg);
+		o->req.pins.reshard = (int)r;
 	} else if (!strcmp(name, "--attention")) {
 		if (pipette_attention_parse(v, &o->req.attention, &err))
 			return cli_error("--attention: %s", err.msg);

@@ -15,7 +15,7 @@ enum job_value {
 	V_TP, V_PP, V_DP, V_CP, V_EP, V_VPP, V_MICRO_BATCH, V_GLOBAL_BATCH, V_SCHEDULE,
 	V_RECOMPUTE, V_SEQUENCE_PARALLEL, V_DISTRIBUTED_OPTIMIZER, V_MEGATRON_ARGS,
 	V_ITER_S, V_MEM_GIB, V_MAPPING_GAIN, V_PLAN_HASH, V_STACK, V_LAUNCH_ARGS,
-	V_DEVICE_MAX_CONNECTIONS,
+	V_DEVICE_MAX_CONNECTIONS, V_DP_SHARD, V_DP_REPLICATE, V_FSDP_RESHARD,
 };
 
 static const struct {
@@ -28,6 +28,8 @@ static const struct {
 	{ "PIPETTE_SCHEDULE", V_SCHEDULE }, { "PIPETTE_RECOMPUTE", V_RECOMPUTE },
 	{ "PIPETTE_SEQUENCE_PARALLEL", V_SEQUENCE_PARALLEL },
 	{ "PIPETTE_DISTRIBUTED_OPTIMIZER", V_DISTRIBUTED_OPTIMIZER },
+	{ "PIPETTE_DP_SHARD", V_DP_SHARD }, { "PIPETTE_DP_REPLICATE", V_DP_REPLICATE },
+	{ "PIPETTE_FSDP_RESHARD", V_FSDP_RESHARD },
 	{ "PIPETTE_MEGATRON_ARGS", V_MEGATRON_ARGS },
 	{ "PIPETTE_PREDICTED_ITER_S", V_ITER_S }, { "PIPETTE_PREDICTED_MEM_GIB", V_MEM_GIB },
 	{ "PIPETTE_MAPPING_GAIN", V_MAPPING_GAIN }, { "PIPETTE_PLAN_HASH", V_PLAN_HASH },
@@ -36,6 +38,14 @@ static const struct {
 	{ "RANK", V_TASK }, { "LOCAL_RANK", V_TASK }, { "WORLD_SIZE", V_TASK },
 	{ "LOCAL_WORLD_SIZE", V_TASK }, { "NODE_RANK", V_TASK }, { "MASTER_ADDR", V_TASK },
 	{ "MASTER_PORT", V_TASK }, { "CUDA_VISIBLE_DEVICES", V_TASK },
+	/* torchrun mode: what torchrun reads as its option defaults (PET_ +
+	 * the option's name, torch/distributed/argparse_util.py env action;
+	 * tests/data/stacks/torch-schedules.md §5), so that a bare `torchrun
+	 * train.py` under srun uses the planned node ranks with the static
+	 * rendezvous. */
+	{ "PET_NODE_RANK", V_TASK }, { "PET_NNODES", V_TASK }, { "PET_NPROC_PER_NODE", V_TASK },
+	{ "PET_MASTER_ADDR", V_TASK }, { "PET_MASTER_PORT", V_TASK },
+	{ "PET_RDZV_BACKEND", V_TASK },
 };
 
 int pipette_env_scope(const char *name)
@@ -95,7 +105,18 @@ static int job_value(const struct pipette_plan *plan, enum job_value which, char
 	case V_DISTRIBUTED_OPTIMIZER:
 		return put(v, len, "%d", c->distributed_optimizer);
 	case V_MEGATRON_ARGS:
+		/* Megatron's arguments only for the stacks that run them */
+		if (plan->stack.form == PIPETTE_FORM_TORCHTITAN || plan->stack.form == PIPETTE_FORM_NONE)
+			return 1;
 		return pipette_plan_megatron_args(plan, v, len);
+	case V_DP_SHARD:
+		return put(v, len, "%d", c->dp_shard);
+	case V_DP_REPLICATE:
+		return put(v, len, "%d", pipette_config_dp_replicate(c));
+	case V_FSDP_RESHARD:
+		if (!plan->stack.fsdp)
+			return 1;
+		return pipette_strlcpy(v, pipette_reshard_name(c->reshard), len);
 	case V_ITER_S:
 		return put(v, len, "%.4f", plan->time.iteration_s);
 	case V_MEM_GIB:
@@ -232,8 +253,15 @@ int pipette_plan_task_env(const struct pipette_plan *plan, int node, int local_t
 		int first = plan->rank_at[node * G + slot_of_local[0]];
 
 		snprintf(v, sizeof(v), "%d", first / G);
-		if (set(ctx, "NODE_RANK", v))
+		if (set(ctx, "NODE_RANK", v) || set(ctx, "PET_NODE_RANK", v))
 			return pipette_fail(err, "cannot set NODE_RANK");
+		snprintf(v, sizeof(v), "%d", plan->world / G);
+		if (set(ctx, "PET_NNODES", v))
+			return pipette_fail(err, "cannot set PET_NNODES");
+		snprintf(v, sizeof(v), "%d", G);
+		if (set(ctx, "PET_NPROC_PER_NODE", v) || set(ctx, "PET_RDZV_BACKEND", "static") ||
+		    set(ctx, "PET_MASTER_ADDR", plan->names[master]))
+			return pipette_fail(err, "cannot set torchrun's PET_ variables");
 	} else {
 		int slot = local_task, rank = plan->rank_at[node * G + slot];
 

@@ -67,5 +67,12 @@ int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t 
 {
 	if (plan->stack.form == PIPETTE_FORM_NEMO)
 		return pipette_plan_nemo_args(plan, buf, len);
+	if (plan->stack.form == PIPETTE_FORM_TORCHTITAN)
+		return pipette_plan_torchtitan_args(plan, buf, len);
+	if (plan->stack.form == PIPETTE_FORM_NONE) {
+		if (len)
+			buf[0] = '\0';
+		return 1;
+	}
 	return pipette_plan_megatron_args(plan, buf, len);
 }

@@ -132,22 +132,35 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		plan->stack.mem_fraction > 0 ? "" : " (the allocator's reserve counted)");
 	fprintf(f, "%2s %3s %3s %4s %3s %3s %3s %3s %-11s %-9s %2s %2s %-9s %9s %9s %10s %6s %s\n",
 		"#", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "SCHEDULE", "RECOMPUTE", "SP",
-		"DO", "SPLIT", "ITER(s)", "DEFAULT", "TOKENS/s", "MFU", "MEM(GiB)");
+		plan->stack.fsdp ? "SH" : "DO", "SPLIT", "ITER(s)", "DEFAULT", "TOKENS/s", "MFU", "MEM(GiB)");
 	for (i = 0; i < plan->n_ranked; i++) {
 		const struct plan_entry *e = &plan->ranked[i];
 
+		char shard[16], rc[16];
+
 		split_text(&e->cfg, split, sizeof(split));
+		/* FSDP stacks: the shard degree, r after it when resharding */
+		if (plan->stack.fsdp)
+			snprintf(shard, sizeof(shard), "%d%s", e->cfg.dp_shard,
+				 e->cfg.reshard == PIPETTE_RESHARD_NEVER && e->cfg.dp_shard * e->cfg.cp > 1
+				 ? "k" : "");
+		else
+			snprintf(shard, sizeof(shard), "%s", e->cfg.distributed_optimizer ? "y" : "n");
+		if (e->cfg.recompute_every > 1)
+			snprintf(rc, sizeof(rc), "full/%d", e->cfg.recompute_every);
+		else
+			snprintf(rc, sizeof(rc), "%s", pipette_recompute_name(e->cfg.recompute));
 		fprintf(f, "%2d %3d %3d %4d %3d %3d %3d %3d %-11s %-9s %2s %2s %-9s %9.4f %9.4f "
 			"%10.0f %5.1f%% %.1f/%.1f%s\n", i + 1, e->cfg.tp, e->cfg.pp, e->cfg.dp,
 			e->cfg.cp, e->cfg.ep, pipette_config_chunks(&e->cfg), e->cfg.micro_batch,
-			pipette_schedule_name(e->cfg.schedule),
-			pipette_recompute_name(e->cfg.recompute),
-			e->cfg.sequence_parallel ? "y" : "n",
-			e->cfg.distributed_optimizer ? "y" : "n", split, e->time.iteration_s,
+			pipette_schedule_name(e->cfg.schedule), rc,
+			e->cfg.sequence_parallel ? "y" : "n", shard, split, e->time.iteration_s,
 			e->block_s, e->time.tokens_per_s, 100 * e->time.mfu, e->peak_bytes / PIPETTE_GIB,
 			plan->mem.capacity_bytes / PIPETTE_GIB, e->mapped ? "" : "  (not mapped)");
 	}
-	fprintf(f, "(ITER: with its planned mapping; DEFAULT: ranks in Megatron's order)\n");
+	fprintf(f, "(ITER: with its planned mapping; DEFAULT: ranks in the stack's own order%s)\n",
+		plan->stack.fsdp ? "; SH: FSDP shard degree over DP, k = parameters kept "
+				   "gathered from forward to backward" : "");
 
 	fprintf(f, "\nchosen: tp %d pp %d dp %d cp %d ep %d, %s", c->tp, c->pp, c->dp, c->cp,
 		c->ep, pipette_schedule_name(c->schedule));
@@ -155,6 +168,15 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		fprintf(f, " (%d chunks per rank)", pipette_config_chunks(c));
 	fprintf(f, ", micro-batch %d (%ld per pipeline), recompute %s\n", c->micro_batch,
 		pipette_config_microbatches(c), pipette_recompute_name(c->recompute));
+	if (plan->stack.fsdp)
+		fprintf(f, "data parallel: %s, shard group %d GPUs (dp_shard %d x cp %d), %d "
+			"replica%s, parameters %s\n",
+			c->dp_shard * c->cp == 1 ? "not sharded (DDP)"
+			: pipette_config_dp_replicate(c) > 1 ? "HSDP" : "FSDP",
+			c->dp_shard * c->cp, c->dp_shard, c->cp, pipette_config_dp_replicate(c),
+			pipette_config_dp_replicate(c) == 1 ? "" : "s",
+			c->reshard == PIPETTE_RESHARD_ALWAYS ? "gathered again for each backward"
+							     : "kept gathered until the backward");
 	if (pipette_compression_enabled(&c->compress)) {
 		char spec[96];
 
@@ -180,8 +202,9 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	fprintf(f, "      %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %.1f%%\n", t->tokens_per_s,
 		t->tflops_per_gpu, 100 * t->mfu);
 	write_mapping(plan, f);
-	if (pipette_plan_megatron_args(plan, args, sizeof(args)) == 0)
-		fprintf(f, "\nMegatron: %s\n", args);
+	if (pipette_plan_launch_args(plan, args, sizeof(args)) == 0)
+		fprintf(f, "\n%s: %s\n", plan->stack.form == PIPETTE_FORM_TORCHTITAN ? "torchtitan"
+			: plan->stack.form == PIPETTE_FORM_NEMO ? "NeMo" : "Megatron", args);
 
 	fprintf(f, "\nsearch: %ld combinations, %ld invalid, %ld over the memory limit",
 		st->considered, st->invalid, st->pruned_memory);

@@ -17,7 +17,7 @@ N=$T_NODES
 G=$T_GPUS
 NT=$((N * G))
 REQ=(--pipette-model=llama3-70b --pipette-global-batch=256 --pipette-seq-len=4096)
-PIPETTE_VARS="TP PP DP CP EP VPP MICRO_BATCH GLOBAL_BATCH SCHEDULE RECOMPUTE SEQUENCE_PARALLEL DISTRIBUTED_OPTIMIZER MEGATRON_ARGS PREDICTED_ITER_S PREDICTED_MEM_GIB MAPPING_GAIN PLAN_HASH STACK LAUNCH_ARGS"
+PIPETTE_VARS="TP PP DP CP EP VPP MICRO_BATCH GLOBAL_BATCH SCHEDULE RECOMPUTE SEQUENCE_PARALLEL DISTRIBUTED_OPTIMIZER DP_SHARD DP_REPLICATE MEGATRON_ARGS PREDICTED_ITER_S PREDICTED_MEM_GIB MAPPING_GAIN PLAN_HASH STACK LAUNCH_ARGS"
 # One line per task: Slurm's view, then the plugin's variables.
 TASK_LINE='echo "$SLURMD_NODENAME $SLURM_NODEID $SLURM_LOCALID $SLURM_PROCID ${RANK-unset} ${LOCAL_RANK-unset} ${WORLD_SIZE-unset} ${LOCAL_WORLD_SIZE-unset} ${NODE_RANK-unset} ${MASTER_ADDR-unset} ${MASTER_PORT-unset} ${CUDA_VISIBLE_DEVICES-unset} ${SLURM_STEP_GPUS-unset}"'
 JOB_LINE='for v in '"$PIPETTE_VARS"'; do eval "printf \"%s=%s;\" $v \"\${PIPETTE_$v-unset}\""; done; echo'
@@ -116,6 +116,20 @@ assert_eq "$(awk '$9 == 0 {print $1}' <<<"$lines")" "$(awk '{print $10}' <<<"$li
     "torchrun mode: MASTER_ADDR is NODE_RANK 0's node"
 assert_eq "$(awk '$3 == 0 {print $1}' <<<"$hetero_map")" "$(awk '$9 == 0 {print $1}' <<<"$lines")" \
     "torchrun and srun mode put rank 0 on the same node"
+# What torchrun itself reads (PET_* option defaults, static rendezvous): the
+# planned node order must reach its node ranks, so node k runs global ranks
+# k*G..k*G+G-1 as in the srun-mode plan on the same links.
+srun_t -N"$N" --ntasks-per-node=1 --gpus-per-node="$G" "${REQ[@]}" --pipette-bandwidth="$HETERO" \
+    bash -c 'echo "$SLURMD_NODENAME ${PET_NODE_RANK-unset} ${NODE_RANK-unset} ${PET_NNODES-unset} ${PET_NPROC_PER_NODE-unset} ${PET_MASTER_ADDR-unset} ${MASTER_ADDR-unset} ${PET_MASTER_PORT-unset} ${MASTER_PORT-unset} ${PET_RDZV_BACKEND-unset}"'
+assert_rc 0 "torchrun mode: PET_* step exits 0"
+pet=$(sort -k2,2n <<<"$OUT")
+assert_eq "" "$(awk '$2 != $3 || $6 != $7 || $8 != $9' <<<"$pet")" \
+    "torchrun mode: PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT equal NODE_RANK, MASTER_ADDR, MASTER_PORT"
+assert_eq "$N $G static" "$(awk '{print $4, $5, $10}' <<<"$pet" | sort -u)" \
+    "torchrun mode: PET_NNODES=$N PET_NPROC_PER_NODE=$G PET_RDZV_BACKEND=static"
+planned=$(awk -v g="$G" '$3 % g == 0 {print $3 / g, $1}' <<<"$hetero_map" | sort -n | awk '{print $2}')
+assert_eq "$planned" "$(awk '{print $1}' <<<"$pet")" \
+    "torchrun mode: the planned node order reaches torchrun's node ranks ($(tr '\n' ' ' <<<"$planned"))"
 
 # --- MASTER_PORT: site range, derived from job and step, user's wins ------
 pipette_on "bandwidth=$UNIFORM master_port=30000 port_range=10"

@@ -97,7 +97,7 @@ refused "negative sequence length" "--pipette-seq-len: '-5' is not a number" "${
 refused "mem fraction above 1" "--pipette-mem-fraction: 2 is out of range" "${S4[@]}" "${M8[@]}" --pipette-mem-fraction=2
 refused "unknown fix knob" "--pipette-fix: unknown knob 'xp'" "${S4[@]}" "${M8[@]}" --pipette-fix=xp=2
 refused "fix without value" "--pipette-fix: 'tp': expected knob=value" "${S4[@]}" "${M8[@]}" --pipette-fix=tp
-refused "unknown schedule" "--pipette-schedule: schedule 'gpipe'" "${S4[@]}" "${M8[@]}" --pipette-schedule=gpipe
+refused "unknown schedule" "--pipette-schedule: schedule 'pipedream'" "${S4[@]}" "${M8[@]}" --pipette-schedule=pipedream
 refused "unknown mapping" "--pipette-mapping: 'random': expected optimize or block" "${S4[@]}" "${M8[@]}" --pipette-mapping=random
 refused "control character in the model" "--pipette-model: value contains a control character" \
     "${S4[@]}" --pipette-model=$'llama\e[2J' --pipette-global-batch=64

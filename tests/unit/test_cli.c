@@ -104,7 +104,7 @@ START_TEST(test_estimate_errors)
 	expect("estimate --model llama3-8b --gpu h100 --seq-len 0", 2, "--seq-len: 0");
 	expect("estimate --model llama3-8b --gpu h100 --mem-fraction 7", 2, "--mem-fraction");
 	expect("estimate --model llama3-8b --gpu h100 --recompute some", 2, "expected none");
-	expect("estimate --model llama3-8b --gpu h100 --schedule gpipe", 2, "expected 1f1b");
+	expect("estimate --model llama3-8b --gpu h100 --schedule pipedream", 2, "expected 1f1b");
 	expect("estimate --model llama3-8b --gpu h100 --attention xformers", 2,
 	       "--attention: attention 'xformers': expected flash or unfused");
 	expect("estimate --model llama3-8b --gpu h100 --bogus 1", 2, "unknown option --bogus");

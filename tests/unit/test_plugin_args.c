@@ -244,7 +244,7 @@ START_TEST(test_fix_hostile)
 	/* PIPETTE_MAX_PIN = 4096 nodes x 64 GPUs = 262144 (limits.h). */
 	fix_rejects("pp=262145", "out of range");
 	fix_rejects("zz=1", "unknown knob 'zz'");
-	fix_rejects("schedule=gpipe", "expected 1f1b");
+	fix_rejects("schedule=pipedream", "expected 1f1b");
 	fix_rejects("recompute=some", "expected none");
 	fix_rejects("sp=2", "expected 0 or 1");
 	fix_rejects("tp=8\n,pp=2", "control character");
@@ -339,7 +339,7 @@ START_TEST(test_opts_hostile)
 	opt_rejects(PIPETTE_OPT_MEM_FRACTION, "0", "out of range");
 	opt_rejects(PIPETTE_OPT_MEM_FRACTION, "inf", "not a number");
 	opt_rejects(PIPETTE_OPT_MAPPING, "random", "expected optimize or block");
-	opt_rejects(PIPETTE_OPT_SCHEDULE, "gpipe", "--pipette-schedule");
+	opt_rejects(PIPETTE_OPT_SCHEDULE, "pipedream", "--pipette-schedule");
 	opt_rejects(PIPETTE_OPT_EXPLAIN, "perhaps", "expected 0 or 1");
 	opt_rejects(PIPETTE_OPT_FIX, "tp=8;rm -rf", "not an integer");
 	memset(big, 'm', sizeof(big) - 1);
