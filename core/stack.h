@@ -56,6 +56,11 @@ struct pipette_stack {
 	 * every micro-batch reduce-scatters.  optim_bytes then counts only
 	 * what the optimizer adds to the sharded parameters (its moments). */
 	int fsdp;
+	/* backward prefetch: the next layer's gather issued before the
+	 * current layer's backward (FSDP2's implicit prefetch, FSDP1's
+	 * BACKWARD_PRE) hides behind it; issued after it (FSDP1's
+	 * BACKWARD_POST) it runs between the two layers' computations. */
+	int prefetch_before_backward;
 	double shard_param_bytes;
 	double gather_bytes;
 	double reduce_bytes;

@@ -943,7 +943,9 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
  *  - prefetching issues layer i+1's gather while layer i computes, and
  *    the reduce of layer i runs while layer i-1's backward computes: per
  *    layer only what exceeds the neighbouring layer's compute is exposed,
- *    plus the first gather and the last reduce, which nothing hides.
+ *    plus the first gather and the last reduce, which nothing hides; a
+ *    backward gather issued only after the layer before it finished its
+ *    backward (FSDP1's BACKWARD_POST) is exposed whole.
  * Sources: tests/data/stacks/torchtitan.md §3-4 (FSDP2 and torchtitan's
  * use of it), composer-fsdp.md §3-4 (FSDP1); the ring times are coll_time's
  * on the links the shard group and its replicas really use. */
@@ -982,7 +984,11 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 		fc->f = n * fmax(0, ag - f_l) + ag;
 	else
 		fc->once += n * fmax(0, ag - f_l) + ag;
-	fc->b = n * fmax(0, (always ? ag : 0) + (sync_mb ? red : 0) - b_l) + (sync_mb ? red : 0);
+	if (always && !sk->prefetch_before_backward)	/* the gather waits, exposed */
+		fc->b = n * (ag + fmax(0, (sync_mb ? red : 0) - b_l)) + (sync_mb ? red : 0);
+	else
+		fc->b = n * fmax(0, (always ? ag : 0) + (sync_mb ? red : 0) - b_l) +
+			(sync_mb ? red : 0);
 	if (!sync_mb)	/* the last micro-batch's backward also reduces */
 		fc->once += n * (fmax(0, (always ? ag : 0) + red - b_l) -
 				 fmax(0, (always ? ag : 0) - b_l)) + red;

@@ -9,6 +9,7 @@
 #include "memory.h"
 #include "model.h"
 #include "schedule.h"
+#include "stack.h"
 #include "check_run.h"
 
 
@@ -398,6 +399,94 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
+/* FSDP on torchtitan, by hand for Llama 3 8B (32 layers, h 4096, 8 KV
+ * heads of 128, ffn 14336, vocab 128256, untied): a layer holds
+ * 2*4096^2 (wq, wo) + 2*4096*1024 (wk, wv) + 3*4096*14336 (MLP) + 2*4096
+ * (norms) = 218,112,000 parameters; the stage 32 of them plus 2 x
+ * 128256*4096 (embedding and output) + 4096 (final norm) = 8,030,261,248. */
+START_TEST(test_fsdp_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory st;
+	const double layer = 218112000.0, P = 8030261248.0, head = 128256.0 * 4096;
+	const double N = 64;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_TORCHTITAN);
+	c.dp = 64;
+	c.dp_shard = 64;
+	c.reshard = PIPETTE_RESHARD_ALWAYS;
+	c.micro_batch = 1;
+	c.global_batch = 64;
+	c.seq_len = 8192;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	ck_assert_double_eq_tol(st.stage_params, P, 1);
+	ck_assert_double_eq_tol(st.layer_params, layer, 1);
+	/* fp32 shards (4 P / N) + bf16 gathers of two layers and the output
+	 * layer, which torchtitan keeps gathered (2 x (2 x layer + head)) */
+	ck_assert_double_eq_tol(st.params_bytes, 4 * P / N + 2 * (2 * layer + head), 16);
+	/* fp32 gradient shards + one layer's bf16 gradient and its fp32 copy */
+	ck_assert_double_eq_tol(st.grads_bytes, 4 * P / N + (2 + 4) * layer, 16);
+	/* Adam's two fp32 moments, sharded */
+	ck_assert_double_eq_tol(st.optimizer_bytes, 8 * P / N, 16);
+
+	/* never resharded: every layer stays gathered from forward to backward */
+	c.reshard = PIPETTE_RESHARD_NEVER;
+	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	ck_assert_double_eq_tol(st.params_bytes, 4 * P / N + 2 * P, 16);
+
+	/* HSDP 8 x 8: shards over 8, the same per-layer buffers */
+	c.reshard = PIPETTE_RESHARD_ALWAYS;
+	c.dp_shard = 8;
+	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	ck_assert_double_eq_tol(st.optimizer_bytes, 8 * P / 8, 16);
+	ck_assert_double_eq_tol(st.params_bytes, 4 * P / 8 + 2 * (2 * layer + head), 16);
+
+	/* with a pipeline the gradients wait for the last micro-batch: the
+	 * stage's unsharded fp32 gradients accumulate (a middle stage of 8
+	 * holds 4 layers) */
+	c.dp = 8;
+	c.pp = 8;
+	c.global_batch = 64;
+	c.reshard = pipette_reshard_resolve(PIPETTE_RESHARD_DEFAULT, c.pp);
+	ck_assert_int_eq(c.reshard, PIPETTE_RESHARD_NEVER);
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	pipette_memory_stage(&m, &c, 1, -1.0, &st);
+	ck_assert_double_eq_tol(st.stage_params, 4 * layer, 1);
+	ck_assert_double_eq_tol(st.grads_bytes, 4 * 4 * layer / 8 + 4 * 4 * layer, 16);
+
+	/* a Megatron stack refuses the shard degree */
+	c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), -1);
+}
+END_TEST
+
+/* torchtitan's per-op SAC keeps the block input, q, v, the attention
+ * output, w1's and w2's outputs: per token 2h + 2*4096 + 2*1024 + 2*4096
+ * + 2*14336 + 2h bytes for Llama 3 8B at TP 1. */
+START_TEST(test_sac_ops_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double per_token = 2 * 4096 + 2 * 4096 + 2 * 1024 + 2 * 4096 + 2 * 14336 + 2 * 4096;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_TORCHTITAN);
+	c.seq_len = 8192;
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 0), 8192 * per_token, 1);
+	/* every other layer fully recomputed: the 2nd, 4th, ... */
+	c.recompute = PIPETTE_RECOMPUTE_FULL;
+	c.recompute_every = 2;
+	ck_assert(!pipette_config_layer_recomputed(&c, 0));
+	ck_assert(pipette_config_layer_recomputed(&c, 1));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -414,6 +503,8 @@ int main(void)
 	tcase_add_test(tc, test_moe_activations);
 	tcase_add_test(tc, test_moe_optimizer_sharding);
 	tcase_add_test(tc, test_config_errors);
+	tcase_add_test(tc, test_fsdp_hand);
+	tcase_add_test(tc, test_sac_ops_hand);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

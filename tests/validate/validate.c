@@ -17,6 +17,7 @@
 #include "config.h"
 #include "hardware.h"
 #include "model.h"
+#include "stack.h"
 #include "timing.h"
 #include "validate.h"
 
@@ -92,15 +93,14 @@ static const struct zb_case zb_cases[] = {
 	{ "28.3B", 62, 48, 6144, 32, 2, 256, 0.95, 1.03, 1.06, "ZB T6" },
 };
 
-/* MPT models trained by llm-foundry on H100 80GB (README.md), BF16, data
- * parallel only with FSDP FULL_SHARD, tokens/s per GPU.  MPT: GELU MLP of
- * 4h, no biases, tied embeddings, vocabulary 50368 (llm-foundry's yamls;
- * the parameter counts of the table check it: 32 x 12 x 4096^2 + 50368 x
- * 4096 = 6,648,... for 7b), ALiBi (no position table) and FlashAttention
- * ("our models use Flash Attention", the same README).  pipette has no
- * ZeRO-3: the runs are estimated with the distributed optimizer (ZeRO-1),
- * i.e. without FSDP's per-layer parameter all-gathers, which the 13b run
- * (one micro-batch per GPU on 64 GPUs) cannot hide. */
+/* MPT models trained by llm-foundry on H100 80GB (its benchmarking
+ * README @061f2c7c, reference rows of tests/data/stacks/composer-fsdp.md
+ * §5.2), BF16, data parallel only with Composer's FSDP (FSDP1 FULL_SHARD,
+ * mixed precision DEFAULT, AdamW): estimated on the composer-fsdp stack,
+ * every GPU in one shard group, parameters gathered again for backward.
+ * MPT (composer-fsdp.md §1.3-1.4): GELU MLP of 4h, biases, LayerNorm,
+ * multi-head attention, tied embeddings, vocabulary 50368, triton
+ * FlashAttention; the 30b has 56 heads. */
 struct mpt_case {
 	const char *name;
 	int d_model, layers, heads, seq, gpus, mb;
@@ -111,7 +111,7 @@ struct mpt_case {
 
 static const struct mpt_case mpt_cases[] = {
 	{ "70b", 8192, 80, 64, 2048, 64, 8, 2048, 1, 1039 },
-	{ "30b", 7168, 48, 64, 2048, 32, 14, 1344, 1, 2308 },
+	{ "30b", 7168, 48, 56, 2048, 32, 14, 1344, 1, 2308 },
 	{ "13b", 5120, 40, 40, 2048, 64, 2, 128, 0, 4800 },
 	{ "7b", 4096, 32, 32, 2048, 8, 6, 48, 0, 10643 },
 	{ "7b", 4096, 32, 32, 8192, 8, 8, 128, 1, 6935 },
@@ -439,13 +439,14 @@ static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h10
 		double pred, e;
 
 		gpt_model(&m, k->name, k->layers, k->d_model, k->heads, 50368, k->seq);
-		m.bias = 0;
 		pipette_config_init(&c);
+		c.stack = pipette_stack_get(PIPETTE_STACK_COMPOSER_FSDP);
 		c.dp = k->gpus;
+		c.dp_shard = k->gpus;
+		c.reshard = PIPETTE_RESHARD_ALWAYS;
 		c.micro_batch = k->mb;
 		c.global_batch = k->gbs;
 		c.seq_len = k->seq;
-		c.distributed_optimizer = 1;
 		c.recompute = k->act_ckpt ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
 		if (validate_estimate(t, &m, h100, &c, &tm)) {
 			failures++;
@@ -456,8 +457,8 @@ static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h10
 		printf("%-5s %6d %5d %4d %5s %10.0f %10.0f %+7.1f%%\n", k->name, k->seq, k->gpus,
 		       k->mb, k->act_ckpt ? "full" : "none", k->tokens_per_gpu_s, pred, 100 * e);
 	}
-	printf("MAPE %.1f%% over %d cases, worst %.1f%% (ZeRO-3's parameter gathers are not "
-	       "modelled)\n\n", mape(&err), err.n, 100 * err.worst);
+	printf("MAPE %.1f%% over %d cases, worst %.1f%% (composer-fsdp stack: FSDP's gathers "
+	       "and reduce-scatters on every micro-batch)\n\n", mape(&err), err.n, 100 * err.worst);
 	return failures;
 }
 
