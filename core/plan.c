@@ -431,6 +431,77 @@ out:
 	return rv;
 }
 
+/* The slowest link between two nodes that hold ranks of the group
+ * {first + k*stride, k < n} under the stack's order (GPU r = rank r);
+ * HUGE_VAL when the group stays in one node or spans more than 512. */
+static double group_worst_link(const struct pipette_plan *p, const struct pipette_cluster *cl,
+			       int first, int stride, int n)
+{
+	double worst = HUGE_VAL;
+	int nodes[512], nn = 0, k, j;
+
+	for (k = 0; k < n; k++) {
+		int node = (first + k * stride) / p->G;
+
+		if (nn && nodes[nn - 1] == node)
+			continue;	/* ranks ascend: a node's ranks are adjacent */
+		if (nn == 512)
+			return HUGE_VAL;
+		nodes[nn++] = node;
+	}
+	for (k = 0; k < nn; k++)
+		for (j = 0; j < nn; j++)
+			if (j != k)
+				worst = fmin(worst, pipette_cluster_node_link(cl, nodes[k],
+									      nodes[j]).gbps);
+	return worst;
+}
+
+/* Why the plan's FSDP shard group is what it is, in the plan's words:
+ * when it stays inside a node of a multi-node plan, the links it avoids;
+ * when it shards over fewer than all data-parallel ranks, what sharding
+ * over all of them would cost on the same links (the stack's order). */
+static int explain_sharding(struct pipette_plan *p, const struct pipette_cluster *cl,
+			    struct pipette_timer *t, struct pipette_err *err)
+{
+	const struct pipette_config *c = &p->cfg;
+	int n = c->dp_shard * c->cp, k, node0 = p->gpu_of_rank[0] / p->G, inside = 1;
+	size_t len = sizeof(p->sharding_note), used;
+	double inter = HUGE_VAL;
+
+	p->sharding_note[0] = '\0';
+	if (!p->stack.fsdp || n * c->tp < 2)
+		return 0;
+	for (k = 0; k < n; k++)
+		inside &= p->gpu_of_rank[k * c->tp] / p->G == node0;
+	for (k = 0; k < p->nodes; k++)
+		if (k != node0)
+			inter = fmin(inter, pipette_cluster_node_link(cl, node0, k).gbps);
+	if (inside && p->nodes > 1)
+		snprintf(p->sharding_note, len, "the shard group stays inside a node; the links "
+			 "from that node to the others measure down to %.2f GB/s", inter);
+	if (c->dp_shard < c->dp) {
+		struct pipette_config full = *c;
+		struct pipette_time tm;
+		double worst;
+
+		full.dp_shard = full.dp;
+		if (pipette_time_estimate(t, &p->model, p->gpu, &full, cl, NULL, 0, &tm, err))
+			return -1;
+		worst = group_worst_link(p, cl, 0, full.tp, full.dp * full.cp);
+		used = strlen(p->sharding_note);
+		snprintf(p->sharding_note + used, len - used, "%ssharding over all %d "
+			 "data-parallel ranks would take %.4f s (%+.1f%%)", used ? "; " : "",
+			 full.dp * full.cp, tm.iteration_s,
+			 100.0 * (tm.iteration_s / p->time.iteration_s - 1));
+		used = strlen(p->sharding_note);
+		if (isfinite(worst))
+			snprintf(p->sharding_note + used, len - used, ", its collectives crossing "
+				 "links of %.2f GB/s", worst);
+	}
+	return 0;
+}
+
 /* The winner in detail: time breakdown, memory with the simulated
  * in-flight counts, the rank placement and the plan's hash. */
 static int detail(struct pipette_plan *p, const struct pipette_cluster *cl,
@@ -451,6 +522,8 @@ static int detail(struct pipette_plan *p, const struct pipette_cluster *cl,
 		p->rank_at[i] = -1;
 	for (r = 0; r < p->world; r++)
 		p->rank_at[p->gpu_of_rank[r]] = r;
+	if (explain_sharding(p, cl, t, err))
+		return -1;
 	if (compute_hash(p))
 		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");
 	return 0;
@@ -570,6 +643,11 @@ double pipette_plan_iteration_s(const struct pipette_plan *plan)
 double pipette_plan_block_iteration_s(const struct pipette_plan *plan)
 {
 	return plan->mstats.block_s;
+}
+
+int pipette_plan_mapping_negligible(const struct pipette_plan *plan)
+{
+	return pipette_plan_mapping_gain(plan) < PIPETTE_NEGLIGIBLE_GAIN;
 }
 
 double pipette_plan_mapping_gain(const struct pipette_plan *plan)

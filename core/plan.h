@@ -107,6 +107,10 @@ int pipette_plan_rank_at(const struct pipette_plan *plan, int node, int slot);
 double pipette_plan_iteration_s(const struct pipette_plan *plan);
 double pipette_plan_block_iteration_s(const struct pipette_plan *plan);
 double pipette_plan_mapping_gain(const struct pipette_plan *plan);
+/* A mapping gain below this is negligible: smaller than the time model's
+ * own error (make validate's runs are off by several per cent). */
+#define PIPETTE_NEGLIGIBLE_GAIN 1.01
+int pipette_plan_mapping_negligible(const struct pipette_plan *plan);
 
 /* The plan's identity: PIPETTE_HASH_HEX hex digits of the SHA-256 of its
  * job variables, node names and mapping; equal plans, equal hashes. */

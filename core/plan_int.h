@@ -53,6 +53,9 @@ struct pipette_plan {
 	char *warnings;
 	double search_wall_s;
 	char hash[PIPETTE_HASH_HEX + 1];
+	/* FSDP stacks whose plan shards over fewer than all data-parallel
+	 * ranks: what sharding over all of them would cost ("" otherwise). */
+	char sharding_note[256];
 };
 
 #endif

@@ -38,6 +38,12 @@ struct json_object *pipette_config_json(const struct pipette_config *c)
 			       json_object_new_boolean(c->distributed_optimizer));
 	json_object_object_add(o, "attention",
 			       json_object_new_string(pipette_attention_name(c->attention)));
+	json_object_object_add(o, "recompute_every", json_object_new_int(c->recompute_every));
+	json_object_object_add(o, "dp_shard", json_object_new_int(c->dp_shard));
+	json_object_object_add(o, "dp_replicate",
+			       json_object_new_int(pipette_config_dp_replicate(c)));
+	json_object_object_add(o, "fsdp_reshard_after_forward",
+			       json_object_new_string(pipette_reshard_name(c->reshard)));
 	json_object_object_add(o, "first_stage_layers",
 			       json_object_new_int(c->first_stage_layers));
 	json_object_object_add(o, "last_stage_layers",
@@ -236,6 +242,9 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "mapping", mapping_json(plan));
 	json_object_object_add(root, "ranked", ranked_json(plan));
 	json_object_object_add(root, "search", search_json(&plan->sstats));
+	json_object_object_add(root, "mapping_gain_negligible",
+			       json_object_new_boolean(pipette_plan_mapping_negligible(plan)));
+	json_object_object_add(root, "sharding_note", json_object_new_string(plan->sharding_note));
 	json_object_object_add(root, "warnings", warnings_json(plan->warnings));
 	rc = fprintf(f, "%s\n", json_object_to_json_string_ext(root,
 		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ? -1 : 0;

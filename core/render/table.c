@@ -89,6 +89,9 @@ static void write_mapping(const struct pipette_plan *plan, FILE *f)
 		plan->req.mapping == PIPETTE_MAP_BLOCK ? ", --mapping block"
 		: plan->mstats.exhaustive ? ", exhaustive over node orders"
 					  : ", simulated annealing");
+	if (pipette_plan_mapping_negligible(plan))
+		fprintf(f, "the gain is negligible: on these links the placement changes the "
+			"iteration by less than %.0f%%\n", 100 * (PIPETTE_NEGLIGIBLE_GAIN - 1));
 }
 
 /* Why the expert layout: how many experts each GPU holds and how, where
@@ -177,6 +180,8 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 			pipette_config_dp_replicate(c) == 1 ? "" : "s",
 			c->reshard == PIPETTE_RESHARD_ALWAYS ? "gathered again for each backward"
 							     : "kept gathered until the backward");
+	if (plan->sharding_note[0])
+		fprintf(f, "  why: %s\n", plan->sharding_note);
 	if (pipette_compression_enabled(&c->compress)) {
 		char spec[96];
 

@@ -449,6 +449,101 @@ START_TEST(test_cli_nodes)
 }
 END_TEST
 
+/* A torchtitan plan on four nodes named n1..n4 with a shaped cache. */
+static struct pipette_plan *plan_fsdp(const char *cache, int dp_shard, int pp,
+				      enum pipette_mapping_mode mapping)
+{
+	static const char *const n4[] = { "n1", "n2", "n3", "n4" };
+	struct pipette_request req;
+	struct pipette_cluster_spec cs = { 4, n4, 8, NULL };
+	struct pipette_plan *p = NULL;
+	struct pipette_err err;
+
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	snprintf(req.stack, sizeof(req.stack), "torchtitan");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", cache);
+	req.global_batch = 64;
+	req.seq_len = 8192;
+	req.pins.dp_shard = dp_shard;
+	req.pins.pp = pp;
+	if (dp_shard > 0)	/* a shard group of dp_shard GPUs */
+		req.pins.tp = req.pins.cp = 1;
+	req.mapping = mapping;
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+	return p;
+}
+
+/* Every FSDP shard group of the plan on one node: 1, else 0. */
+static int shard_groups_inside_nodes(const struct pipette_plan *p)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	int per_stage = c->tp * c->cp * c->dp, n = c->dp_shard * c->cp, base, t, k;
+
+	for (base = 0; base < pipette_plan_world(p); base += c->tp * n)
+		for (t = 0; t < c->tp; t++) {
+			int node0, slot;
+
+			pipette_plan_rank_location(p, base + t, &node0, &slot);
+			for (k = 1; k < n; k++) {
+				int node;
+
+				pipette_plan_rank_location(p, base + t + k * c->tp, &node, &slot);
+				if (node != node0)
+					return 0;
+			}
+		}
+	(void)per_stage;
+	return 1;
+}
+
+/* Links between nodes at 0.25 GB/s: the plan keeps its shard groups
+ * inside nodes and says so; on the nominal links the same request shards
+ * across nodes. */
+START_TEST(test_fsdp_slow_links)
+{
+	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-slow-inter.json", -1, -1,
+					   PIPETTE_MAP_OPTIMIZE);
+	char json[1 << 16];
+	FILE *f = fmemopen(json, sizeof(json), "w");
+
+	ck_assert(shard_groups_inside_nodes(p));
+	ck_assert_int_eq(pipette_plan_write_json(p, f), 0);
+	fclose(f);
+	ck_assert_msg(strstr(json, "the shard group stays inside a node") != NULL, "%.400s", json);
+	pipette_plan_destroy(p);
+	p = plan_fsdp("", -1, -1, PIPETTE_MAP_OPTIMIZE);
+	ck_assert(!shard_groups_inside_nodes(p));
+	/* nominal links are all alike: the plan says its placement is moot */
+	ck_assert(pipette_plan_mapping_negligible(p));
+	pipette_plan_destroy(p);
+}
+END_TEST
+
+/* n1-n2 and n3-n4 at 1 GB/s, other pairs at 50 GB/s; shard groups of two
+ * nodes (dp_shard 16): the stack's order pairs n1 with n2, the mapping
+ * pairs each node with a fast partner and says what that gains. */
+START_TEST(test_fsdp_mapping_gain)
+{
+	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-pairs.json", 16, 1,
+					   PIPETTE_MAP_OPTIMIZE);
+	const struct pipette_config *c = pipette_plan_config(p);
+	int a, b, slot;
+
+	ck_assert_int_eq(c->dp_shard * c->cp * c->tp, 16);
+	ck_assert_double_gt(pipette_plan_mapping_gain(p), 1.05);
+	ck_assert(!pipette_plan_mapping_negligible(p));
+	/* the two nodes of the first shard group are a fast pair */
+	pipette_plan_rank_location(p, 0, &a, &slot);
+	pipette_plan_rank_location(p, 15, &b, &slot);
+	ck_assert_int_ne(a, b);
+	ck_assert_msg(!((a == 0 && b == 1) || (a == 1 && b == 0) || (a == 2 && b == 3) ||
+			(a == 3 && b == 2)), "shard group on nodes %d and %d", a, b);
+	pipette_plan_destroy(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("plan");
@@ -464,6 +559,8 @@ int main(void)
 	tcase_add_test(tc, test_cli);
 	tcase_add_test(tc, test_cli_nodes);
 	tcase_add_test(tc, test_cli_max_age);
+	tcase_add_test(tc, test_fsdp_slow_links);
+	tcase_add_test(tc, test_fsdp_mapping_gain);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
