@@ -75,6 +75,16 @@
 #define TT_SWIGLU_SAVED 4.0
 #define TT_COMPILE_SWIGLU_SAVED 3.0
 #define TT_EAGER_ELEMENTWISE 2.0
+/* torch's scaled_dot_product_attention runs FlashAttention-2 on H100:
+ * "FlashAttention-2 achieving only 35% utilization on the H100 GPU"
+ * (Shah et al., FlashAttention-3, NeurIPS 2024, arXiv 2407.08608,
+ * abstract), where the GEMMs and FlashAttention-3/cuDNN reach about 75%. */
+#define FA2_UTILIZATION 0.35
+/* MPT's attn_impl "triton" is the Triton port of the first FlashAttention
+ * algorithm, which reaches "only 25-40% of the theoretical maximum
+ * FLOPs/s" (Dao, FlashAttention-2, ICLR 2024, abstract, of FlashAttention
+ * on A100); on H100, without Hopper's asynchronous features, the low end. */
+#define FA1_TRITON_UTILIZATION 0.25
 #define TT_COMPILE_ELEMENTWISE 1.0
 /* Composer's FSDP as llm-foundry's benchmarks configure it
  * (composer-fsdp.md): decoupled_adamw (two fp32 moments), mixed precision
@@ -167,7 +177,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
 		.reduce_bytes = TT_REDUCE_BYTES, .sync_each_mb = TT_SYNC_EACH_MB,
 		.selective_ops = 1, .layer_ac = 1, .sp_with_tp = 1,
-		.elementwise_factor = TT_EAGER_ELEMENTWISE,
+		.elementwise_factor = TT_EAGER_ELEMENTWISE, .attn_utilization = FA2_UTILIZATION,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = TORCH_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_TORCHTITAN,
 		.device_max_connections = 0, .core_flags = 0,
@@ -190,6 +200,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.reduce_bytes = CF_REDUCE_BYTES, .sync_each_mb = CF_SYNC_EACH_MB,
 		/* eager PyTorch, no torch.compile (composer-fsdp.md §1.3) */
 		.selective_ops = 0, .layer_ac = 0, .elementwise_factor = TT_EAGER_ELEMENTWISE,
+		.attn_utilization = FA1_TRITON_UTILIZATION,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = SCHED(PIPETTE_SCHED_1F1B),
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
 		.device_max_connections = 0, .core_flags = 0,

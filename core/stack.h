@@ -74,6 +74,10 @@ struct pipette_stack {
 	/* Tensor parallelism always shards the norms' sequence (torchtitan's
 	 * TP plan); Megatron makes it a choice (--sequence-parallel). */
 	int sp_with_tp;
+	/* The attention kernel's share of peak FLOP/s when the stack's kernel
+	 * is slower than the GEMMs (0: the GEMM efficiency curve, which the
+	 * fused cuDNN/TE kernels of Megatron-Core and NeMo follow). */
+	double attn_utilization;
 	/* torch.compile: the share of the elementwise (memory-bound) time
 	 * left once the compiler fuses it (1 = not compiled). */
 	double elementwise_factor;

@@ -579,7 +579,9 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	/* Attention core: QK^T and AV, 4*T*s*qw FLOPs (Narayanan et al.);
 	 * FlashAttention skips the causal half. */
 	attn_flops = 4.0 * T * c->seq_len * qw / t * (flash_attention(c) ? 0.5 : 1.0);
-	attn = gemm_s(g, attn_flops);
+	attn = pipette_config_stack(c)->attn_utilization > 0
+	       ? attn_flops / (g->peak_tflops * 1e12 * pipette_config_stack(c)->attn_utilization)
+	       : gemm_s(g, attn_flops);
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
 	act = pipette_memory_layer_activations(m, &none, layer);
