@@ -205,8 +205,7 @@ static int check_schedule(const struct pipette_config *c, struct pipette_err *er
 	} else if (c->vpp != 1 && !is_v_shape(c->schedule)) {
 		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
 	}
-	if ((c->schedule == PIPETTE_SCHED_ZBV || c->schedule == PIPETTE_SCHED_DUALPIPE_V) &&
-	    mb < 2L * c->pp && c->pp > 1)
+	if (c->schedule == PIPETTE_SCHED_DUALPIPE_V && mb < 2L * c->pp)
 		return pipette_fail(err, "%s schedule: %ld micro-batches, fewer than 2 x pp = %d",
 				    pipette_schedule_name(c->schedule), mb, 2 * c->pp);
 	return 0;

@@ -35,6 +35,16 @@
  *    as zbv.py tries its fill variants; see build_v_zb.  The order depends
  *    on (p, m) and the rounded time ratios, not on the exact times.
  *
+ *  - torch.distributed.pipelining (pytorch/pytorch torch/distributed/
+ *    pipelining/schedules.py, read at the commit tests/data/stacks/
+ *    torch-schedules.md names): GPipe (every F, then every B),
+ *    InterleavedZeroBubble (the looped order with I/W split, W lagging r),
+ *    ZBVZeroBubble (V, three warm-ups, steady F0 I0 W0 F1 I1 W1) and
+ *    DualPipeV (DeepSeek's dualpipe/dualpipev.py, eight steps, a FIFO of
+ *    deferred W passes).  tests/unit/test_schedule.c checks every rank's
+ *    order against the orders torch's generators print (that file's
+ *    appendix).  Interleaved1F1B is Megatron's order when p divides m.
+ *
  * The simulation processes the ops in one global order that respects both
  * every rank's list order and every dependency (found once per shape), so
  * each op's start is max(rank free, dependency end + transfer) in O(1).
@@ -92,6 +102,21 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 	case PIPETTE_SCHED_GPIPE:
 		/* every forward before the first backward */
 		return (double)m;
+	/* torch's schedules, chunks held per rank (torch-schedules.md §3),
+	 * in full-stage units */
+	case PIPETTE_SCHED_INTERLEAVED_ZB: {
+		/* its warm-up plus the one in flight */
+		long rounds = m / p > 1 ? m / p : 1, mpr = m / rounds;
+
+		return min_d((double)v * m, (double)(v - 1) * mpr + p - stage) / v;
+	}
+	case PIPETTE_SCHED_ZBV:
+		return min_d(min_d(2.0 * p, (double)m + 1 + stage), 2.0 * m) / 2;
+	case PIPETTE_SCHED_DUALPIPE_V:
+		/* PP + 1 stages' activations per device, PP = 2p stages
+		 * (deepseek-ai/DualPipe README.md, the comparison table):
+		 * every rank, since each runs F0 before B1 in step 4 */
+		return min_d(2.0 * p + 1, 2.0 * m) / 2;
 	case PIPETTE_SCHED_1F1B:
 	case PIPETTE_SCHED_ZB_H1:
 	default:
@@ -312,8 +337,13 @@ static int vstage(const struct pipette_sched *s, int r, int c)
 static void emit(struct pipette_sched *s, int r, long *len, int type,
 		 int chunk, long mb)
 {
-	struct rop *o = &s->rops[RIDX(s, r, *len)];
+	struct rop *o;
 
+	if (*len >= s->o.per_rank) {	/* a wrong order: build() reports the count */
+		(*len)++;
+		return;
+	}
+	o = &s->rops[RIDX(s, r, *len)];
 	o->type = (uint8_t)type;
 	o->chunk = (uint8_t)chunk;
 	o->mb = (int32_t)mb;
@@ -352,6 +382,212 @@ static void build_gpipe(struct pipette_sched *s, int r, long *len)
 		emit(s, r, len, OP_F, 0, j);
 	for (j = 0; j < s->o.m; j++)
 		emit(s, r, len, OP_B, 0, j);
+}
+
+/* torch's ScheduleInterleavedZeroBubble (tests/data/stacks/torch-
+ * schedules.md §2.4): the looped order of Interleaved1F1B with a warm-up
+ * of (v-1)*mpr + p-1-r forwards (mpr micro-batches per round), the
+ * backward split into I and W, and rank r's W passes lagging r I passes
+ * behind, in the I passes' order. */
+static void build_interleaved_zb(struct pipette_sched *s, int r, long *len)
+{
+	int p = s->o.p, v = s->o.v;
+	long m = s->o.m, T = (long)v * m, rounds = m / p > 1 ? m / p : 1, mpr = m / rounds;
+	long nw = (long)(v - 1) * mpr + (p - 1 - r), op, nwdone = 0;
+	long fcnt[256] = { 0 }, icnt[256] = { 0 }, wcnt[256] = { 0 };
+
+	if (nw > T)
+		nw = T;
+	for (op = 0; op < T + nw; op++) {
+		if (op < T) {
+			int c = (int)((op / mpr) % v);
+
+			emit(s, r, len, OP_F, c, fcnt[c]++);
+		}
+		if (op >= nw) {
+			int c = v - 1 - (int)(((op - nw) / mpr) % v);
+
+			emit(s, r, len, OP_B, c, icnt[c]++);
+			if (op - nw >= r) {
+				int cw = v - 1 - (int)((nwdone / mpr) % v);
+
+				emit(s, r, len, OP_W, cw, wcnt[cw]++);
+				nwdone++;
+			}
+		}
+	}
+	while (nwdone < T) {
+		int cw = v - 1 - (int)((nwdone / mpr) % v);
+
+		emit(s, r, len, OP_W, cw, wcnt[cw]++);
+		nwdone++;
+	}
+}
+
+/* One op of a torch V schedule with its own counter per (type, chunk);
+ * micro-batches past m (ZBVZeroBubble pads to 2p-1) are idle slots. */
+static void emit_counted(struct pipette_sched *s, int r, long *len, int type, int c,
+			 long cnt[3][2])
+{
+	long mb = cnt[type][c]++;
+
+	if (mb < s->o.m)
+		emit(s, r, len, type, c, mb);
+}
+
+/* torch's ScheduleZBVZeroBubble (torch-schedules.md §2.5): rank r holds
+ * stages r (chunk 0) and 2p-1-r (chunk 1); three warm-ups, a steady
+ * F0 I0 W0 F1 I1 W1 and two cool-downs, with the W passes left over
+ * flushed chunk 1 first. */
+static void build_zbv(struct pipette_sched *s, int r, long *len)
+{
+	int p = s->o.p, i;
+	long m = s->o.m, n = m > 2L * p - 1 ? m : 2L * p - 1;
+	long cnt[3][2] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
+
+	for (i = 0; i < 2 * (p - r) - 1; i++)
+		emit_counted(s, r, len, OP_F, 0, cnt);
+	for (i = 0; i < r; i++) {
+		emit_counted(s, r, len, OP_F, 1, cnt);
+		emit_counted(s, r, len, OP_F, 0, cnt);
+	}
+	for (i = 0; i < p - r; i++) {
+		emit_counted(s, r, len, OP_F, 1, cnt);
+		emit_counted(s, r, len, OP_B, 1, cnt);
+		emit_counted(s, r, len, OP_W, 1, cnt);
+	}
+	while (cnt[OP_F][1] < cnt[OP_F][0] || cnt[OP_F][0] < n) {
+		if (cnt[OP_F][0] < n)
+			emit_counted(s, r, len, OP_F, 0, cnt);
+		emit_counted(s, r, len, OP_B, 0, cnt);
+		emit_counted(s, r, len, OP_W, 0, cnt);
+		emit_counted(s, r, len, OP_F, 1, cnt);
+		emit_counted(s, r, len, OP_B, 1, cnt);
+		emit_counted(s, r, len, OP_W, 1, cnt);
+	}
+	for (i = 0; i < r; i++) {
+		emit_counted(s, r, len, OP_B, 0, cnt);
+		emit_counted(s, r, len, OP_B, 1, cnt);
+	}
+	for (i = 0; i < p - r; i++) {
+		emit_counted(s, r, len, OP_B, 0, cnt);
+		emit_counted(s, r, len, OP_W, 0, cnt);
+	}
+	while (cnt[OP_W][1] < n)
+		emit_counted(s, r, len, OP_W, 1, cnt);
+	while (cnt[OP_W][0] < n)
+		emit_counted(s, r, len, OP_W, 0, cnt);
+}
+
+/* DualPipeV's weight passes wait in a FIFO of the input-gradient passes
+ * that split them off (DualPipe's WeightGradStore). */
+struct wqueue {
+	long head, tail;
+	int *chunk;
+	long *mb;
+};
+
+/* The queue of one rank: at most every micro-batch of both chunks. */
+static int dpv_queue(const struct pipette_sched *s, struct wqueue *q, struct pipette_err *err)
+{
+	if (q->chunk)
+		return 0;
+	q->chunk = malloc((size_t)(2 * s->o.m) * sizeof(int));
+	q->mb = malloc((size_t)(2 * s->o.m) * sizeof(long));
+	if (!q->chunk || !q->mb)
+		return pipette_fail(err, "schedule dualpipe-v: out of memory");
+	return 0;
+}
+
+static void dpv_f(struct pipette_sched *s, int r, long *len, int c, long cnt[3][2])
+{
+	emit(s, r, len, OP_F, c, cnt[OP_F][c]++);
+}
+
+/* A full backward: the input and weight gradients back to back. */
+static void dpv_b(struct pipette_sched *s, int r, long *len, int c, long cnt[3][2])
+{
+	long mb = cnt[OP_B][c]++;
+
+	emit(s, r, len, OP_B, c, mb);
+	emit(s, r, len, OP_W, c, mb);
+}
+
+/* The input gradient alone; its weight gradient joins the queue. */
+static void dpv_i(struct pipette_sched *s, int r, long *len, int c, long cnt[3][2],
+		  struct wqueue *q)
+{
+	long mb = cnt[OP_B][c]++;
+
+	emit(s, r, len, OP_B, c, mb);
+	q->chunk[q->tail] = c;
+	q->mb[q->tail++] = mb;
+}
+
+static void dpv_w(struct pipette_sched *s, int r, long *len, struct wqueue *q)
+{
+	if (q->head < q->tail) {
+		emit(s, r, len, OP_W, q->chunk[q->head], q->mb[q->head]);
+		q->head++;
+	}
+}
+
+/* DualPipeV (DeepSeek's DualPipe repository, dualpipe/dualpipev.py, and
+ * torch's ScheduleDualPipeV; torch-schedules.md §2.6): the eight steps
+ * of rank r.  The overlapped F&B pairs of step 4 and 5 are listed F then
+ * B: the two computations share the GPU, and what the overlap hides is
+ * the other's communication (the MoE all-to-all), which a dense model's
+ * pipeline does not have. */
+static void build_dualpipe_v(struct pipette_sched *s, int r, long *len, struct wqueue *q)
+{
+	int p = s->o.p, i, zb = 0;
+	long m = s->o.m, cnt[3][2] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
+
+	q->head = q->tail = 0;
+	for (i = 0; i < 2 * (p - r - 1); i++)		/* 1: F0 */
+		dpv_f(s, r, len, 0, cnt);
+	for (i = 0; i < r + 1; i++) {			/* 2: F0 F1 */
+		dpv_f(s, r, len, 0, cnt);
+		dpv_f(s, r, len, 1, cnt);
+	}
+	for (i = 0; i < p - r - 1; i++) {		/* 3: I1 W F1 */
+		dpv_i(s, r, len, 1, cnt, q);
+		dpv_w(s, r, len, q);
+		dpv_f(s, r, len, 1, cnt);
+	}
+	for (i = 0; i < m - 2L * p + r + 1; i++) {	/* 4: F0&B1, F1&B0 */
+		dpv_f(s, r, len, 0, cnt);
+		dpv_b(s, r, len, 1, cnt);
+		dpv_f(s, r, len, 1, cnt);
+		dpv_b(s, r, len, 0, cnt);
+	}
+	for (i = 0; i < p - r - 1; i++) {		/* 5: B1, F1&B0 */
+		dpv_b(s, r, len, 1, cnt);
+		dpv_f(s, r, len, 1, cnt);
+		dpv_b(s, r, len, 0, cnt);
+	}
+	for (i = 0; i < r + 1; i++) {			/* 6: B1 B0, zero bubble from half way */
+		if (i == (r + 1) / 2 && r % 2)
+			zb = 1;
+		if (zb)
+			dpv_i(s, r, len, 1, cnt, q);
+		else
+			dpv_b(s, r, len, 1, cnt);
+		if (i == (r + 1) / 2 && r % 2 == 0)
+			zb = 1;
+		if (zb)
+			dpv_i(s, r, len, 0, cnt, q);
+		else
+			dpv_b(s, r, len, 0, cnt);
+	}
+	for (i = 0; i < p - r - 1; i++) {		/* 7: W I0 */
+		dpv_w(s, r, len, q);
+		dpv_i(s, r, len, 0, cnt, q);
+	}
+	for (i = 0; i < r + 1; i++)			/* 8: W */
+		dpv_w(s, r, len, q);
+	while (q->head < q->tail)			/* DualPipe asserts it empty */
+		dpv_w(s, r, len, q);
 }
 
 static void interleaved_op(const struct pipette_sched *s, long k, int fwd,
@@ -917,11 +1153,40 @@ static int build_v_zb(struct pipette_sched *s, struct pipette_err *err)
 }
 
 /* Build the rank lists, the global order and the peaks for the shape in s. */
+/* Every rank's operation list, by the schedule's own rule. */
+static int build_lists(struct pipette_sched *s, struct wqueue *q, struct pipette_err *err)
+{
+	long *len = s->len;
+	int r;
+
+	for (r = 0; r < s->o.p; r++) {
+		if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
+			build_interleaved(s, r, &len[r]);
+		else if (s->o.kind == PIPETTE_SCHED_GPIPE)
+			build_gpipe(s, r, &len[r]);
+		else if (s->o.kind == PIPETTE_SCHED_INTERLEAVED_ZB)
+			build_interleaved_zb(s, r, &len[r]);
+		else if (s->o.kind == PIPETTE_SCHED_ZBV)
+			build_zbv(s, r, &len[r]);
+		else if (s->o.kind == PIPETTE_SCHED_DUALPIPE_V) {
+			if (dpv_queue(s, q, err))
+				return -1;
+			build_dualpipe_v(s, r, &len[r], q);
+		} else if (is_v_shape(s->o.kind)) {
+			if (build_v_block(s, r, &len[r], err))
+				return -1;
+		} else
+			build_1f1b(s, r, &len[r]);
+	}
+	return 0;
+}
+
 static int build(struct pipette_sched *s, struct pipette_err *err)
 {
 	int p = s->o.p, r;
 	long *len, *held, n = 0, i, top;
 	size_t tab = (size_t)3 * s->o.S * s->o.m;
+	struct wqueue q = { 0, 0, NULL, NULL };
 
 	len = s->len;
 	memset(len, 0, (size_t)p * sizeof(long));
@@ -935,19 +1200,9 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 		}
 		s->o.valid = 1;
 		return 0;
-	} else {
-		for (r = 0; r < p; r++) {
-			if (s->o.kind == PIPETTE_SCHED_INTERLEAVED)
-				build_interleaved(s, r, &len[r]);
-			else if (s->o.kind == PIPETTE_SCHED_GPIPE)
-				build_gpipe(s, r, &len[r]);
-			else if (is_v_shape(s->o.kind)) {
-				if (build_v_block(s, r, &len[r], err))
-					goto fail;
-			} else
-				build_1f1b(s, r, &len[r]);
-		}
 	}
+	if (build_lists(s, &q, err))
+		goto fail;
 	for (r = 0; r < p; r++)
 		if (len[r] != s->o.per_rank) {
 			pipette_fail(err, "schedule %s: rank %d lists %ld ops, expected %ld",
@@ -1030,9 +1285,13 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 		s->o.peak_fb_st[r] = (double)s->o.peak_fb[r] / s->o.v;
 		s->o.peak_fw_st[r] = (double)s->o.peak_fw[r] / s->o.v;
 	}
+	free(q.chunk);
+	free(q.mb);
 	s->o.valid = 1;
 	return 0;
 fail:
+	free(q.chunk);
+	free(q.mb);
 	s->o.valid = 0;
 	return -1;
 }

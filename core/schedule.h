@@ -13,6 +13,8 @@
  *   1F1B, ZB-H1:           s = r                       (v = 1)
  *   interleaved (Megatron): s = c*p + r                 (v >= 2)
  *   V-Min, V-Half, V-ZB:    s = r (c = 0), 2p-1-r (c = 1)   (v = 2)
+ *   torch's GPipe (v = 1), InterleavedZeroBubble (looped, v >= 2), ZBV
+ *   and DualPipeV (the V, v = 2); all split W off B but GPipe
  * Boundary b (0 <= b < S-1) lies between virtual stages b and b+1.  The F of
  * stage s waits for the F of s-1 plus comm_f[s-1]; the B of s waits for the
  * B of s+1 plus comm_b[s]; W waits for its own B.  Ops on one rank run one

@@ -27,7 +27,7 @@
  * (tests/data/stacks/torch-schedules.md lists them and the ones left
  * out). */
 #define TORCH_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED) | \
-			 SCHED(PIPETTE_SCHED_GPIPE) | \
+			 SCHED(PIPETTE_SCHED_GPIPE) | SCHED(PIPETTE_SCHED_INTERLEAVED_ZB) | \
 			 SCHED(PIPETTE_SCHED_ZBV) | SCHED(PIPETTE_SCHED_DUALPIPE_V))
 
 /* The allocator's reserve: what torch's caching allocator holds beyond

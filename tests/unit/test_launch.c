@@ -489,6 +489,165 @@ START_TEST(test_stack_options)
 }
 END_TEST
 
+/* torchtitan-config.tsv: "section.field" for the HEAD classes and, with
+ * toml set, the v0.2.2 names ("Parallelism@v0.2.2" rows list several). */
+static void load_torchtitan(struct keyset *ks, int toml)
+{
+	static const char *const head[][2] = {
+		{ "ParallelismConfig", "parallelism" }, { "TrainingConfig", "training" },
+		{ "CompileConfig", "compile" },
+	};
+	static const char *const old[][2] = {
+		{ "Parallelism@v0.2.2", "parallelism" }, { "Training@v0.2.2", "training" },
+		{ "ActivationCheckpoint@v0.2.2", "activation_checkpoint" },
+		{ "Compile@v0.2.2", "compile" },
+	};
+	FILE *f = fopen(DATA "torchtitan-config.tsv", "r");
+	char line[2048];
+
+	ck_assert_ptr_nonnull(f);
+	ks->n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sec = strtok(line, "\t"), *names = strtok(NULL, "\t"), *type = strtok(NULL, "\t");
+		const char *const (*tab)[2] = toml ? old : head;
+		size_t i, n = toml ? 4 : 3;
+
+		if (!sec || !names || !type || sec[0] == '#' || !strcmp(type, "-"))
+			continue;
+		for (i = 0; i < n; i++) {
+			char *nm, *save = NULL;
+
+			if (strcmp(sec, tab[i][0]))
+				continue;
+			for (nm = strtok_r(names, ",/", &save); nm; nm = strtok_r(NULL, ",/", &save)) {
+				while (*nm == ' ')
+					nm++;
+				nm[strcspn(nm, " ")] = '\0';
+				ck_assert_int_lt(ks->n, MAX_KEYS);
+				snprintf(ks->key[ks->n++], sizeof(ks->key[0]), "%s.%s", tab[i][1], nm);
+			}
+		}
+	}
+	fclose(f);
+	ck_assert_int_gt(ks->n, 10);
+}
+
+struct tt_job {
+	const char *model;
+	int nodes;
+	long gbs, seq;
+	int tp, pp, sched;
+};
+
+static const struct tt_job tt_jobs[] = {
+	{ "llama3-8b", 16, 256, 8192, -1, -1, -1 },
+	{ "llama3-8b", 4, 128, 8192, 2, -1, -1 },
+	{ "llama3-70b", 8, 256, 4096, 8, 4, PIPETTE_SCHED_GPIPE },
+	{ "llama3-70b", 8, 256, 4096, 8, 4, PIPETTE_SCHED_1F1B },
+	{ "llama3-70b", 16, 256, 4096, 8, 4, PIPETTE_SCHED_INTERLEAVED },
+	{ "llama3-70b", 16, 256, 4096, 8, 4, PIPETTE_SCHED_INTERLEAVED_ZB },
+	{ "llama3-70b", 16, 256, 4096, 8, 4, PIPETTE_SCHED_ZBV },
+	{ "llama3-70b", 16, 256, 4096, 8, 4, PIPETTE_SCHED_DUALPIPE_V },
+};
+
+/* Every field the torchtitan forms set exists in torchtitan's config
+ * classes (HEAD for the recipe and the overrides, v0.2.2 for the TOML),
+ * and the values are ones torchtitan accepts. */
+START_TEST(test_torchtitan_fields)
+{
+	struct keyset *head = malloc(sizeof(*head)), *toml = malloc(sizeof(*toml));
+	static const char *const scheds = " 1F1B GPipe Interleaved1F1B InterleavedZeroBubble "
+					  "ZBVZeroBubble DualPipeV ";
+	char line[4096], *tok, *save = NULL, *buf = NULL;
+	size_t j, blen = 0;
+	int planned = 0;
+
+	load_torchtitan(head, 0);
+	load_torchtitan(toml, 1);
+	for (j = 0; j < sizeof(tt_jobs) / sizeof(tt_jobs[0]); j++) {
+		struct pipette_pins pins;
+		struct pipette_plan *p;
+		char section[48] = "", *l, *lsave = NULL;
+		FILE *mem;
+
+		pipette_pins_init(&pins);
+		pins.tp = tt_jobs[j].tp;
+		pins.pp = tt_jobs[j].pp;
+		pins.schedule = tt_jobs[j].sched;
+		p = plan_for("torchtitan", tt_jobs[j].model, tt_jobs[j].nodes, tt_jobs[j].gbs,
+			     tt_jobs[j].seq, &pins);
+		ck_assert_msg(p != NULL, "torchtitan job %zu has no plan", j);
+		planned++;
+		/* the overrides */
+		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
+		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+			char key[128], *eq;
+
+			if (!strncmp(tok, "activation-checkpoint:", 22)) {
+				char pad[64];
+
+				snprintf(pad, sizeof(pad), " %.32s ", tok + 22);
+				ck_assert_msg(strstr(" none selective full ", pad) != NULL, "%s", tok);
+				continue;
+			}
+			ck_assert_msg(!strncmp(tok, "--", 2), "%s", tok);
+			pipette_strlcpy(key, tok + 2, sizeof(key));
+			if ((eq = strchr(key, '=')))
+				*eq++ = '\0';
+			if (!strncmp(key, "compile.no-", 11))
+				memmove(key + 8, key + 11, strlen(key + 11) + 1);
+			ck_assert_msg(has(head, key), "%s is not a torchtitan field", key);
+			if (!strcmp(key, "parallelism.pipeline_parallel_schedule")) {
+				char pad[64];
+
+				snprintf(pad, sizeof(pad), " %s ", eq);
+				ck_assert_msg(strstr(scheds, pad) != NULL, "schedule %s", eq);
+			}
+		}
+		save = NULL;
+		/* the recipe and the TOML */
+		mem = open_memstream(&buf, &blen);
+		ck_assert_int_eq(pipette_plan_write_torchtitan(p, mem), 0);
+		fclose(mem);
+		for (l = strtok_r(buf, "\n", &lsave); l; l = strtok_r(NULL, "\n", &lsave)) {
+			char key[128];
+
+			if (sscanf(l, "    c.%127[a-z_.] =", key) == 1 && strncmp(key, "activation", 10))
+				ck_assert_msg(has(head, key), "recipe: %s", key);
+			else if (l[0] == '[')
+				sscanf(l, "[%47[a-z_]]", section);
+			else if (section[0] && sscanf(l, "%63[a-z_] =", key) == 1) {
+				char full[192];
+
+				snprintf(full, sizeof(full), "%s.%s", section, key);
+				ck_assert_msg(has(toml, full), "TOML: %s", full);
+			}
+		}
+		free(buf);
+		buf = NULL;
+		pipette_plan_destroy(p);
+	}
+	ck_assert_int_eq(planned, (int)(sizeof(tt_jobs) / sizeof(tt_jobs[0])));
+	free(head);
+	free(toml);
+}
+END_TEST
+
+/* The done-when plan: Llama 3 8B on 16 H100 nodes at 256 x 8192 tokens
+ * shards its data parallelism, as torchtitan's own recipes do. */
+START_TEST(test_torchtitan_shards)
+{
+	struct pipette_plan *p = plan_for("torchtitan", "llama3-8b", 16, 256, 8192, NULL);
+	const struct pipette_config *c;
+
+	ck_assert_ptr_nonnull(p);
+	c = pipette_plan_config(p);
+	ck_assert_int_gt(c->dp_shard * c->cp, 1);
+	ck_assert_int_eq(c->distributed_optimizer, 0);
+	pipette_plan_destroy(p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("launch");
@@ -500,6 +659,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_schedules_per_stack);
 	tcase_add_test(tc, test_stack_memory_facts);
 	tcase_add_test(tc, test_stack_options);
+	tcase_add_test(tc, test_torchtitan_fields);
+	tcase_add_test(tc, test_torchtitan_shards);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -310,7 +310,7 @@ static void check_events(struct pipette_sched *s, enum pipette_schedule_kind kin
 {
 	struct pipette_sched_event ev, prev;
 	int S = p * v, i;
-	long n, k, per = (kind == PIPETTE_SCHED_1F1B || kind == PIPETTE_SCHED_INTERLEAVED ? 2 : 3) * v * m;
+	long n, k, per = (pipette_schedule_splits_w(kind) ? 3 : 2) * v * m;
 	double *fin = calloc((size_t)3 * S * m, sizeof(double));
 	int *seen = calloc((size_t)3 * S * m, sizeof(int));
 	double *busy = calloc((size_t)p, sizeof(double));
@@ -816,6 +816,194 @@ START_TEST(test_svg)
 }
 END_TEST
 
+/* torch.distributed.pipelining's name of a schedule pipette runs as torch
+ * does, or -1 (LoopedBFS and the rest: torch-schedules.md §4). */
+static int torch_kind(const char *name)
+{
+	static const struct { const char *name; enum pipette_schedule_kind k; } map[] = {
+		{ "1F1B", PIPETTE_SCHED_1F1B }, { "Interleaved1F1B", PIPETTE_SCHED_INTERLEAVED },
+		{ "InterleavedZeroBubble", PIPETTE_SCHED_INTERLEAVED_ZB },
+		{ "ZBVZeroBubble", PIPETTE_SCHED_ZBV }, { "DualPipeV", PIPETTE_SCHED_DUALPIPE_V },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(name, map[i].name))
+			return (int)map[i].k;
+	return -1;
+}
+
+/* Rank r's executed order as torch writes it ("0F0 7I0 (0F7;7B3) ..."),
+ * in pipette's operations: I is the input-gradient pass B; a full B is B
+ * then W of the same stage and micro-batch; an overlapped (F;B) pair runs
+ * F then B. */
+static int expected_ops(const char *text, char *out, size_t len)
+{
+	char buf[4096], *tok, *save = NULL;
+	size_t n = 0;
+	int count = 0;
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (tok = strtok_r(buf, " ();\n", &save); tok; tok = strtok_r(NULL, " ();\n", &save)) {
+		int stage, mb;
+		char type;
+
+		if (sscanf(tok, "%d%c%d", &stage, &type, &mb) != 3)
+			continue;
+		if (type == 'I')
+			type = 'B';
+		n += (size_t)snprintf(out + n, len - n, "%d%c%d ", stage, type, mb);
+		count++;
+	}
+	return count;
+}
+
+/* The same order from the simulation of (kind, p, v, m), unit times. */
+static void simulated_ops(struct pipette_sched *s, enum pipette_schedule_kind kind, int p, int v,
+			  long m, int r, char *out, size_t len)
+{
+	struct pipette_sched_result res;
+	struct times t;
+	size_t n = 0;
+	long i;
+
+	uniform(&t, p * v, 1, 1, 1);
+	run(s, kind, p, v, m, &t, &res);
+	out[0] = '\0';
+	for (i = 0; i < res.n_ops / p; i++) {
+		struct pipette_sched_event ev;
+
+		ck_assert_int_eq(pipette_sched_event(s, pipette_sched_rank_op(s, r, i), &ev), 0);
+		n += (size_t)snprintf(out + n, len - n, "%d%c%ld ", ev.stage, ev.type, ev.mb);
+	}
+}
+
+/* The per-rank orders torch's own generators produce for the example
+ * shapes of tests/data/stacks/torch-schedules.md (appendix), operation
+ * for operation. */
+START_TEST(test_torch_orders)
+{
+	FILE *f = fopen(TEST_DATADIR "/stacks/torch-schedules.md", "r");
+	struct pipette_sched *s = pipette_sched_create();
+	char line[4096], want[8192], got[8192];
+	int kind = -1, p = 0, v = 1, checked = 0, in = 0;
+	long m = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		char name[64];
+		int r, vv;
+
+		if (!strncmp(line, "## Appendix", 11))
+			in = 1;
+		if (!in)
+			continue;
+		if (strstr(line, ", pp=") && sscanf(line, "%63[^ ,]", name) == 1 &&
+		    sscanf(strstr(line, "pp="), "pp=%d, n=%ld", &p, &m) == 2) {
+			kind = torch_kind(name);
+			v = strstr(line, "ZBV") || strstr(line, "DualPipeV") ? 2 : 1;
+			if (sscanf(strstr(line, "n=") ? strstr(line, "n=") : line, "n=%*d, v=%d", &vv) == 1)
+				v = vv;
+			/* pipette's looped order needs p | m, as Megatron's does */
+			if (pipette_schedule_is_looped((enum pipette_schedule_kind)kind) && m % p)
+				kind = -1;
+			continue;
+		}
+		if (kind < 0 || sscanf(line, "  rank %d:", &r) != 1)
+			continue;
+		{
+			/* expand full backwards: "7B3" -> "7B3 7W3" where torch runs
+			 * the weight gradient inside B */
+			char exp[8192], *tok, *save = NULL;
+			size_t n = 0;
+
+			expected_ops(strchr(line, ':') + 1, want, sizeof(want));
+			if (pipette_schedule_splits_w((enum pipette_schedule_kind)kind)) {
+				int full_b = kind == PIPETTE_SCHED_DUALPIPE_V;
+
+				exp[0] = '\0';
+				for (tok = strtok_r(strchr(line, ':') + 1, " ();\n", &save); tok;
+				     tok = strtok_r(NULL, " ();\n", &save)) {
+					int st, mb;
+					char ty;
+
+					if (sscanf(tok, "%d%c%d", &st, &ty, &mb) != 3)
+						continue;
+					n += (size_t)snprintf(exp + n, sizeof(exp) - n, "%d%c%d ", st,
+							      ty == 'I' ? 'B' : ty, mb);
+					if (ty == 'B' && full_b)
+						n += (size_t)snprintf(exp + n, sizeof(exp) - n, "%dW%d ",
+								      st, mb);
+				}
+				snprintf(want, sizeof(want), "%s", exp);
+			}
+		}
+		simulated_ops(s, (enum pipette_schedule_kind)kind, p, v, m, r, got, sizeof(got));
+		ck_assert_msg(!strcmp(want, got), "%s p=%d v=%d m=%ld rank %d:\n torch   %s\n pipette %s",
+			      pipette_schedule_name((enum pipette_schedule_kind)kind), p, v, m, r, want,
+			      got);
+		checked++;
+	}
+	fclose(f);
+	pipette_sched_destroy(s);
+	ck_assert_int_ge(checked, 4 * 7);
+}
+END_TEST
+
+/* GPipe, t_F = t_B = 1, no comm: (m + p - 1)(t_F + t_B), and every rank
+ * holds all m micro-batches; torch's schedules are valid on random times
+ * and their analytic in-flight counts equal the simulation's. */
+START_TEST(test_torch_schedules)
+{
+	static const int ps[] = { 1, 2, 3, 4, 8 };
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct times t;
+	size_t i;
+	int q;
+
+	for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		int p = ps[i];
+		long ms[] = { 1, 2, (long)p, 2L * p, 4L * p + 1, 4L * p }, m;
+		int k;
+
+		for (k = 0; k < 6; k++) {
+			m = ms[k];
+			uniform(&t, 2 * p, 1, 1, 0);
+			run(s, PIPETTE_SCHED_GPIPE, p, 1, m, &t, &r);
+			ck_assert_double_eq_tol(r.makespan, 2.0 * (m + p - 1), EPS);
+			for (q = 0; q < p; q++)
+				ck_assert_int_eq(r.peak_fb[q], m);
+			uniform(&t, 2 * p, 1, 1, 1);
+			run(s, PIPETTE_SCHED_ZBV, p, 2, m, &t, &r);
+			for (q = 0; q < p; q++)
+				ck_assert_double_eq(r.peak_fb_stages[q],
+						    pipette_schedule_inflight(PIPETTE_SCHED_ZBV, p, 2, m, q));
+			check_valid(PIPETTE_SCHED_GPIPE, p, 1, m, 11u + (unsigned)k);
+			check_valid(PIPETTE_SCHED_ZBV, p, 2, m, 12u + (unsigned)k);
+			if (m >= 2L * p) {
+				run(s, PIPETTE_SCHED_DUALPIPE_V, p, 2, m, &t, &r);
+				for (q = 0; q < p; q++)
+					ck_assert_double_eq(r.peak_fb_stages[q],
+							    pipette_schedule_inflight(PIPETTE_SCHED_DUALPIPE_V,
+										      p, 2, m, q));
+				check_valid(PIPETTE_SCHED_DUALPIPE_V, p, 2, m, 13u + (unsigned)k);
+			}
+			if (m % p == 0) {
+				uniform(&t, 3 * p, 1, 1, 1);
+				run(s, PIPETTE_SCHED_INTERLEAVED_ZB, p, 3, m, &t, &r);
+				for (q = 0; q < p; q++)
+					ck_assert_double_eq_tol(r.peak_fb_stages[q],
+								pipette_schedule_inflight(
+									PIPETTE_SCHED_INTERLEAVED_ZB, p, 3, m, q), EPS);
+				check_valid(PIPETTE_SCHED_INTERLEAVED_ZB, p, 2, m, 14u + (unsigned)k);
+			}
+		}
+	}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("schedule");
@@ -836,6 +1024,8 @@ int main(void)
 	tcase_add_test(tc, test_errors_and_reuse);
 	tcase_add_test(tc, test_shape_cache);
 	tcase_add_test(tc, test_svg);
+	tcase_add_test(tc, test_torch_orders);
+	tcase_add_test(tc, test_torch_schedules);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
