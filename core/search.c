@@ -169,36 +169,24 @@ static int consider(struct search *s, const struct pipette_config *c)
 /* Recomputation from none to full: each level only adds compute (the
  * forward pass of what it drops, Korthikanti et al., MLSys'23), so once a
  * level fits the heavier ones cannot be faster and are counted as
- * dominated. */
+ * dominated.  A pinned --recompute-every k makes "full" every k-th layer. */
 static int recompute_levels(struct search *s, struct pipette_config *c)
 {
-	/* (level, every k-th layer) from the cheapest: torchtitan's full
-	 * checkpointing of every other layer recomputes half the forward,
-	 * more than its per-op selective level (the unsaved matmuls). */
-	static const int levels[4][2] = {
-		{ PIPETTE_RECOMPUTE_NONE, 1 }, { PIPETTE_RECOMPUTE_SELECTIVE, 1 },
-		{ PIPETTE_RECOMPUTE_FULL, 2 }, { PIPETTE_RECOMPUTE_FULL, 1 },
-	};
 	const struct pipette_pins *pn = &s->in->pins;
-	int i, fit, n = 4;
+	int rc, fit;
 
-	for (i = 0; i < n; i++) {
-		int every = levels[i][1];
-
-		if (!pinned_ok(pn->recompute, levels[i][0]))
+	for (rc = 0; rc < 3; rc++) {
+		if (!pinned_ok(pn->recompute, rc))
 			continue;
-		if (pn->recompute_every > 0)
-			every = levels[i][0] == PIPETTE_RECOMPUTE_FULL ? pn->recompute_every : 1;
-		else if (every > 1 && !pipette_config_stack(c)->layer_ac)
-			continue;
-		if (i == 2 && pn->recompute_every > 0)
-			continue;	/* the pin makes level 3 this one */
-		c->recompute = (enum pipette_recompute)levels[i][0];
-		c->recompute_every = every;
+		/* every k-th layer only when asked: torchtitan after v0.2.2
+		 * cannot say it (its recipe form is the default launch) */
+		c->recompute = (enum pipette_recompute)rc;
+		c->recompute_every = rc == PIPETTE_RECOMPUTE_FULL && pn->recompute_every > 0
+				     ? pn->recompute_every : 1;
 		if ((fit = consider(s, c)) < 0)
 			return -1;
 		if (fit) {
-			s->st->dominated += n - 1 - i;
+			s->st->dominated += 2 - rc;
 			break;
 		}
 	}

@@ -10,6 +10,7 @@
 
 #include "hardware.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,8 +168,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	/* torchtitan (tests/data/stacks/torchtitan.md has each fact's line). */
 	[PIPETTE_STACK_TORCHTITAN] = {
 		.id = PIPETTE_STACK_TORCHTITAN, .name = "torchtitan",
-		.what = "torchtitan: FSDP2/HSDP data parallelism, DTensor TP, "
-			"torch.distributed.pipelining schedules",
+		.what = "FSDP2/HSDP data parallelism, DTensor TP, torch.distributed.pipelining "
+			"schedules, per-op selective checkpointing",
 		.grad_bytes = 4, .optim_bytes = ADAM_MOMENTS, .swiglu_saved = TT_SWIGLU_SAVED,
 		.logits_bytes = 6, .head_input_bytes = 2,
 		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
@@ -410,55 +411,83 @@ void pipette_stack_schedules_text(const struct pipette_stack *s, char *buf, size
 	}
 }
 
-int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
+/* Append to a bounded buffer; *off runs past len when it does not fit. */
+static void describe_line(char *buf, size_t len, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void describe_line(char *buf, size_t len, size_t *off, const char *fmt, ...)
 {
-	char sched[128];
+	va_list ap;
 	int w;
 
+	va_start(ap, fmt);
+	w = vsnprintf(buf + (*off < len ? *off : len), *off < len ? len - *off : 0, fmt, ap);
+	va_end(ap);
+	*off += w > 0 ? (size_t)w : 0;
+}
+
+int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
+{
+	char sched[160];
+	size_t off = 0;
+
 	pipette_stack_schedules_text(s, sched, sizeof(sched));
-	w = snprintf(buf, len,
-		     "%s: %s\n"
-		     "  gradients          %s main-gradient buffer\n"
-		     "  SwiGLU saves       %g ffn-wide tensors per token\n"
-		     "  loss               %g bytes per logit, %g per output-layer input unit\n"
-		     "  embedding wgrad    %s\n"
-		     "  fit                %s\n"
-		     "  TP communication   %.0f%% exposed\n"
-		     "  DP communication   %s\n"
-		     "  schedules          %s\n"
-		     "  attention          %s\n"
-		     "  launch             %s%s\n",
-		     s->name, s->what, s->grad_bytes == 2 ? "bf16" : "fp32", s->swiglu_saved,
-		     s->logits_bytes, s->head_input_bytes,
-		     s->wgrad_deferral_limit ? "deferred (limit below)" : "not deferred",
-		     s->mem_fraction > 0 ? "peak <= mem-fraction x HBM"
-					 : "peak + allocator reserve <= HBM",
-		     100.0 * s->tp_exposed,
-		     s->dp_overlap ? "overlapped with backward and forward" : "exposed",
-		     sched, pipette_attention_name(s->attention),
-		     s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
-		     : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"
-		     : "Megatron-LM arguments",
-		     s->device_max_connections == 1 ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1"
-		     : s->device_max_connections ? ", CUDA_DEVICE_MAX_CONNECTIONS=8" : "");
-	if (w < 0 || (size_t)w >= len)
-		return -1;
-	if (s->wgrad_deferral_limit) {
-		size_t used = (size_t)w;
-
-		w = snprintf(buf + used, len - used, "  wgrad deferral     %d micro-batches\n",
-			     s->wgrad_deferral_limit);
-		if (w < 0 || (size_t)w >= len - used)
-			return -1;
-	}
-	if (s->mem_fraction <= 0) {
-		size_t used = strlen(buf);
-
-		w = snprintf(buf + used, len - used, "  allocator reserve  %.0f%% of the "
-			     "activations and temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,
-			     s->reserve_floor_bytes / PIPETTE_GIB);
-		if (w < 0 || (size_t)w >= len - used)
-			return -1;
-	}
-	return 0;
+	if (len)
+		buf[0] = '\0';
+	describe_line(buf, len, &off, "%s: %s\n", s->name, s->what);
+	if (s->fsdp)
+		describe_line(buf, len, &off, "  data parallel      FSDP over dp_shard x cp (HSDP with "
+			      "replicas): fp32 shards, %s gathers, %s reduce-scatter%s; backward "
+			      "gathers prefetched %s the layer before\n",
+			      s->gather_bytes == 2 ? "bf16" : "fp32",
+			      s->reduce_bytes == 2 ? "bf16" : "fp32",
+			      s->sync_each_mb ? " on every micro-batch" : "",
+			      s->prefetch_before_backward ? "during" : "after");
+	else
+		describe_line(buf, len, &off, "  gradients          %s main-gradient buffer\n",
+			      s->grad_bytes == 2 ? "bf16" : "fp32");
+	describe_line(buf, len, &off, "  optimizer          %g bytes per parameter%s\n",
+		      s->optim_bytes, s->fsdp ? " beside the fp32 shards" : "");
+	describe_line(buf, len, &off, "  SwiGLU saves       %g ffn-wide tensors per token\n",
+		      s->swiglu_saved);
+	describe_line(buf, len, &off, "  loss               %g bytes per logit, %g per output-layer "
+		      "input unit\n", s->logits_bytes, s->head_input_bytes);
+	describe_line(buf, len, &off, "  recomputation      selective = %s%s\n",
+		      s->selective_ops ? "per-op (matmul and attention outputs kept)"
+				       : "the attention core",
+		      s->layer_ac ? "; full on every k-th layer when pinned (v0.2.2 TOML)" : "");
+	describe_line(buf, len, &off, "  embedding wgrad    %s\n", s->wgrad_deferral_limit
+		      ? "deferred (limit below)" : "not deferred");
+	describe_line(buf, len, &off, "  fit                %s\n", s->mem_fraction > 0
+		      ? "peak <= mem-fraction x HBM" : "peak + allocator reserve <= HBM");
+	describe_line(buf, len, &off, "  TP communication   %.0f%% exposed\n", 100.0 * s->tp_exposed);
+	if (!s->fsdp)
+		describe_line(buf, len, &off, "  DP communication   %s\n", s->dp_overlap
+			      ? "overlapped with backward and forward" : "exposed");
+	describe_line(buf, len, &off, "  schedules          %s\n", sched);
+	describe_line(buf, len, &off, "  attention          %s%s\n", pipette_attention_name(s->attention),
+		      s->attn_utilization > 0 ? ", at a fixed share of peak (below)" : "");
+	if (s->attn_utilization > 0)
+		describe_line(buf, len, &off, "  attention kernel   %.0f%% of peak FLOP/s\n",
+			      100 * s->attn_utilization);
+	if (s->elementwise_factor != 1.0)
+		describe_line(buf, len, &off, "  elementwise        %gx the fused kernels' traffic "
+			      "(eager; --stack-option compile=on fuses)\n", s->elementwise_factor);
+	describe_line(buf, len, &off, "  launch             %s%s\n",
+		      s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
+		      : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"
+		      : s->form == PIPETTE_FORM_TORCHTITAN ? "a torchtitan recipe, --parallelism.* "
+							    "overrides, v0.2.2 TOML"
+		      : s->form == PIPETTE_FORM_NONE ? "none (estimate only: the env contract)"
+		      : "Megatron-LM arguments",
+		      s->device_max_connections == 1 ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1"
+		      : s->device_max_connections ? ", CUDA_DEVICE_MAX_CONNECTIONS=8" : "");
+	if (s->wgrad_deferral_limit)
+		describe_line(buf, len, &off, "  wgrad deferral     %d micro-batches\n",
+			      s->wgrad_deferral_limit);
+	if (s->mem_fraction <= 0)
+		describe_line(buf, len, &off, "  allocator reserve  %.0f%% of the activations and "
+			      "temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,
+			      s->reserve_floor_bytes / PIPETTE_GIB);
+	return off < len ? 0 : -1;
 }

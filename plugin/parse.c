@@ -109,6 +109,16 @@ static int fix_one(const char *key, const char *val, struct pipette_pins *p,
 		p->recompute = (int)r;
 		return 0;
 	}
+	if (!strcmp(key, "reshard")) {
+		enum pipette_reshard r;
+
+		if (p->reshard != -1)
+			return pipette_fail(err, "%s: given twice", what);
+		if (pipette_reshard_parse(val, &r, err))
+			return pipette_fail_prefix(err, "--pipette-fix: ");
+		p->reshard = (int)r;
+		return 0;
+	}
 	if (!strcmp(key, "sp") || !strcmp(key, "sequence_parallel") ||
 	    !strcmp(key, "do") || !strcmp(key, "distributed_optimizer")) {
 		slot = key[0] == 's' ? &p->sequence_parallel : &p->distributed_optimizer;
@@ -120,7 +130,8 @@ static int fix_one(const char *key, const char *val, struct pipette_pins *p,
 		return 0;
 	}
 	return pipette_fail(err, "--pipette-fix: unknown knob '%.32s' (known: tp, pp, dp, cp, "
-			    "ep, etp, vpp, mb, schedule, recompute, sp, do)", key);
+			    "ep, etp, vpp, mb, dp_shard, recompute_every, schedule, recompute, "
+			    "reshard, sp, do)", key);
 }
 
 int pipette_parse_fix(const char *s, struct pipette_pins *pins, struct pipette_err *err)

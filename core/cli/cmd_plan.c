@@ -58,9 +58,11 @@ static const char usage_text[] =
 "                           (pp:R[:epilogue],dp:R[:stages=K],emb; Optimus-CC)\n"
 "  --allow-compression      let the plan add Optimus-CC compression where it is\n"
 "                           predicted faster (it changes training numerics)\n"
-"  --format table|json|env|megatron|nemo|launch   (table; launch: the\n"
-"                           stack's own form, Megatron-LM arguments or NeMo\n"
-"                           recipe overrides)\n"
+"  --format table|json|env|megatron|nemo|torchtitan|launch   (table;\n"
+"                           torchtitan: a recipe module, its --parallelism.*\n"
+"                           overrides and the v0.2.2 TOML; launch: the stack's\n"
+"                           own form: Megatron-LM arguments, NeMo recipe\n"
+"                           overrides or torchtitan overrides)\n"
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
 
@@ -240,9 +242,9 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_mapping_parse(v, &o->req.mapping, &err))
 			return cli_error("--mapping: %s", err.msg);
 	} else if (!strcmp(name, "--format")) {
-		if (cli_parse_format(v, 63, &o->fmt))
+		if (cli_parse_format(v, 127, &o->fmt))
 			return cli_error("--format: '%.32s': expected table, json, env, "
-					 "megatron, nemo or launch", v);
+					 "megatron, nemo, torchtitan or launch", v);
 	} else {
 		return NOT_MINE;
 	}
@@ -348,8 +350,17 @@ int cmd_plan(int argc, char **argv)
 		rc = o.fmt == PIPETTE_FMT_MEGATRON ? pipette_plan_megatron_args(plan, args, sizeof(args))
 		   : o.fmt == PIPETTE_FMT_NEMO ? pipette_plan_nemo_args(plan, args, sizeof(args))
 		   : pipette_plan_launch_args(plan, args, sizeof(args));
+		if (rc == 1) {	/* the plan's stack cannot say it: args says why */
+			rc = cli_error("plan: --format %s: %s", o.fmt == PIPETTE_FMT_LAUNCH
+				       ? "launch" : "megatron", args[0] ? args
+				       : "the stack is estimate-only and has no launch form");
+			goto out;
+		}
 		if (!rc)
 			rc = puts(args) < 0 ? -1 : 0;
+		break;
+	case PIPETTE_FMT_TORCHTITAN:
+		rc = pipette_plan_write_torchtitan(plan, stdout);
 		break;
 	default:
 		rc = pipette_plan_write_table(plan, stdout);

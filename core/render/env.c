@@ -128,6 +128,7 @@ static int job_value(const struct pipette_plan *plan, enum job_value which, char
 	case V_STACK:
 		return pipette_strlcpy(v, plan->stack.name, len);
 	case V_LAUNCH_ARGS:
+		/* 1: the stack has no launch form for this plan (unset) */
 		return pipette_plan_launch_args(plan, v, len);
 	case V_DEVICE_MAX_CONNECTIONS:
 		/* Megatron-Core asserts one hardware queue when TP or CP

@@ -90,6 +90,7 @@ static const char *head_ac_cli(const struct pipette_config *c)
 	       : c->recompute == PIPETTE_RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* The reason the HEAD forms cannot express the plan, in buf; returns 1. */
 static int why_not(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	if (!torch_schedule(plan->cfg.schedule))
@@ -97,11 +98,13 @@ static int why_not(const struct pipette_plan *plan, char *buf, size_t len)
 			 pipette_schedule_name(plan->cfg.schedule));
 	else
 		snprintf(buf, len, "torchtitan after v0.2.2 has no every-k-th-layer "
-			 "checkpointing (--recompute-every %d); the TOML form has it",
-			 plan->cfg.recompute_every);
-	return -1;
+			 "checkpointing (--recompute-every %d); --format torchtitan prints the "
+			 "v0.2.2 TOML, which has it", plan->cfg.recompute_every);
+	return 1;
 }
 
+/* 0, 1 when torchtitan after v0.2.2 cannot express the plan (buf says
+ * why), -1 when buf is too small. */
 int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	struct tt_field f[TT_MAX_FIELDS];
@@ -165,26 +168,48 @@ static void write_toml(const struct pipette_plan *plan, FILE *out)
 		plan->stack.elementwise_factor < 1.5 ? "true" : "false");
 }
 
+/* torchtitan's own config function for pipette's Llama 3 presets
+ * (torchtitan/models/llama3/config_registry.py: llama3_8b, llama3_70b,
+ * llama3_405b; torchtitan.md §1, §8), or NULL. */
+static const char *base_config(const char *model, char *buf, size_t len)
+{
+	static const char *const known[] = { "llama3-8b", "llama3-70b", "llama3-405b" };
+	size_t i;
+
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(model, known[i])) {
+			snprintf(buf, len, "llama3_%s", model + 7);
+			return buf;
+		}
+	return NULL;
+}
+
 int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *out)
 {
 	struct tt_field f[TT_MAX_FIELDS];
-	char args[2048];
+	char args[2048], base[32];
+	const char *fn = base_config(plan->model.name, base, sizeof(base));
 	int n, i, head;
 
 	head = head_fields(plan, f, &n) == 0;
 	fprintf(out, "# pipette plan %s for torchtitan: %s\n", plan->hash, plan->model.name);
 	if (head) {
-		fprintf(out, "# A recipe module (torchtitan after v0.2.2): derive from your base config\n"
-			"# function; run with --module <this module> --config pipette_plan.\n"
-			"from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n"
-			"\n\ndef pipette_plan(base):\n"
-			"    \"\"\"base: your config function, e.g. torchtitan.models.llama3."
-			"config_registry.llama3_8b\"\"\"\n    c = base()\n");
+		fprintf(out, "# A recipe module for torchtitan after v0.2.2: torchrun ... -m "
+			"torchtitan.train --module <this module> --config pipette_plan\n");
+		if (fn)
+			fprintf(out, "from torchtitan.models.llama3.config_registry import %s as base\n",
+				fn);
+		else
+			fprintf(out, "# %s has no config function in torchtitan: import yours as base\n"
+				"from my_configs import my_base as base\n", plan->model.name);
+		fprintf(out, "from torchtitan.distributed.activation_checkpoint import FullAC, "
+			"SelectiveAC\n\n\ndef pipette_plan():\n    c = base()\n");
 		for (i = 0; i < n; i++)
 			fprintf(out, "    c.%s.%s = %s\n", f[i].section, f[i].name, f[i].value);
 		fprintf(out, "    c.activation_checkpoint = %s\n    return c\n", head_ac(&plan->cfg));
 		if (pipette_plan_torchtitan_args(plan, args, sizeof(args)) == 0)
-			fprintf(out, "\n# The same as overrides (accepted, frozen):\n# %s\n", args);
+			fprintf(out, "\n# The same as overrides of --module llama3 --config %s "
+				"(accepted, frozen):\n# %s\n", fn ? fn : "<yours>", args);
 	} else {
 		why_not(plan, args, sizeof(args));
 		fprintf(out, "# No recipe for torchtitan after v0.2.2: %s.\n", args);

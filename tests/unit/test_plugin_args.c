@@ -196,6 +196,14 @@ START_TEST(test_fix_all_knobs)
 	ck_assert_int_eq(p.recompute, PIPETTE_RECOMPUTE_SELECTIVE);
 	ck_assert_int_eq(p.sequence_parallel, 1);
 	ck_assert_int_eq(p.distributed_optimizer, 0);
+	/* FSDP knobs (torchtitan) */
+	ck_assert_msg(pipette_parse_fix("dp_shard=8,recompute_every=2,reshard=never", &p, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_int_eq(p.dp_shard, 8);
+	ck_assert_int_eq(p.recompute_every, 2);
+	ck_assert_int_eq(p.reshard, PIPETTE_RESHARD_NEVER);
+	ck_assert_int_eq(pipette_parse_fix("reshard=sometimes", &p, &err), -1);
+	ck_assert_msg(strstr(err.msg, "expected default, always or never") != NULL, "%s", err.msg);
 }
 END_TEST
 
