@@ -524,6 +524,12 @@ static int detail(struct pipette_plan *p, const struct pipette_cluster *cl,
 		p->rank_at[p->gpu_of_rank[r]] = r;
 	if (explain_sharding(p, cl, t, err))
 		return -1;
+	/* a pinned knob the stack's current launch cannot say (render/
+	 * torchtitan.c writes the TOML form that can) */
+	if (p->stack.form == PIPETTE_FORM_TORCHTITAN && p->cfg.recompute_every > 1 &&
+	    add_warning(p, "torchtitan after v0.2.2 has no every-k-th-layer checkpointing: "
+			"PIPETTE_LAUNCH_ARGS is not set; --format torchtitan prints the v0.2.2 TOML"))
+		return pipette_fail(err, "out of memory");
 	if (compute_hash(p))
 		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");
 	return 0;
