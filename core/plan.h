@@ -155,6 +155,9 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f);
 int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f);
 /* "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 ..." */
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len);
+/* An FSDP plan's sharding as Megatron-FSDP flags (0), or why Megatron-FSDP
+ * cannot run it (1, the reason in buf). */
+int pipette_plan_megatron_fsdp_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* NeMo 2.0 recipe overrides: "trainer.strategy.tensor_model_parallel_size=8 ..." */
 int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* torchtitan: the plan as --parallelism.* / --training.* overrides, and

@@ -25,8 +25,11 @@
  * virtual_pipeline_model_parallel_size). */
 #define MEGATRON_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED))
 /* torch.distributed.pipelining's schedules that torchtitan runs
- * (tests/data/stacks/torch-schedules.md lists them and the ones left
- * out). */
+ * (tests/data/stacks/torch-schedules.md).  Left out: LoopedBFS (every
+ * forward of every local stage first: GPipe's memory times the chunks,
+ * for no shorter bubble than Interleaved1F1B's), PipelineScheduleMulti
+ * from a CSV file (any order a user writes; nothing to search) and
+ * PipelineScheduleSingle (an abstract base torchtitan rejects). */
 #define TORCH_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED) | \
 			 SCHED(PIPETTE_SCHED_GPIPE) | SCHED(PIPETTE_SCHED_INTERLEAVED_ZB) | \
 			 SCHED(PIPETTE_SCHED_ZBV) | SCHED(PIPETTE_SCHED_DUALPIPE_V))

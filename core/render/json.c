@@ -245,6 +245,12 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "mapping_gain_negligible",
 			       json_object_new_boolean(pipette_plan_mapping_negligible(plan)));
 	json_object_object_add(root, "sharding_note", json_object_new_string(plan->sharding_note));
+	if (plan->stack.fsdp) {
+		char mf[512];
+
+		if (pipette_plan_megatron_fsdp_args(plan, mf, sizeof(mf)) == 0)
+			json_object_object_add(root, "megatron_fsdp_args", json_object_new_string(mf));
+	}
 	json_object_object_add(root, "warnings", warnings_json(plan->warnings));
 	rc = fprintf(f, "%s\n", json_object_to_json_string_ext(root,
 		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ? -1 : 0;

@@ -166,3 +166,39 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	compression_args(c, &a);
 	return !a.bad && a.n < len ? 0 : -1;
 }
+
+/* The FSDP sharding of a plan in Megatron-LM's own terms (Megatron-FSDP;
+ * megatron-args.tsv and the mfsdp-* rules of megatron-rules.tsv): ZeRO-3
+ * is --data-parallel-sharding-strategy optim_grads_params, which releases
+ * each layer's weights after its forward and gathers them again for
+ * backward (torchtitan's reshard "always"); HSDP replicas are
+ * --num-distributed-optimizer-instances, whose shard group is DP x CP / N,
+ * torchtitan's dp_shard x cp.  Megatron-FSDP has no switch that keeps the
+ * gathered weights (reshard "never"), and PP with it is untested upstream
+ * (rule mfsdp-pp).  0 with the flags in buf, 1 with the reason. */
+int pipette_plan_megatron_fsdp_args(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	struct pipette_args a = { buf, len, 0, 0 };
+	int replicas = pipette_config_dp_replicate(c);
+
+	buf[0] = '\0';
+	if (pipette_config_shard_group(c) < 2) {
+		snprintf(buf, len, "nothing is sharded");
+		return 1;
+	}
+	if (c->reshard != PIPETTE_RESHARD_ALWAYS) {
+		snprintf(buf, len, "Megatron-FSDP cannot keep gathered weights from forward "
+			 "to backward (optim_grads keeps all of them unsharded)");
+		return 1;
+	}
+	if (c->pp > 1) {
+		snprintf(buf, len, "Megatron-FSDP with pipeline parallelism is untested upstream");
+		return 1;
+	}
+	pipette_arg(&a, "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
+		    "--use-distributed-optimizer --ckpt-format fsdp_dtensor");
+	if (replicas > 1)
+		pipette_arg(&a, " --num-distributed-optimizer-instances %d", replicas);
+	return !a.bad && a.n < len ? 0 : -1;
+}

@@ -182,6 +182,13 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 							     : "kept gathered until the backward");
 	if (plan->sharding_note[0])
 		fprintf(f, "  why: %s\n", plan->sharding_note);
+	if (plan->stack.fsdp) {
+		char mf[512];
+		int rc = pipette_plan_megatron_fsdp_args(plan, mf, sizeof(mf));
+
+		if (rc >= 0)
+			fprintf(f, "  in Megatron-LM: %s%s\n", rc ? "none, " : "", mf);
+	}
 	if (pipette_compression_enabled(&c->compress)) {
 		char spec[96];
 

@@ -40,8 +40,11 @@ static void load_keys(const char *path, struct keyset *ks)
 	while (fgets(line, sizeof(line), f)) {
 		char *tab = strchr(line, '\t');
 
+		/* a flag that does not exist says MISSING in its dest or its
+		 * type column */
 		if (line[0] == '#' || !tab || !strncmp(line, "flag\t", 5) ||
-		    !strncmp(line, "key\t", 4) || !strncmp(tab + 1, "MISSING", 7))
+		    !strncmp(line, "key\t", 4) || !strncmp(tab + 1, "MISSING", 7) ||
+		    (strchr(tab + 1, '\t') && !strncmp(strchr(tab + 1, '\t') + 1, "MISSING", 7)))
 			continue;
 		*tab = '\0';
 		ck_assert_int_lt(ks->n, MAX_KEYS);
@@ -556,6 +559,8 @@ static const struct tt_job tt_jobs[] = {
 START_TEST(test_torchtitan_fields)
 {
 	struct keyset *head = malloc(sizeof(*head)), *toml = malloc(sizeof(*toml));
+	struct keyset *mflags = malloc(sizeof(*mflags));
+	int megatron_named = 0;
 	static const char *const scheds = " 1F1B GPipe Interleaved1F1B InterleavedZeroBubble "
 					  "ZBVZeroBubble DualPipeV ";
 	char line[4096], *tok, *save = NULL, *buf = NULL;
@@ -564,6 +569,7 @@ START_TEST(test_torchtitan_fields)
 
 	load_torchtitan(head, 0);
 	load_torchtitan(toml, 1);
+	load_keys(DATA "megatron-args.tsv", mflags);
 	for (j = 0; j < sizeof(tt_jobs) / sizeof(tt_jobs[0]); j++) {
 		struct pipette_pins pins;
 		struct pipette_plan *p;
@@ -605,6 +611,14 @@ START_TEST(test_torchtitan_fields)
 			}
 		}
 		save = NULL;
+		/* the same sharding in Megatron-LM's flags, when it has them */
+		if (pipette_plan_megatron_fsdp_args(p, line, sizeof(line)) == 0) {
+			for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+				if (!strncmp(tok, "--", 2))
+					ck_assert_msg(has(mflags, tok), "%s is not a Megatron-LM flag", tok);
+			save = NULL;
+			megatron_named++;
+		}
 		/* the recipe and the TOML */
 		mem = open_memstream(&buf, &blen);
 		ck_assert_int_eq(pipette_plan_write_torchtitan(p, mem), 0);
@@ -628,8 +642,10 @@ START_TEST(test_torchtitan_fields)
 		pipette_plan_destroy(p);
 	}
 	ck_assert_int_eq(planned, (int)(sizeof(tt_jobs) / sizeof(tt_jobs[0])));
+	ck_assert_int_ge(megatron_named, 1);
 	free(head);
 	free(toml);
+	free(mflags);
 }
 END_TEST
 
