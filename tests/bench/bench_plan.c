@@ -64,6 +64,9 @@ static void free_names(char **v, int n)
 }
 
 /* Plan with tp, pp, dp pinned (0 = searched). */
+/* The stack the next plans are made for ("" = the default). */
+static const char *bench_stack = "";
+
 static int plan_pinned(const char *model, const char *bw, int nodes, long gb, long seq,
 		       const int pin[3], struct pipette_plan **out, double *cpu_s)
 {
@@ -78,6 +81,7 @@ static int plan_pinned(const char *model, const char *bw, int nodes, long gb, lo
 	snprintf(req.model, sizeof(req.model), "%s", model);
 	snprintf(req.gpu, sizeof(req.gpu), "H100");
 	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", bw);
+	snprintf(req.stack, sizeof(req.stack), "%s", bench_stack);
 	req.global_batch = gb;
 	req.seq_len = seq;
 	if (pin) {
@@ -247,6 +251,13 @@ int main(void)
 	printf("  16 x 8 GPUs (hetero-16x8):   %.3f s  (target 0.2 s: %s)\n", cpu,
 	       cpu <= 0.2 ? "met" : "MISSED");
 	pipette_plan_destroy(plan);
+	/* torchtitan adds FSDP's shard degrees and reshard settings */
+	bench_stack = "torchtitan";
+	if (plan_for("llama3-8b", path, 16, 256, 8192, &plan, &cpu))
+		return 1;
+	printf("  16 x 8 GPUs, torchtitan, llama3-8b (FSDP/HSDP searched): %.3f s\n", cpu);
+	pipette_plan_destroy(plan);
+	bench_stack = "";
 	{
 		struct pipette_bw_gen g;
 		struct pipette_bwcache *bw;
