@@ -161,6 +161,24 @@ int cmd_stacks(int argc, char **argv)
 			json_object_object_add(o, "mem_fraction", json_object_new_double(s->mem_fraction));
 			json_object_object_add(o, "tp_exposed", json_object_new_double(s->tp_exposed));
 			json_object_object_add(o, "dp_overlap", json_object_new_boolean(s->dp_overlap));
+			json_object_object_add(o, "optim_bytes", json_object_new_double(s->optim_bytes));
+			json_object_object_add(o, "fsdp", json_object_new_boolean(s->fsdp));
+			if (s->fsdp) {
+				json_object_object_add(o, "gather_bytes",
+						       json_object_new_double(s->gather_bytes));
+				json_object_object_add(o, "reduce_bytes",
+						       json_object_new_double(s->reduce_bytes));
+				json_object_object_add(o, "reduce_every_micro_batch",
+						       json_object_new_boolean(s->sync_each_mb));
+				json_object_object_add(o, "prefetch_before_backward",
+						       json_object_new_boolean(s->prefetch_before_backward));
+			}
+			json_object_object_add(o, "selective", json_object_new_string(
+				s->selective_ops ? "per-op" : "attention core"));
+			json_object_object_add(o, "attn_utilization",
+					       json_object_new_double(s->attn_utilization));
+			json_object_object_add(o, "elementwise_factor",
+					       json_object_new_double(s->elementwise_factor));
 			json_object_object_add(o, "schedules", json_object_new_string(text));
 			json_object_object_add(o, "attention", json_object_new_string(
 				pipette_attention_name(s->attention)));
