@@ -129,12 +129,16 @@ pipette_on "bandwidth=$UNIFORM"
 # Every task's environment, one "nodeid NAME=VALUE" line per variable,
 # without what changes from job to job (ids, ports, pids).
 ENVDUMP='env | grep -v -E "^(SLURM_JOB_ID|SLURM_JOBID|SLURM_STEP_ID|SLURM_STEPID|SLURM_TASK_PID|SLURM_SRUN_COMM_PORT|SLURM_STEP_LAUNCHER_PORT|_)=" | sed "s/^/$SLURM_NODEID /"'
-srun_t -N2 --ntasks-per-node=1 --gpus-per-node="$G" bash -c "$ENVDUMP"
+# The same two nodes both times: on a loaded machine the scheduler may
+# otherwise place the second job elsewhere while the first one's nodes
+# are still completing, and the node names differ.
+srun_t -N2 -w node1,node2 --ntasks-per-node=1 --gpus-per-node="$G" bash -c "$ENVDUMP"
 with_plugin=$(sort <<<"$OUT")
 plugstack_rm pipette
-srun_t -N2 --ntasks-per-node=1 --gpus-per-node="$G" bash -c "$ENVDUMP"
+srun_t -N2 -w node1,node2 --ntasks-per-node=1 --gpus-per-node="$G" bash -c "$ENVDUMP"
 OUT=$(sort <<<"$OUT")
 assert_eq "$OUT" "$with_plugin" "a job without --pipette-model: the same environment as without the plugin"
+[ "$OUT" = "$with_plugin" ] || diff <(echo "$OUT") <(echo "$with_plugin") | sed 's/^/       /' | head -20
 pipette_on "bandwidth=$UNIFORM"
 srun_t --export=ALL,PIPETTE_SEQ_LEN=garbage,PIPETTE_FIX=tp=0 "${S4[@]}" bash -c 'echo "${RANK-unset} ${PIPETTE_TP-unset}"'
 assert_rc 0 "garbage PIPETTE_* inputs without a model: the job runs"
