@@ -395,11 +395,18 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 	       "  seq %ld\n", c->tp, c->pp, c->dp, c->cp, c->ep, c->vpp, c->micro_batch,
 	       c->global_batch, c->seq_len);
 	printf("stack %s  schedule %s  recompute %s  sequence parallel %s  distributed optimizer %s"
-	       "  attention %s  micro-batches %ld\n\n", pipette_config_stack(c)->name,
+	       "  attention %s  micro-batches %ld\n", pipette_config_stack(c)->name,
 	       pipette_schedule_name(c->schedule),
 	       pipette_recompute_name(c->recompute), c->sequence_parallel ? "on" : "off",
 	       c->distributed_optimizer ? "on" : "off", pipette_attention_name(c->attention),
 	       pipette_config_microbatches(c));
+	if (pipette_config_fsdp(c))
+		printf("FSDP: shard group %d (dp_shard %d x cp %d), %d replica%s, reshard %s%s\n",
+		       pipette_config_shard_group(c), c->dp_shard, c->cp,
+		       pipette_config_dp_replicate(c), pipette_config_dp_replicate(c) == 1 ? "" : "s",
+		       pipette_reshard_name(c->reshard),
+		       c->recompute_every > 1 ? ", full recomputation every k-th layer" : "");
+	putchar('\n');
 	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
 	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "RESERVE", "TOTAL");
 	for (s = 0; s < c->pp; s++) {
