@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "hardware.h"
+#include "memory.h"
 #include "model.h"
 #include "stack.h"
 #include "timing.h"
@@ -552,9 +553,9 @@ static int check_mpt_all(struct pipette_timer *t, const struct pipette_gpu_spec 
  * data of reference models.md and stacks.md, and prints the gap. */
 static const struct tt_case {
 	int gpus, compile;
-	double tokens_per_gpu_s;
+	double tokens_per_gpu_s, mem_gib;	/* the tables' memory column */
 } tt_cases[] = {
-	{ 8, 0, 5762 }, { 8, 1, 6667 }, { 128, 0, 5605 }, { 128, 1, 6514 },
+	{ 8, 0, 5762, 82.4 }, { 8, 1, 6667, 77.0 }, { 128, 0, 5605, 67.0 }, { 128, 1, 6514, 62.0 },
 };
 
 static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_spec *h100)
@@ -565,13 +566,15 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
 
 	printf("H100 throughput, torchtitan Llama 3.1 8B, FSDP (its benchmarks, a check): "
 	       "tokens/s per GPU\n");
-	printf("%5s %8s %10s %10s %8s\n", "gpus", "compile", "published", "predicted", "error");
+	printf("%5s %8s %10s %10s %8s %9s %9s\n", "gpus", "compile", "published", "predicted",
+	       "error", "mem pub", "mem pred");
 	for (i = 0; i < sizeof(tt_cases) / sizeof(tt_cases[0]); i++) {
 		const struct tt_case *k = &tt_cases[i];
 		struct pipette_stack st;
 		struct pipette_model m;
 		struct pipette_config c;
 		struct pipette_time tm;
+		struct pipette_memory mem;
 		double pred;
 
 		if (pipette_model_preset("llama3-8b", &m, NULL) ||
@@ -592,9 +595,11 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
 			continue;
 		}
 		pred = (double)c.global_batch * c.seq_len / tm.iteration_s / k->gpus;
-		printf("%5d %8s %10.0f %10.0f %+7.1f%%\n", k->gpus, k->compile ? "yes" : "no",
-		       k->tokens_per_gpu_s, pred,
-		       100 * relative_error(&err, pred, k->tokens_per_gpu_s));
+		pipette_memory_estimate(&m, h100, &c, 1.0, NULL, NULL, &mem);
+		printf("%5d %8s %10.0f %10.0f %+7.1f%% %9.1f %9.1f\n", k->gpus,
+		       k->compile ? "yes" : "no", k->tokens_per_gpu_s, pred,
+		       100 * relative_error(&err, pred, k->tokens_per_gpu_s), k->mem_gib,
+		       mem.peak_bytes / PIPETTE_GIB);
 	}
 	printf("MAPE %.1f%% over %d cases (not a target: these runs are outside the "
 	       "calibration data)\n\n", mape(&err), err.n);
