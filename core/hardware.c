@@ -16,6 +16,12 @@
  *          one 200 Gb/s HDR NIC per GPU.
  *  [H100]  NVIDIA H100 datasheet (SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s,
  *          NVLink 900 GB/s bidirectional); DGX H100: one 400 Gb/s NDR per GPU.
+ *  [H800]  The export variant of the H100 SXM: the H100's compute and HBM
+ *          with NVLink cut to 400 GB/s bidirectional (NVIDIA H800 product
+ *          brief); DeepSeek-V3's cluster (Liu et al., arXiv 2412.19437,
+ *          §3.1 and §3.2.2): 8 GPUs per node on NVLink/NVSwitch, one
+ *          InfiniBand NIC per GPU at 50 GB/s.  The H100's measured GEMM
+ *          ceiling stands for it (same die).
  *  [H200]  NVIDIA H200 datasheet (141 GB, 4.8 TB/s, 989 TFLOP/s dense BF16,
  *          NVLink 900 GB/s); HGX H200 with 400 Gb/s per GPU.
  *  [B200]  NVIDIA DGX B200 datasheet (1,440 GB HBM3e for 8 GPUs, 64 TB/s;
@@ -67,6 +73,9 @@ static const struct pipette_gpu_spec gpus[] = {
 	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
 	  "[H100] [PROBE-H]" },
+	{ "H800-SXM-80GB", "h800,h800-80gb,h800-sxm", 989.0, 81559 * PIPETTE_MIB,
+	  3350.0, 200.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
+	  "[H800] [PROBE-H]" },
 	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
 	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
 	  "[H200] [PROBE-H]" },
