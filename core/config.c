@@ -228,6 +228,19 @@ static int check_sharding(const struct pipette_config *c, struct pipette_err *er
 	if (c->recompute_every > 1 && (c->recompute != PIPETTE_RECOMPUTE_FULL || !st->layer_ac))
 		return pipette_fail(err, "--recompute-every %d needs --recompute full and a stack "
 				    "that checkpoints every k-th layer (torchtitan)", c->recompute_every);
+	if (st->data_parallel_only && (c->tp > 1 || c->pp > 1 || c->cp > 1 || c->ep > 1))
+		return pipette_fail(err, "the %s stack runs data parallelism only", st->name);
+	/* torchtitan's Trainer: a micro-batch's tokens divide by TP (sequence
+	 * parallel) times 2 CP (load-balanced chunks), torchtitan.md §2 */
+	if (st->fsdp && ((long)c->micro_batch * c->seq_len) %
+			((long)(c->sequence_parallel ? c->tp : 1) * (c->cp > 1 ? 2 * c->cp : 1)))
+		return pipette_fail(err, "micro-batch %d x sequence %ld tokens do not divide by tp "
+				    "x 2 cp, as torchtitan requires", c->micro_batch, c->seq_len);
+	/* torchtitan's EP borrows from the shard group and TP (its efsdp
+	 * mesh, torchtitan.md §2): ep must divide dp_shard x cp x tp */
+	if (st->fsdp && (c->dp_shard * c->cp * c->tp) % c->ep)
+		return pipette_fail(err, "--ep %d does not divide dp_shard %d x cp %d x tp %d (FSDP "
+				    "stacks take EP from those ranks)", c->ep, c->dp_shard, c->cp, c->tp);
 	if (st->fsdp && c->distributed_optimizer)
 		return pipette_fail(err, "--distributed-optimizer: the %s stack shards with FSDP "
 				    "(--dp-shard) instead", st->name);

@@ -95,46 +95,60 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 }
 
 /* FSDP (the stack's fsdp fact) on a stage of P parameters (after TP and
- * EP) whose largest layer has P_l, sharded over N = dp_shard x cp:
- *   parameters  shard_param_bytes P / N (the fp32 shards, which are the
- *               optimizer's master weights), plus the gathered copies in
- *               gather_bytes: with resharding after forward the layer
- *               computing and the one prefetched (2 P_l; torchtitan keeps
- *               the output layer, its last unit, gathered), without it
- *               every layer of the stage from its forward to its backward
- *               (P); unsharded (N = 1) the model's working copy (P);
- *   gradients   fp32 shards 4 P / N, plus the layer being reduced: its
- *               gathered-dtype gradient and the reduce-dtype copy the
- *               reduce-scatter reads (FSDP2 casts before reducing); when
- *               the gradient sync waits for the last micro-batch
- *               (pipelining) the unsharded gradients of the whole stage
+ * EP), X of them routed experts, whose largest unit has P_l (a layer, or
+ * the embedding on the first stage and the output layer on the last,
+ * which are FSDP units of their own), sharded over N = dp_shard x cp;
+ * torchtitan's experts are sharded over dp_shard x cp x tp / ep instead
+ * (its efsdp mesh: EP borrows from the shard group and TP):
+ *   parameters  shard_param_bytes per sharded parameter (the fp32 shards,
+ *               which are the optimizer's master weights), plus the
+ *               gathered copies in gather_bytes: resharding after forward
+ *               and no pipeline, the unit computing and the one prefetched
+ *               (2 P_l; torchtitan keeps the output layer, its last unit,
+ *               gathered); otherwise every unit of the stage (P): without
+ *               resharding they stay from forward to backward, and under
+ *               torch's pipelining a backward leaves them gathered for the
+ *               next micro-batch (set_reshard_after_backward(False));
+ *               unsharded (N = 1) the model's working copy (P);
+ *   gradients   fp32 shards 4 per sharded parameter, plus the unit being
+ *               reduced: its gathered-dtype gradient and the reduce-dtype
+ *               copy the reduce-scatter reads (FSDP2 casts before
+ *               reducing); when the gradient sync waits for the last
+ *               micro-batch (pipelining) the stage's unsharded gradients
  *               accumulate, in reduce_bytes;
- *   optimizer   optim_bytes P / N (Adam's moments).
- * Sources: tests/data/stacks/torchtitan.md §3-4 and composer-fsdp.md §2-4. */
+ *   optimizer   optim_bytes per sharded parameter (Adam's moments).
+ * Sources: tests/data/stacks/torchtitan.md §2-4 and composer-fsdp.md §2-4. */
 static void fsdp_state(const struct pipette_model *m, const struct pipette_config *c,
 		       int stage, struct pipette_stage_memory *out)
 {
 	const struct pipette_stack *st = pipette_config_stack(c);
-	double P = out->stage_params, Pl = out->layer_params, N = pipette_config_shard_group(c);
-	double work, head = 0;
+	double P = out->stage_params, X = out->expert_params, Pl = out->layer_params;
+	double N = pipette_config_shard_group(c), emb = (double)m->vocab * m->hidden / c->tp;
+	double Nx = fmax(1.0, (double)c->dp_shard * c->cp * c->tp / ((double)c->ep * c->etp));
+	double sharded = (P - X) / N + X / Nx, work, head = 0, first = 0, unit;
 	int sync_each = c->pp == 1 && st->sync_each_mb;
 
 	if (stage == pipette_config_last_rank(c))
-		head = (double)m->vocab * m->hidden / c->tp;
-	if (N > 1 && c->reshard == PIPETTE_RESHARD_ALWAYS)
-		work = fmin(P, 2.0 * Pl + head);
+		head = emb;
+	if (stage == 0)
+		first = emb;
+	/* the largest unit a reduce-scatter handles: a layer, or the
+	 * embedding or output layer of the end stages */
+	unit = fmax(Pl, fmax(head, first));
+	if (N > 1 && c->reshard == PIPETTE_RESHARD_ALWAYS && c->pp == 1)
+		work = fmin(P, fmax(2.0 * Pl + head, first + Pl));
 	else
 		work = P;
-	out->params_bytes = st->shard_param_bytes * P / N + st->gather_bytes * work;
-	out->grads_bytes = 4.0 * P / N;
+	out->params_bytes = st->shard_param_bytes * sharded + st->gather_bytes * work;
+	out->grads_bytes = 4.0 * sharded;
 	if (N > 1 || c->dp > 1) {
-		if (sync_each || pipette_config_microbatches(c) == 1)
+		if (c->pp == 1 && (sync_each || pipette_config_microbatches(c) == 1))
 			out->grads_bytes += (st->gather_bytes +
-					     (st->reduce_bytes != st->gather_bytes ? st->reduce_bytes : 0)) * Pl;
+					     (st->reduce_bytes != st->gather_bytes ? st->reduce_bytes : 0)) * unit;
 		else
 			out->grads_bytes += st->reduce_bytes * P;
 	}
-	out->optimizer_bytes = st->optim_bytes * P / N;
+	out->optimizer_bytes = st->optim_bytes * sharded;
 }
 
 static void stage_params(const struct pipette_model *m, const struct pipette_config *c,
@@ -224,6 +238,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 
 	stage_params(m, c, stage, &dense, &expert);
 	out->stage_params = dense + expert;
+	out->expert_params = expert;
 	for (l = first; l < first + n; l++) {
 		struct pipette_layer_params lp;
 		double lpar;

@@ -26,6 +26,29 @@ void pipette_request_init(struct pipette_request *req)
 	req->stale_days = 0;
 }
 
+/* Pins the stack cannot honour are errors, not silently dropped. */
+static int check_stack_pins(struct pipette_pins *p, const struct pipette_stack *st,
+			    struct pipette_err *err)
+{
+	if (!st->fsdp && ((p->dp_shard > 1) || p->reshard >= 0))
+		return pipette_fail(err, "--dp-shard/--reshard: the %s stack has no FSDP "
+				    "(--stack torchtitan has)", st->name);
+	if (p->recompute_every > 1) {
+		if (!st->layer_ac)
+			return pipette_fail(err, "--recompute-every: the %s stack cannot recompute "
+					    "every k-th layer only", st->name);
+		if (p->recompute >= 0 && p->recompute != PIPETTE_RECOMPUTE_FULL)
+			return pipette_fail(err, "--recompute-every %d needs --recompute full",
+					    p->recompute_every);
+		p->recompute = PIPETTE_RECOMPUTE_FULL;	/* it is a kind of full */
+	}
+	if (st->data_parallel_only &&
+	    (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1))
+		return pipette_fail(err, "the %s stack runs data parallelism only: --tp, --pp, --cp "
+				    "and --ep must be 1", st->name);
+	return 0;
+}
+
 int pipette_request_resolve(const struct pipette_request *req, struct pipette_request *out,
 			    struct pipette_model *model, struct pipette_stack *stack,
 			    struct pipette_err *err)
@@ -57,6 +80,8 @@ int pipette_request_resolve(const struct pipette_request *req, struct pipette_re
 				    "one of those, or plan for --stack megatron-zb", stack->name,
 				    pipette_schedule_name((enum pipette_schedule_kind)k), runs);
 	}
+	if (check_stack_pins(&out->pins, stack, err))
+		return -1;
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
 			       err))
 		return -1;

@@ -520,8 +520,10 @@ static void dpv_i(struct pipette_sched *s, int r, long *len, int c, long cnt[3][
 	long mb = cnt[OP_B][c]++;
 
 	emit(s, r, len, OP_B, c, mb);
-	q->chunk[q->tail] = c;
-	q->mb[q->tail++] = mb;
+	if (q->tail < 2 * s->o.m) {	/* at most every micro-batch of both chunks */
+		q->chunk[q->tail] = c;
+		q->mb[q->tail++] = mb;
+	}
 }
 
 static void dpv_w(struct pipette_sched *s, int r, long *len, struct wqueue *q)
@@ -1394,6 +1396,10 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		if (v != 2)
 			return pipette_fail(err, "schedule %s: v=%d: V-shape schedules use 2 chunks per rank",
 					    name, v);
+		if (in->kind == PIPETTE_SCHED_DUALPIPE_V && in->m < 2L * in->p)
+			return pipette_fail(err, "schedule %s: m=%ld: DualPipeV needs at least 2p = %d "
+					    "micro-batches (torch and DualPipe check it)", name, in->m,
+					    2 * in->p);
 	} else if (v != 1) {
 		return pipette_fail(err, "schedule %s: v=%d: this schedule has 1 chunk per rank", name, v);
 	}

@@ -103,9 +103,11 @@ struct pipette_search_result {
 	struct pipette_search_stats stats;
 };
 
-/* Total order: iteration time, then tp, pp, dp, cp, ep, etp, vpp, micro
- * batch, schedule, recompute, sequence parallel, distributed optimizer,
- * first and last stage layers (smaller first). */
+/* Total order: iteration time, then tp, pp, cp, dp (on a tie, no context
+ * parallelism rather than more), ep, etp, vpp, micro batch, schedule,
+ * recompute and its every-k, FSDP shard degree and reshard, sequence
+ * parallel, distributed optimizer, first and last stage layers (smaller
+ * first). */
 int pipette_candidate_cmp(const struct pipette_candidate *a,
 			  const struct pipette_candidate *b);
 int pipette_config_cmp(const struct pipette_config *a, const struct pipette_config *b);

@@ -203,7 +203,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
 		.reduce_bytes = CF_REDUCE_BYTES, .sync_each_mb = CF_SYNC_EACH_MB,
 		/* eager PyTorch, no torch.compile (composer-fsdp.md §1.3) */
-		.selective_ops = 0, .layer_ac = 0, .elementwise_factor = TT_EAGER_ELEMENTWISE,
+		.selective_ops = 0, .layer_ac = 0, .data_parallel_only = 1,
+		.elementwise_factor = TT_EAGER_ELEMENTWISE,
 		.attn_utilization = FA1_TRITON_UTILIZATION,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = SCHED(PIPETTE_SCHED_1F1B),
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
@@ -252,6 +253,36 @@ static int on_off(const char *key, const char *v, int *out, struct pipette_err *
 	return 0;
 }
 
+/* grad_reduce=fp32|bf16: the main-gradient buffer, or FSDP's
+ * reduce-scatter dtype. */
+static int option_grad_reduce(struct pipette_stack *s, const char *v, struct pipette_err *err)
+{
+	if (!strcmp(v, "fp32"))
+		s->grad_bytes = 4;
+	else if (!strcmp(v, "bf16"))
+		s->grad_bytes = 2;
+	else
+		return pipette_fail(err, "--stack-option grad_reduce: '%.16s': expected "
+				    "fp32 or bf16", v);
+	if (s->fsdp) {
+		/* FSDP: the reduce-scatter's dtype; torchtitan's
+		 * mixed_precision_reduce takes float32 only
+		 * (torchtitan-config.tsv), Composer's PURE reduces in
+		 * bf16 */
+		if (s->grad_bytes != 4 && s->form == PIPETTE_FORM_TORCHTITAN)
+			return pipette_fail(err, "--stack-option grad_reduce=bf16: torchtitan "
+					    "reduces gradients in float32 only");
+		s->reduce_bytes = s->grad_bytes;
+		s->grad_bytes = 4;
+		return 0;
+	}
+	if ((s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB) &&
+	    s->grad_bytes != 4)
+		return pipette_fail(err, "--stack-option grad_reduce=bf16: %s has no "
+				    "--grad-reduce-in-bf16", s->name);
+	return 0;
+}
+
 int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err)
 {
 	char key[32];
@@ -264,26 +295,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 	memcpy(key, kv, (size_t)(eq - kv));
 	key[eq - kv] = '\0';
 	v = eq + 1;
-	if (!strcmp(key, "grad_reduce")) {
-		if (!strcmp(v, "fp32"))
-			s->grad_bytes = 4;
-		else if (!strcmp(v, "bf16"))
-			s->grad_bytes = 2;
-		else
-			return pipette_fail(err, "--stack-option grad_reduce: '%.16s': expected "
-					    "fp32 or bf16", v);
-		if (s->fsdp) {
-			/* FSDP: the reduce-scatter's dtype (mixed_precision_reduce) */
-			s->reduce_bytes = s->grad_bytes;
-			s->grad_bytes = 4;
-			return 0;
-		}
-		if ((s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB) &&
-		    s->grad_bytes != 4)
-			return pipette_fail(err, "--stack-option grad_reduce=bf16: %s has no "
-					    "--grad-reduce-in-bf16", s->name);
-		return 0;
-	}
+	if (!strcmp(key, "grad_reduce"))
+		return option_grad_reduce(s, v, err);
 	if (!strcmp(key, "tp_overlap")) {
 		if (on_off(key, v, &b, err))
 			return -1;
@@ -332,8 +345,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		 * --exp-avg-sq-dtype bf16, megatron-args.tsv), and only with
 		 * the distributed optimizer (megatron-rules.tsv,
 		 * pao-needs-distopt). */
-		if (!strcmp(v, "fp32")) {
-			s->optim_bytes = ADAM_FP32;
+		if (!strcmp(v, "fp32")) {	/* the stack's own fp32 layout */
+			s->optim_bytes = stacks[s->id].optim_bytes;
 			s->optim_needs_distopt = 0;
 			return 0;
 		}

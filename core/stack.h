@@ -74,6 +74,9 @@ struct pipette_stack {
 	/* Tensor parallelism always shards the norms' sequence (torchtitan's
 	 * TP plan); Megatron makes it a choice (--sequence-parallel). */
 	int sp_with_tp;
+	/* Only data parallelism: no TP, PP, CP or EP (Composer's FSDP as
+	 * llm-foundry runs it). */
+	int data_parallel_only;
 	/* The attention kernel's share of peak FLOP/s when the stack's kernel
 	 * is slower than the GEMMs (0: the GEMM efficiency curve, which the
 	 * fused cuDNN/TE kernels of Megatron-Core and NeMo follow). */

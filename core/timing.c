@@ -936,12 +936,16 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
  * of N = dp_shard x cp > 1 ranks, R = dp / dp_shard replicas):
  *  - each layer's parameters all-gathered (gather_bytes) before its
  *    forward, and again before its backward when resharded after
- *    forward; with pipelining and no resharding, once per iteration (the
- *    first micro-batch), the schedule keeping them until the last;
+ *    forward.  Under torch's pipelining a backward leaves the stage
+ *    gathered for the next micro-batch (set_reshard_after_backward
+ *    (False)), so only the first micro-batch's forward gathers, and
+ *    resharding after forward costs one gather per backward;
  *  - each layer's gradient reduce-scattered (reduce_bytes) over the shard
  *    group and, with HSDP, the shard all-reduced over the R replicas:
- *    every micro-batch when the stack syncs each one and there is no
- *    pipeline, else once, on the last micro-batch's backward;
+ *    without a pipeline on every micro-batch when the stack syncs each
+ *    one (else overlapped with the last backward); with one, after the
+ *    stage's last backward (torch's REDUCE_GRAD), which runs past it:
+ *    fc->tail, exposed as far as the stage's finish does not hide it;
  *  - prefetching issues layer i+1's gather while layer i computes, and
  *    the reduce of layer i runs while layer i-1's backward computes: per
  *    layer only what exceeds the neighbouring layer's compute is exposed,
@@ -949,11 +953,13 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
  *    backward gather issued only after the layer before it finished its
  *    backward (FSDP1's BACKWARD_POST) is exposed whole.
  * Sources: tests/data/stacks/torchtitan.md §3-4 (FSDP2 and torchtitan's
- * use of it), composer-fsdp.md §3-4 (FSDP1); the ring times are coll_time's
- * on the links the shard group and its replicas really use. */
+ * use of it), torch-schedules.md §2 (REDUCE_GRAD), composer-fsdp.md §3-4
+ * (FSDP1); the ring times are coll_time's on the links the shard group
+ * and its replicas really use. */
 struct fsdp_cost {
 	double f, b;		/* exposed per micro-batch, s */
 	double once;		/* exposed once per iteration, s */
+	double tail;		/* after the stage's last backward, s */
 	double total;		/* all of it, exposed or not, per iteration */
 };
 
@@ -966,9 +972,9 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 	double N = pipette_config_shard_group(c), R = pipette_config_dp_replicate(c);
 	double Pl = n > 0 ? sm->stage_params / n : sm->stage_params;
 	double f_l = n > 0 ? st->lf / n : st->lf, b_l = n > 0 ? st->lb / n : st->lb;
-	double ag, rs, ar = 0, red, mb = (double)pipette_config_microbatches(c);
-	int always = c->reshard == PIPETTE_RESHARD_ALWAYS;
-	int ag_f_mb = c->pp == 1 || always, sync_mb = c->pp == 1 && sk->sync_each_mb;
+	double ag, rs, ar = 0, red, agb, mb = (double)pipette_config_microbatches(c);
+	int always = c->reshard == PIPETTE_RESHARD_ALWAYS, piped = c->pp > 1;
+	int sync_mb = !piped && sk->sync_each_mb;
 	struct group_links sh, rp;
 
 	memset(fc, 0, sizeof(*fc));
@@ -982,20 +988,21 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 		ar = coll_time(COLL_AR, &rp, sk->reduce_bytes * Pl / N);
 	}
 	red = rs + ar;
-	if (ag_f_mb)
+	agb = always ? ag : 0;
+	if (!piped)
 		fc->f = n * fmax(0, ag - f_l) + ag;
 	else
 		fc->once += n * fmax(0, ag - f_l) + ag;
 	if (always && !sk->prefetch_before_backward)	/* the gather waits, exposed */
 		fc->b = n * (ag + fmax(0, (sync_mb ? red : 0) - b_l)) + (sync_mb ? red : 0);
 	else
-		fc->b = n * fmax(0, (always ? ag : 0) + (sync_mb ? red : 0) - b_l) +
-			(sync_mb ? red : 0);
-	if (!sync_mb)	/* the last micro-batch's backward also reduces */
-		fc->once += n * (fmax(0, (always ? ag : 0) + red - b_l) -
-				 fmax(0, (always ? ag : 0) - b_l)) + red;
-	fc->total = mb * n * ((ag_f_mb ? ag : 0) + (always ? ag : 0) + (sync_mb ? red : 0)) +
-		    (ag_f_mb ? 0 : n * ag) + (sync_mb ? 0 : n * red);
+		fc->b = n * fmax(0, agb + (sync_mb ? red : 0) - b_l) + (sync_mb ? red : 0);
+	if (piped)
+		fc->tail = n * red;
+	else if (!sync_mb)	/* the last micro-batch's backward also reduces */
+		fc->once += n * (fmax(0, agb + red - b_l) - fmax(0, agb - b_l)) + red;
+	fc->total = mb * n * ((piped ? 0 : ag) + agb + (sync_mb ? red : 0)) +
+		    (piped ? n * ag : 0) + (sync_mb ? 0 : n * red);
 }
 
 /* The optimizer step of a stage: memory-bound over its local share of the
@@ -1149,7 +1156,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	for (s = 0; s < p; s++) {
 		struct stage_times st;
 		struct pipette_stage_memory sm;
-		struct fsdp_cost fc = { 0, 0, 0, 0 };
+		struct fsdp_cost fc = { 0, 0, 0, 0, 0 };
 		double dp_t, dp_exp, opt;
 		int sharded = pipette_config_shard_group(c) > 1;
 
@@ -1174,7 +1181,8 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			out->stage_w_s = st.w;
 		}
 		if (sharded) {
-			t->dp_rs[s] = t->dp_win[s] = 0;
+			t->dp_rs[s] = fc.tail;
+			t->dp_win[s] = 0;
 			dp_t = fc.total;
 			dp_exp = fc.once;
 		} else {

@@ -251,10 +251,23 @@ struct replay_ctx {
 static int replay_one(void *ctx, const struct record *r)
 {
 	struct replay_ctx *c = ctx;
+	const char *value = r->value;
+	char port[64];
 
 	if (r->tag != 'J' && !(r->tag == 'T' && r->task == c->task))
 		return 0;
-	if (c->env->set(c->env->ctx, r->name, r->value, r->overwrite, c->err) < 0)
+	/* torchrun reads its port only from PET_MASTER_PORT: the port the
+	 * task's MASTER_PORT holds now, which is the user's when they set it
+	 * (the record, made before, could only hold pipette's) */
+	if (!strcmp(r->name, "PET_MASTER_PORT")) {
+		int got = c->env->get(c->env->ctx, "MASTER_PORT", port, sizeof(port), c->err);
+
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			value = port;
+	}
+	if (c->env->set(c->env->ctx, r->name, value, r->overwrite, c->err) < 0)
 		return -1;
 	c->set++;
 	return 0;

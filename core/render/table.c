@@ -117,6 +117,34 @@ static void write_experts_line(const struct pipette_plan *plan, FILE *f)
 		t->ep_comm_s, t->iteration_s > 0 ? 100.0 * t->ep_comm_s / t->iteration_s : 0.0);
 }
 
+/* How an FSDP plan shards its data parallelism, why, and the same in
+ * Megatron-FSDP's flags. */
+static void write_sharding(const struct pipette_plan *plan, FILE *f)
+{
+	const struct pipette_config *c = &plan->cfg;
+	char mf[512];
+	int rc;
+
+	if (!plan->stack.fsdp)
+		return;
+	if (c->dp_shard * c->cp == 1) {
+		fprintf(f, "data parallel: not sharded (DDP), %d replica%s\n", c->dp,
+			c->dp == 1 ? "" : "s");
+		return;
+	}
+	fprintf(f, "data parallel: %s, shard group %d GPUs (dp_shard %d x cp %d), %d replica%s, "
+		"parameters %s\n", pipette_config_dp_replicate(c) > 1 ? "HSDP" : "FSDP",
+		c->dp_shard * c->cp, c->dp_shard, c->cp, pipette_config_dp_replicate(c),
+		pipette_config_dp_replicate(c) == 1 ? "" : "s",
+		c->reshard == PIPETTE_RESHARD_ALWAYS ? "gathered again for each backward"
+						     : "kept gathered until the backward");
+	if (plan->sharding_note[0])
+		fprintf(f, "  why: %s\n", plan->sharding_note);
+	rc = pipette_plan_megatron_fsdp_args(plan, mf, sizeof(mf));
+	if (rc >= 0)
+		fprintf(f, "  in Megatron-LM: %s%s\n", rc ? "none, " : "", mf);
+}
+
 int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -133,7 +161,7 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		"%.1f GiB%s\n\n", plan->stack.name, c->global_batch, c->seq_len,
 		100 * plan->req.mem_fraction, plan->mem.capacity_bytes / PIPETTE_GIB,
 		plan->stack.mem_fraction > 0 ? "" : " (the allocator's reserve counted)");
-	fprintf(f, "%2s %3s %3s %4s %3s %3s %3s %3s %-11s %-9s %2s %2s %-9s %9s %9s %10s %6s %s\n",
+	fprintf(f, "%2s %3s %3s %4s %3s %3s %3s %3s %-14s %-9s %2s %3s %-9s %9s %9s %10s %6s %s\n",
 		"#", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "SCHEDULE", "RECOMPUTE", "SP",
 		plan->stack.fsdp ? "SH" : "DO", "SPLIT", "ITER(s)", "DEFAULT", "TOKENS/s", "MFU", "MEM(GiB)");
 	for (i = 0; i < plan->n_ranked; i++) {
@@ -142,7 +170,8 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		char shard[16], rc[16];
 
 		split_text(&e->cfg, split, sizeof(split));
-		/* FSDP stacks: the shard degree, r after it when resharding */
+		/* FSDP stacks: the shard degree, k after it when the
+		 * parameters are kept gathered (no reshard after forward) */
 		if (plan->stack.fsdp)
 			snprintf(shard, sizeof(shard), "%d%s", e->cfg.dp_shard,
 				 e->cfg.reshard == PIPETTE_RESHARD_NEVER && e->cfg.dp_shard * e->cfg.cp > 1
@@ -153,7 +182,7 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 			snprintf(rc, sizeof(rc), "full/%d", e->cfg.recompute_every);
 		else
 			snprintf(rc, sizeof(rc), "%s", pipette_recompute_name(e->cfg.recompute));
-		fprintf(f, "%2d %3d %3d %4d %3d %3d %3d %3d %-11s %-9s %2s %2s %-9s %9.4f %9.4f "
+		fprintf(f, "%2d %3d %3d %4d %3d %3d %3d %3d %-14s %-9s %2s %3s %-9s %9.4f %9.4f "
 			"%10.0f %5.1f%% %.1f/%.1f%s\n", i + 1, e->cfg.tp, e->cfg.pp, e->cfg.dp,
 			e->cfg.cp, e->cfg.ep, pipette_config_chunks(&e->cfg), e->cfg.micro_batch,
 			pipette_schedule_name(e->cfg.schedule), rc,
@@ -171,24 +200,7 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		fprintf(f, " (%d chunks per rank)", pipette_config_chunks(c));
 	fprintf(f, ", micro-batch %d (%ld per pipeline), recompute %s\n", c->micro_batch,
 		pipette_config_microbatches(c), pipette_recompute_name(c->recompute));
-	if (plan->stack.fsdp)
-		fprintf(f, "data parallel: %s, shard group %d GPUs (dp_shard %d x cp %d), %d "
-			"replica%s, parameters %s\n",
-			c->dp_shard * c->cp == 1 ? "not sharded (DDP)"
-			: pipette_config_dp_replicate(c) > 1 ? "HSDP" : "FSDP",
-			c->dp_shard * c->cp, c->dp_shard, c->cp, pipette_config_dp_replicate(c),
-			pipette_config_dp_replicate(c) == 1 ? "" : "s",
-			c->reshard == PIPETTE_RESHARD_ALWAYS ? "gathered again for each backward"
-							     : "kept gathered until the backward");
-	if (plan->sharding_note[0])
-		fprintf(f, "  why: %s\n", plan->sharding_note);
-	if (plan->stack.fsdp) {
-		char mf[512];
-		int rc = pipette_plan_megatron_fsdp_args(plan, mf, sizeof(mf));
-
-		if (rc >= 0)
-			fprintf(f, "  in Megatron-LM: %s%s\n", rc ? "none, " : "", mf);
-	}
+	write_sharding(plan, f);
 	if (pipette_compression_enabled(&c->compress)) {
 		char spec[96];
 

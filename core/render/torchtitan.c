@@ -122,9 +122,10 @@ int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, siz
 		if (vl >= 2 && v[0] == '"')
 			pipette_arg(&a, "%s--%s.%s=%.*s", i ? " " : "", f[i].section, f[i].name,
 				    (int)(vl - 2), v + 1);
-		else if (!strcmp(v, "True") || !strcmp(v, "False"))
-			pipette_arg(&a, "%s--%s.%s%s", i ? " " : "", f[i].section,
-				    v[0] == 'T' ? "" : "no-", f[i].name);
+		else if (!strcmp(v, "True"))	/* a flag, given when set */
+			pipette_arg(&a, "%s--%s.%s", i ? " " : "", f[i].section, f[i].name);
+		else if (!strcmp(v, "False"))
+			continue;	/* the default of every boolean emitted */
 		else
 			pipette_arg(&a, "%s--%s.%s=%s", i ? " " : "", f[i].section, f[i].name, v);
 	}

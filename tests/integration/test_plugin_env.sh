@@ -139,8 +139,10 @@ read -r port job step <<<"$(sort -u <<<"$OUT")"
 assert_eq "$((30000 + (job + 1009 * step) % 10))" "$port" "MASTER_PORT = 30000 + (job + 1009*step) mod 10"
 export MASTER_PORT=29555
 srun_t -N2 --ntasks-per-node="$G" --gpus-per-node="$G" "${REQ[@]/llama3-70b/llama3-8b}" bash -c 'echo $MASTER_PORT'
-unset MASTER_PORT
 assert_eq "29555" "$(sort -u <<<"$OUT")" "a MASTER_PORT the user set is never replaced"
+srun_t -N2 --ntasks-per-node=1 --gpus-per-node="$G" "${REQ[@]/llama3-70b/llama3-8b}" bash -c 'echo $MASTER_PORT $PET_MASTER_PORT'
+unset MASTER_PORT
+assert_eq "29555 29555" "$(sort -u <<<"$OUT")" "torchrun mode: the user's MASTER_PORT is torchrun's PET_MASTER_PORT too"
 
 # --- srun --export=NONE: the plan does not travel through srun's env ------
 pipette_on "bandwidth=$UNIFORM"

@@ -428,8 +428,9 @@ START_TEST(test_fsdp_hand)
 	/* fp32 shards (4 P / N) + bf16 gathers of two layers and the output
 	 * layer, which torchtitan keeps gathered (2 x (2 x layer + head)) */
 	ck_assert_double_eq_tol(st.params_bytes, 4 * P / N + 2 * (2 * layer + head), 16);
-	/* fp32 gradient shards + one layer's bf16 gradient and its fp32 copy */
-	ck_assert_double_eq_tol(st.grads_bytes, 4 * P / N + (2 + 4) * layer, 16);
+	/* fp32 gradient shards + the largest unit's bf16 gradient and its
+	 * fp32 copy: the output layer (128256 x 4096 > a layer's 218M) */
+	ck_assert_double_eq_tol(st.grads_bytes, 4 * P / N + (2 + 4) * head, 16);
 	/* Adam's two fp32 moments, sharded */
 	ck_assert_double_eq_tol(st.optimizer_bytes, 8 * P / N, 16);
 
@@ -447,7 +448,7 @@ START_TEST(test_fsdp_hand)
 
 	/* with a pipeline the gradients wait for the last micro-batch: the
 	 * stage's unsharded fp32 gradients accumulate (a middle stage of 8
-	 * holds 4 layers) */
+	 * holds 4 layers), and its parameters stay gathered */
 	c.dp = 8;
 	c.pp = 8;
 	c.global_batch = 64;
@@ -457,6 +458,31 @@ START_TEST(test_fsdp_hand)
 	pipette_memory_stage(&m, &c, 1, -1.0, &st);
 	ck_assert_double_eq_tol(st.stage_params, 4 * layer, 1);
 	ck_assert_double_eq_tol(st.grads_bytes, 4 * 4 * layer / 8 + 4 * 4 * layer, 16);
+	c.reshard = PIPETTE_RESHARD_ALWAYS;
+	pipette_memory_stage(&m, &c, 1, -1.0, &st);
+	ck_assert_double_eq_tol(st.params_bytes, 4 * 4 * layer / 8 + 2 * 4 * layer, 16);
+
+	/* torchtitan's experts shard over dp_shard x cp x tp / ep: with EP
+	 * the per-GPU expert state stays what FSDP alone gives */
+	{
+		struct pipette_model mx;
+		struct pipette_config e;
+		struct pipette_stage_memory a, b;
+
+		ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &mx, NULL), 0);
+		pipette_config_init(&e);
+		e.stack = pipette_stack_get(PIPETTE_STACK_TORCHTITAN);
+		e.dp = e.dp_shard = 16;
+		e.global_batch = 16;
+		e.seq_len = 4096;
+		pipette_memory_stage(&mx, &e, 0, -1.0, &a);
+		e.ep = 8;
+		ck_assert_int_eq(pipette_config_check(&mx, &e, NULL), 0);
+		pipette_memory_stage(&mx, &e, 0, -1.0, &b);
+		ck_assert_double_eq_tol(b.optimizer_bytes, a.optimizer_bytes, 1e3);
+		e.dp_shard = 2;		/* ep must divide dp_shard x cp x tp */
+		ck_assert_int_eq(pipette_config_check(&mx, &e, NULL), -1);
+	}
 
 	/* a Megatron stack refuses the shard degree */
 	c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);

@@ -962,6 +962,17 @@ START_TEST(test_torch_schedules)
 	size_t i;
 	int q;
 
+	/* DualPipeV refuses fewer than 2p micro-batches, as torch does: its
+	 * weight queue holds 2m entries */
+	{
+		double u[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+		struct pipette_sched_input in = { PIPETTE_SCHED_DUALPIPE_V, 8, 2, 7, u, u, u,
+						  NULL, NULL };
+		struct pipette_err err;
+
+		ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), -1);
+		ck_assert_msg(strstr(err.msg, "at least 2p") != NULL, "%s", err.msg);
+	}
 	for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
 		int p = ps[i];
 		long ms[] = { 1, 2, (long)p, 2L * p, 4L * p + 1, 4L * p }, m;
