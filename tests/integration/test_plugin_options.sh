@@ -39,6 +39,19 @@ assert_eq "2 2 1 selective 1 0" "$(awk 'NR == 1 {print $1, $2, $6, $9, $10, $11}
     "--pipette-fix=tp=2,pp=2,mb=1,recompute=selective,sp=1,do=0 pins TP, PP, MB, RECOMPUTE, SP, DO"
 srun_t "${S2[@]}" "${M8[@]}" --pipette-stack=megatron-zb --pipette-fix=pp=2 --pipette-schedule=zb-h1 bash -c "$SHOW"
 assert_eq "2 zb-h1" "$(awk 'NR == 1 {print $2, $8}' <<<"$OUT")" "--pipette-schedule=zb-h1 with pp=2 on the zero-bubble fork"
+# torchtitan: the plan shards data parallelism and the launch is its overrides
+TT='echo "$PIPETTE_STACK $PIPETTE_DP $PIPETTE_DP_SHARD $PIPETTE_DP_REPLICATE $PIPETTE_FSDP_RESHARD ${PIPETTE_MEGATRON_ARGS-unset} | $PIPETTE_LAUNCH_ARGS"'
+srun_t "${S2[@]}" "${M8[@]}" --pipette-stack=torchtitan bash -c "$TT"
+assert_rc 0 "--pipette-stack=torchtitan: step exits 0"
+assert_eq 1 "$(sort -u <<<"$OUT" | grep -c .)" "--pipette-stack=torchtitan: all tasks agree"
+read -r tt_stack tt_dp tt_shard tt_rep tt_reshard tt_margs _ <<<"$(head -n1 <<<"$OUT")"
+assert_eq "torchtitan unset" "$tt_stack $tt_margs" "torchtitan: PIPETTE_STACK, and no Megatron arguments"
+assert_eq "$tt_dp" "$((tt_shard * tt_rep))" "torchtitan: PIPETTE_DP = PIPETTE_DP_SHARD x PIPETTE_DP_REPLICATE ($tt_shard x $tt_rep)"
+assert_match '^(always|never)$' "$tt_reshard" "torchtitan: PIPETTE_FSDP_RESHARD is always or never"
+assert_match "\\| --parallelism.data_parallel_replicate_degree=$tt_rep --parallelism.data_parallel_shard_degree=$tt_shard " \
+    "$OUT" "torchtitan: PIPETTE_LAUNCH_ARGS are torchtitan's overrides with the same sharding"
+srun_t "${S2[@]}" "${M8[@]}" --pipette-stack=torchtitan --pipette-fix=dp_shard=8,reshard=never bash -c "$TT"
+assert_eq "8 never" "$(awk 'NR == 1 {print $3, $5}' <<<"$OUT")" "--pipette-fix=dp_shard=8,reshard=never pins the FSDP sharding"
 srun_t "${S2[@]}" "${M8[@]}" --pipette-fix=pp=2 --pipette-schedule=zb-h1 bash -c "$SHOW"
 assert_ne 0 "$RC" "--pipette-schedule=zb-h1 on upstream Megatron: the step fails"
 assert_match "pipette: node[0-9]+: stack megatron does not run schedule zb-h1" "$ERR" \
