@@ -77,9 +77,15 @@ START_TEST(test_param_counts)
 	/* Active: 2 of 8 experts: 46,702,792,704 - 32 x 6 x 176,160,768. */
 	ck_assert_double_eq(pipette_model_params_active(&m),
 			    46702792704.0 - 32.0 * 6 * 176160768.0);
+	/* "12.9B active parameters" (Mistral AI, "Mixtral of experts", 2023) */
+	ck_assert_double_eq_tol(pipette_model_params_active(&m), 12.9e9, 0.05e9);
 	ck_assert_int_eq(pipette_model_preset("deepseek-v3", &m, NULL), 0);
 	ck_assert_double_eq(pipette_model_params_total(&m), 671026404352.0);
 	ck_assert_int_eq(pipette_model_moe_layer_count(&m), 58);
+	/* "37B activated for each token" (DeepSeek-V3 technical report,
+	 * arXiv 2412.19437, abstract): 8 routed experts and the shared one */
+	ck_assert_double_ge(pipette_model_params_active(&m), 37.0e9);
+	ck_assert_double_lt(pipette_model_params_active(&m), 38.0e9);
 }
 END_TEST
 
