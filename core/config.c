@@ -90,14 +90,9 @@ int pipette_schedule_splits_w(enum pipette_schedule_kind k)
 	       k != PIPETTE_SCHED_GPIPE;
 }
 
-static int is_v_shape(enum pipette_schedule_kind k)
-{
-	return pipette_schedule_is_v(k);
-}
-
 int pipette_config_chunks(const struct pipette_config *c)
 {
-	if (is_v_shape(c->schedule))
+	if (pipette_schedule_is_v(c->schedule))
 		return 2;
 	if (pipette_schedule_is_looped(c->schedule))
 		return c->vpp;
@@ -106,14 +101,14 @@ int pipette_config_chunks(const struct pipette_config *c)
 
 int pipette_config_virtual_stage(const struct pipette_config *c, int s, int k)
 {
-	if (is_v_shape(c->schedule))
+	if (pipette_schedule_is_v(c->schedule))
 		return k == 0 ? s : 2 * c->pp - 1 - s;
 	return k * c->pp + s;
 }
 
 int pipette_config_last_rank(const struct pipette_config *c)
 {
-	return is_v_shape(c->schedule) ? 0 : c->pp - 1;
+	return pipette_schedule_is_v(c->schedule) ? 0 : c->pp - 1;
 }
 
 int pipette_config_vstage_layers(const struct pipette_model *m,
@@ -202,7 +197,7 @@ static int check_schedule(const struct pipette_config *c, struct pipette_err *er
 					    pipette_schedule_name(c->schedule), mb, c->pp,
 					    c->schedule == PIPETTE_SCHED_INTERLEAVED
 					    ? "Megatron" : "torch.distributed.pipelining");
-	} else if (c->vpp != 1 && !is_v_shape(c->schedule)) {
+	} else if (c->vpp != 1 && !pipette_schedule_is_v(c->schedule)) {
 		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
 	}
 	if (c->schedule == PIPETTE_SCHED_DUALPIPE_V && mb < 2L * c->pp)

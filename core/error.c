@@ -124,3 +124,18 @@ int pipette_strlcpy(char *dst, const char *src, size_t size)
 	memcpy(dst, src, n + 1);
 	return 0;
 }
+
+void pipette_arg(struct pipette_args *a, const char *fmt, ...)
+{
+	size_t room = a->n < a->len ? a->len - a->n : 0;
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(a->buf + (room ? a->n : 0), room, fmt, ap);
+	va_end(ap);
+	if (w < 0)
+		a->bad = 1;
+	else
+		a->n += (size_t)w;
+}

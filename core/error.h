@@ -53,4 +53,15 @@ int pipette_parse_double(const char *s, double min, double max, double *out,
 /* Bounded string copy that always terminates; returns -1 on truncation. */
 int pipette_strlcpy(char *dst, const char *src, size_t size);
 
+/* Text built in the caller's buffer, one piece at a time (launch lines,
+ * descriptions): `bad` once a format fails; it fits when n < len. */
+struct pipette_args {
+	char *buf;
+	size_t len, n;
+	int bad;
+};
+
+void pipette_arg(struct pipette_args *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif

@@ -123,7 +123,7 @@ static void fsdp_state(const struct pipette_model *m, const struct pipette_confi
 {
 	const struct pipette_stack *st = pipette_config_stack(c);
 	double P = out->stage_params, X = out->expert_params, Pl = out->layer_params;
-	double N = pipette_config_shard_group(c), emb = (double)m->vocab * m->hidden / c->tp;
+	double N = pipette_config_shard_group(c), emb = pipette_model_embedding_params(m) / c->tp;
 	double Nx = fmax(1.0, (double)c->dp_shard * c->cp * c->tp / ((double)c->ep * c->etp));
 	double sharded = (P - X) / N + X / Nx, work, head = 0, first = 0, unit;
 	int sync_each = c->pp == 1 && st->sync_each_mb;

@@ -12,17 +12,6 @@
 #include "stack.h"
 #include "timing.h"
 
-/* A launch line built in the caller's buffer, one flag group at a time:
- * `bad` once a format fails; the line fits when n < len. */
-struct pipette_args {
-	char *buf;
-	size_t len, n;
-	int bad;
-};
-
-void pipette_arg(struct pipette_args *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 struct plan_entry {
 	struct pipette_config cfg;
 	struct pipette_time time;	/* under its mapping (block if unmapped) */

@@ -320,16 +320,11 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 
 #define RIDX(s, r, i) ((size_t)(i) * (size_t)(s)->o.p + (size_t)(r))
 
-static int is_v_shape(enum pipette_schedule_kind k)
-{
-	return pipette_schedule_is_v(k);
-}
-
 static int vstage(const struct pipette_sched *s, int r, int c)
 {
 	if (pipette_schedule_is_looped(s->o.kind))
 		return c * s->o.p + r;
-	if (is_v_shape(s->o.kind))
+	if (pipette_schedule_is_v(s->o.kind))
 		return c == 0 ? r : 2 * s->o.p - 1 - r;
 	return r;
 }
@@ -1174,7 +1169,7 @@ static int build_lists(struct pipette_sched *s, struct wqueue *q, struct pipette
 			if (dpv_queue(s, q, err))
 				return -1;
 			build_dualpipe_v(s, r, &len[r], q);
-		} else if (is_v_shape(s->o.kind)) {
+		} else if (pipette_schedule_is_v(s->o.kind)) {
 			if (build_v_block(s, r, &len[r], err))
 				return -1;
 		} else
@@ -1392,7 +1387,7 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		if (in->m % in->p != 0)
 			return pipette_fail(err, "schedule %s: m=%ld is not a multiple of p=%d "
 					    "(the looped schedules require it)", name, in->m, in->p);
-	} else if (is_v_shape(in->kind)) {
+	} else if (pipette_schedule_is_v(in->kind)) {
 		if (v != 2)
 			return pipette_fail(err, "schedule %s: v=%d: V-shape schedules use 2 chunks per rank",
 					    name, v);

@@ -10,7 +10,6 @@
 
 #include "hardware.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,48 +410,28 @@ int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind
 
 void pipette_stack_schedules_text(const struct pipette_stack *s, char *buf, size_t len)
 {
-	size_t off = 0;
+	struct pipette_args a = { buf, len, 0, 0 };
 	int k;
 
 	buf[0] = '\0';
-	for (k = 0; k < PIPETTE_SCHED_COUNT; k++) {
-		int w;
-
-		if (!pipette_stack_runs(s, (enum pipette_schedule_kind)k))
-			continue;
-		w = snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? ", " : "",
-			     pipette_schedule_name((enum pipette_schedule_kind)k));
-		if (w > 0)
-			off += (size_t)w;
-	}
-}
-
-/* Append to a bounded buffer; *off runs past len when it does not fit. */
-static void describe_line(char *buf, size_t len, size_t *off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void describe_line(char *buf, size_t len, size_t *off, const char *fmt, ...)
-{
-	va_list ap;
-	int w;
-
-	va_start(ap, fmt);
-	w = vsnprintf(buf + (*off < len ? *off : len), *off < len ? len - *off : 0, fmt, ap);
-	va_end(ap);
-	*off += w > 0 ? (size_t)w : 0;
+	for (k = 0; k < PIPETTE_SCHED_COUNT; k++)
+		if (pipette_stack_runs(s, (enum pipette_schedule_kind)k))
+			pipette_arg(&a, "%s%s", a.n ? ", " : "",
+				    pipette_schedule_name((enum pipette_schedule_kind)k));
 }
 
 int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 {
+	struct pipette_args a = { buf, len, 0, 0 };
 	char sched[160];
-	size_t off = 0;
 
+	if (!len)
+		return -1;
+	buf[0] = '\0';
 	pipette_stack_schedules_text(s, sched, sizeof(sched));
-	if (len)
-		buf[0] = '\0';
-	describe_line(buf, len, &off, "%s: %s\n", s->name, s->what);
+	pipette_arg(&a, "%s: %s\n", s->name, s->what);
 	if (s->fsdp)
-		describe_line(buf, len, &off, "  data parallel      FSDP over dp_shard x cp (HSDP with "
+		pipette_arg(&a, "  data parallel      FSDP over dp_shard x cp (HSDP with "
 			      "replicas): fp32 shards, %s gathers, %s reduce-scatter%s; backward "
 			      "gathers prefetched %s the layer before\n",
 			      s->gather_bytes == 2 ? "bf16" : "fp32",
@@ -460,36 +439,36 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 			      s->sync_each_mb ? " on every micro-batch" : "",
 			      s->prefetch_before_backward ? "during" : "after");
 	else
-		describe_line(buf, len, &off, "  gradients          %s main-gradient buffer\n",
+		pipette_arg(&a, "  gradients          %s main-gradient buffer\n",
 			      s->grad_bytes == 2 ? "bf16" : "fp32");
-	describe_line(buf, len, &off, "  optimizer          %g bytes per parameter%s\n",
+	pipette_arg(&a, "  optimizer          %g bytes per parameter%s\n",
 		      s->optim_bytes, s->fsdp ? " beside the fp32 shards" : "");
-	describe_line(buf, len, &off, "  SwiGLU saves       %g ffn-wide tensors per token\n",
+	pipette_arg(&a, "  SwiGLU saves       %g ffn-wide tensors per token\n",
 		      s->swiglu_saved);
-	describe_line(buf, len, &off, "  loss               %g bytes per logit, %g per output-layer "
+	pipette_arg(&a, "  loss               %g bytes per logit, %g per output-layer "
 		      "input unit\n", s->logits_bytes, s->head_input_bytes);
-	describe_line(buf, len, &off, "  recomputation      selective = %s%s\n",
+	pipette_arg(&a, "  recomputation      selective = %s%s\n",
 		      s->selective_ops ? "per-op (matmul and attention outputs kept)"
 				       : "the attention core",
 		      s->layer_ac ? "; full on every k-th layer when pinned (v0.2.2 TOML)" : "");
-	describe_line(buf, len, &off, "  embedding wgrad    %s\n", s->wgrad_deferral_limit
+	pipette_arg(&a, "  embedding wgrad    %s\n", s->wgrad_deferral_limit
 		      ? "deferred (limit below)" : "not deferred");
-	describe_line(buf, len, &off, "  fit                %s\n", s->mem_fraction > 0
+	pipette_arg(&a, "  fit                %s\n", s->mem_fraction > 0
 		      ? "peak <= mem-fraction x HBM" : "peak + allocator reserve <= HBM");
-	describe_line(buf, len, &off, "  TP communication   %.0f%% exposed\n", 100.0 * s->tp_exposed);
+	pipette_arg(&a, "  TP communication   %.0f%% exposed\n", 100.0 * s->tp_exposed);
 	if (!s->fsdp)
-		describe_line(buf, len, &off, "  DP communication   %s\n", s->dp_overlap
+		pipette_arg(&a, "  DP communication   %s\n", s->dp_overlap
 			      ? "overlapped with backward and forward" : "exposed");
-	describe_line(buf, len, &off, "  schedules          %s\n", sched);
-	describe_line(buf, len, &off, "  attention          %s%s\n", pipette_attention_name(s->attention),
+	pipette_arg(&a, "  schedules          %s\n", sched);
+	pipette_arg(&a, "  attention          %s%s\n", pipette_attention_name(s->attention),
 		      s->attn_utilization > 0 ? ", at a fixed share of peak (below)" : "");
 	if (s->attn_utilization > 0)
-		describe_line(buf, len, &off, "  attention kernel   %.0f%% of peak FLOP/s\n",
+		pipette_arg(&a, "  attention kernel   %.0f%% of peak FLOP/s\n",
 			      100 * s->attn_utilization);
 	if (s->elementwise_factor != 1.0)
-		describe_line(buf, len, &off, "  elementwise        %gx the fused kernels' traffic "
+		pipette_arg(&a, "  elementwise        %gx the fused kernels' traffic "
 			      "(eager; --stack-option compile=on fuses)\n", s->elementwise_factor);
-	describe_line(buf, len, &off, "  launch             %s%s\n",
+	pipette_arg(&a, "  launch             %s%s\n",
 		      s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
 		      : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"
 		      : s->form == PIPETTE_FORM_TORCHTITAN ? "a torchtitan recipe, --parallelism.* "
@@ -499,11 +478,11 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 		      s->device_max_connections == 1 ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1"
 		      : s->device_max_connections ? ", CUDA_DEVICE_MAX_CONNECTIONS=8" : "");
 	if (s->wgrad_deferral_limit)
-		describe_line(buf, len, &off, "  wgrad deferral     %d micro-batches\n",
+		pipette_arg(&a, "  wgrad deferral     %d micro-batches\n",
 			      s->wgrad_deferral_limit);
 	if (s->mem_fraction <= 0)
-		describe_line(buf, len, &off, "  allocator reserve  %.0f%% of the activations and "
+		pipette_arg(&a, "  allocator reserve  %.0f%% of the activations and "
 			      "temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,
 			      s->reserve_floor_bytes / PIPETTE_GIB);
-	return off < len ? 0 : -1;
+	return !a.bad && a.n < len ? 0 : -1;
 }

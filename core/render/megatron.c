@@ -5,24 +5,9 @@
  * flag and the rules that combine them are in tests/data/stacks/
  * (megatron-args.tsv, megatron-rules.tsv, megatron-schedules.md), and
  * tests/unit/test_launch.c checks each emitted line against them. */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "plan_int.h"
-
-void pipette_arg(struct pipette_args *a, const char *fmt, ...)
-{
-	va_list ap;
-	int w;
-
-	va_start(ap, fmt);
-	w = vsnprintf(a->buf + a->n, a->n < a->len ? a->len - a->n : 0, fmt, ap);
-	va_end(ap);
-	if (w < 0)
-		a->bad = 1;
-	else
-		a->n += (size_t)w;
-}
 
 static int zb_fork(const struct pipette_plan *plan)
 {
@@ -182,6 +167,8 @@ int pipette_plan_megatron_fsdp_args(const struct pipette_plan *plan, char *buf, 
 	struct pipette_args a = { buf, len, 0, 0 };
 	int replicas = pipette_config_dp_replicate(c);
 
+	if (!len)
+		return -1;
 	buf[0] = '\0';
 	if (pipette_config_shard_group(c) < 2) {
 		snprintf(buf, len, "nothing is sharded");

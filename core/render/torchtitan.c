@@ -103,34 +103,44 @@ static int why_not(const struct pipette_plan *plan, char *buf, size_t len)
 	return 1;
 }
 
-/* 0, 1 when torchtitan after v0.2.2 cannot express the plan (buf says
- * why), -1 when buf is too small. */
-int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, size_t len)
+/* The HEAD fields as --section.field overrides and the checkpointing
+ * subcommand; 0, or -1 when buf is too small. */
+static int overrides(const struct pipette_plan *plan, const struct tt_field *f, int n,
+		     char *buf, size_t len)
 {
-	struct tt_field f[TT_MAX_FIELDS];
 	struct pipette_args a = { buf, len, 0, 0 };
-	int n, i;
+	int i;
 
 	buf[0] = '\0';
-	if (head_fields(plan, f, &n))
-		return why_not(plan, buf, len);
 	for (i = 0; i < n; i++) {
 		const char *v = f[i].value;
 		size_t vl = strlen(v);
 
 		/* the command line takes strings unquoted */
 		if (vl >= 2 && v[0] == '"')
-			pipette_arg(&a, "%s--%s.%s=%.*s", i ? " " : "", f[i].section, f[i].name,
+			pipette_arg(&a, "%s--%s.%s=%.*s", a.n ? " " : "", f[i].section, f[i].name,
 				    (int)(vl - 2), v + 1);
 		else if (!strcmp(v, "True"))	/* a flag, given when set */
-			pipette_arg(&a, "%s--%s.%s", i ? " " : "", f[i].section, f[i].name);
-		else if (!strcmp(v, "False"))
-			continue;	/* the default of every boolean emitted */
-		else
-			pipette_arg(&a, "%s--%s.%s=%s", i ? " " : "", f[i].section, f[i].name, v);
+			pipette_arg(&a, "%s--%s.%s", a.n ? " " : "", f[i].section, f[i].name);
+		else if (strcmp(v, "False"))	/* False: every boolean's default */
+			pipette_arg(&a, "%s--%s.%s=%s", a.n ? " " : "", f[i].section, f[i].name, v);
 	}
 	pipette_arg(&a, " activation-checkpoint:%s", head_ac_cli(&plan->cfg));
 	return !a.bad && a.n < len ? 0 : -1;
+}
+
+/* 0, 1 when torchtitan after v0.2.2 cannot express the plan (buf says
+ * why), -1 when buf is too small. */
+int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	struct tt_field f[TT_MAX_FIELDS];
+	int n;
+
+	if (!len)
+		return -1;
+	if (head_fields(plan, f, &n))
+		return why_not(plan, buf, len);
+	return overrides(plan, f, n, buf, len);
 }
 
 /* v0.2.2's TOML: [parallelism], [training] with local and global batch
@@ -208,7 +218,7 @@ int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *out)
 		for (i = 0; i < n; i++)
 			fprintf(out, "    c.%s.%s = %s\n", f[i].section, f[i].name, f[i].value);
 		fprintf(out, "    c.activation_checkpoint = %s\n    return c\n", head_ac(&plan->cfg));
-		if (pipette_plan_torchtitan_args(plan, args, sizeof(args)) == 0)
+		if (overrides(plan, f, n, args, sizeof(args)) == 0)
 			fprintf(out, "\n# The same as overrides of --module llama3 --config %s "
 				"(accepted, frozen):\n# %s\n", fn ? fn : "<yours>", args);
 	} else {

@@ -449,9 +449,9 @@ START_TEST(test_cli_nodes)
 }
 END_TEST
 
-/* A torchtitan plan on four nodes named n1..n4 with a shaped cache. */
-static struct pipette_plan *plan_fsdp(const char *cache, int dp_shard, int pp,
-				      enum pipette_mapping_mode mapping)
+/* A torchtitan plan on four nodes named n1..n4 with a shaped cache, the
+ * mapping optimized (the request's default). */
+static struct pipette_plan *plan_fsdp(const char *cache, int dp_shard, int pp)
 {
 	static const char *const n4[] = { "n1", "n2", "n3", "n4" };
 	struct pipette_request req;
@@ -470,7 +470,6 @@ static struct pipette_plan *plan_fsdp(const char *cache, int dp_shard, int pp,
 	req.pins.pp = pp;
 	if (dp_shard > 0)	/* a shard group of dp_shard GPUs */
 		req.pins.tp = req.pins.cp = 1;
-	req.mapping = mapping;
 	ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
 	return p;
 }
@@ -479,7 +478,7 @@ static struct pipette_plan *plan_fsdp(const char *cache, int dp_shard, int pp,
 static int shard_groups_inside_nodes(const struct pipette_plan *p)
 {
 	const struct pipette_config *c = pipette_plan_config(p);
-	int per_stage = c->tp * c->cp * c->dp, n = c->dp_shard * c->cp, base, t, k;
+	int n = c->dp_shard * c->cp, base, t, k;
 
 	for (base = 0; base < pipette_plan_world(p); base += c->tp * n)
 		for (t = 0; t < c->tp; t++) {
@@ -494,7 +493,6 @@ static int shard_groups_inside_nodes(const struct pipette_plan *p)
 					return 0;
 			}
 		}
-	(void)per_stage;
 	return 1;
 }
 
@@ -503,8 +501,7 @@ static int shard_groups_inside_nodes(const struct pipette_plan *p)
  * across nodes. */
 START_TEST(test_fsdp_slow_links)
 {
-	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-slow-inter.json", -1, -1,
-					   PIPETTE_MAP_OPTIMIZE);
+	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-slow-inter.json", -1, -1);
 	char json[1 << 16];
 	FILE *f = fmemopen(json, sizeof(json), "w");
 
@@ -513,7 +510,7 @@ START_TEST(test_fsdp_slow_links)
 	fclose(f);
 	ck_assert_msg(strstr(json, "the shard group stays inside a node") != NULL, "%.400s", json);
 	pipette_plan_destroy(p);
-	p = plan_fsdp("", -1, -1, PIPETTE_MAP_OPTIMIZE);
+	p = plan_fsdp("", -1, -1);
 	ck_assert(!shard_groups_inside_nodes(p));
 	/* nominal links are all alike: the plan says its placement is moot */
 	ck_assert(pipette_plan_mapping_negligible(p));
@@ -526,8 +523,7 @@ END_TEST
  * pairs each node with a fast partner and says what that gains. */
 START_TEST(test_fsdp_mapping_gain)
 {
-	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-pairs.json", 16, 1,
-					   PIPETTE_MAP_OPTIMIZE);
+	struct pipette_plan *p = plan_fsdp(TEST_DATADIR "/bw/fsdp-pairs.json", 16, 1);
 	const struct pipette_config *c = pipette_plan_config(p);
 	int a, b, slot;
 

@@ -422,6 +422,30 @@ static int check_zb(struct pipette_timer *t, const struct pipette_gpu_spec *a100
 }
 
 /* The H100 MPT throughputs (mpt_cases[]).  Returns the failed estimates. */
+/* One MPT run on the composer-fsdp stack: its predicted tokens/s per GPU
+ * in *out; -1 when the estimate fails. */
+static int mpt_estimate(struct pipette_timer *t, const struct pipette_gpu_spec *h100,
+			const struct mpt_case *k, double *out)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_time tm;
+
+	gpt_model(&m, k->name, k->layers, k->d_model, k->heads, 50368, k->seq);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_COMPOSER_FSDP);
+	c.dp = c.dp_shard = k->gpus;
+	c.reshard = PIPETTE_RESHARD_ALWAYS;
+	c.micro_batch = k->mb;
+	c.global_batch = k->gbs;
+	c.seq_len = k->seq;
+	c.recompute = k->act_ckpt ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
+	if (validate_estimate(t, &m, h100, &c, &tm))
+		return -1;
+	*out = (double)k->gbs * k->seq / tm.iteration_s / k->gpus;
+	return 0;
+}
+
 static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h100)
 {
 	struct errors err = { 0, 0, 0 };
@@ -434,26 +458,12 @@ static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h10
 	       "published", "predicted", "error");
 	for (i = 0; i < sizeof(mpt_cases) / sizeof(mpt_cases[0]); i++) {
 		const struct mpt_case *k = &mpt_cases[i];
-		struct pipette_model m;
-		struct pipette_config c;
-		struct pipette_time tm;
 		double pred, e;
 
-		gpt_model(&m, k->name, k->layers, k->d_model, k->heads, 50368, k->seq);
-		pipette_config_init(&c);
-		c.stack = pipette_stack_get(PIPETTE_STACK_COMPOSER_FSDP);
-		c.dp = k->gpus;
-		c.dp_shard = k->gpus;
-		c.reshard = PIPETTE_RESHARD_ALWAYS;
-		c.micro_batch = k->mb;
-		c.global_batch = k->gbs;
-		c.seq_len = k->seq;
-		c.recompute = k->act_ckpt ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
-		if (validate_estimate(t, &m, h100, &c, &tm)) {
+		if (mpt_estimate(t, h100, k, &pred)) {
 			failures++;
 			continue;
 		}
-		pred = (double)k->gbs * k->seq / tm.iteration_s / k->gpus;
 		e = relative_error(&err, pred, k->tokens_per_gpu_s);
 		printf("%-5s %6d %5d %4d %5s %10.0f %10.0f %+7.1f%%\n", k->name, k->seq, k->gpus,
 		       k->mb, k->act_ckpt ? "full" : "none", k->tokens_per_gpu_s, pred, 100 * e);
@@ -504,10 +514,8 @@ static int check_mpt_all(struct pipette_timer *t, const struct pipette_gpu_spec 
 		char name[16], ckpt[8];
 		int seq, gpus, mb, ga, i;
 		long gbs;
-		double tps;
-		struct pipette_model m;
-		struct pipette_config c;
-		struct pipette_time tm;
+		double tps, pred;
+		struct mpt_case k;
 
 		if (!strncmp(line, "### 5.2", 7))
 			in = 1;
@@ -524,20 +532,13 @@ static int check_mpt_all(struct pipette_timer *t, const struct pipette_gpu_spec 
 			failures++;
 			continue;
 		}
-		gpt_model(&m, name, sz[i].layers, sz[i].d, sz[i].heads, 50368, seq);
-		pipette_config_init(&c);
-		c.stack = pipette_stack_get(PIPETTE_STACK_COMPOSER_FSDP);
-		c.dp = c.dp_shard = gpus;
-		c.reshard = PIPETTE_RESHARD_ALWAYS;
-		c.micro_batch = mb;
-		c.global_batch = gbs;
-		c.seq_len = seq;
-		c.recompute = !strcmp(ckpt, "True") ? PIPETTE_RECOMPUTE_FULL : PIPETTE_RECOMPUTE_NONE;
-		if (validate_estimate(t, &m, h100, &c, &tm)) {
+		k = (struct mpt_case){ name, sz[i].d, sz[i].layers, sz[i].heads, seq, gpus, mb, gbs,
+				       !strcmp(ckpt, "True"), tps };
+		if (mpt_estimate(t, h100, &k, &pred)) {
 			failures++;
 			continue;
 		}
-		relative_error(&err, (double)gbs * seq / tm.iteration_s / gpus, tps);
+		relative_error(&err, pred, tps);
 	}
 	fclose(f);
 	printf("All %d H100 BF16 rows of the same benchmark (composer-fsdp.md §5.2): MAPE %.1f%%, "
