@@ -113,6 +113,28 @@ START_TEST(test_estimate_errors)
 	       "missing key 'hidden_size'");
 	expect("estimate --model " TEST_DATADIR "/hf/bad-truncated.json --gpu h100", 2,
 	       "bad-truncated.json: line 2, column 1: malformed JSON: unexpected end of file");
+	/* FSDP and torchtitan inputs: each names the option and what is wrong */
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --dp 8 --dp-shard 3 "
+	       "--global-batch 8", 2, "--dp-shard 3 does not divide dp 8");
+	expect("estimate --model llama3-8b --gpu h100 --dp 8 --dp-shard 4 --global-batch 8", 2,
+	       "--dp-shard 4: the megatron stack has no FSDP");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --reshard sometimes", 2,
+	       "--reshard: reshard 'sometimes': expected default, always or never");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --recompute-every 2", 2,
+	       "--recompute-every 2 needs --recompute full");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --pp 4 --global-batch 4 "
+	       "--schedule dualpipe-v --vpp 2", 2, "dualpipe-v schedule: 4 micro-batches, fewer than "
+	       "2 x pp = 8");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --stack-option compile=maybe",
+	       2, "--stack-option compile: 'maybe': expected on or off");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --stack-option "
+	       "grad_reduce=bf16", 2, "torchtitan reduces gradients in float32 only");
+	expect("estimate --model llama3-8b --gpu h100 --stack composer-fsdp --tp 2", 2,
+	       "the composer-fsdp stack runs data parallelism only");
+	expect("plan --model llama3-8b --gpu h100 --nodes 2 --global-batch 32 --dp-shard 4", 2,
+	       "--dp-shard/--reshard: the megatron stack has no FSDP");
+	expect("plan --model llama3-8b --gpu h100 --nodes 2 --global-batch 32 --stack torchtitan "
+	       "--recompute selective --recompute-every 2", 2, "--recompute-every 2 needs --recompute full");
 	expect("estimate --help", 0, "--distributed-optimizer");
 }
 END_TEST
