@@ -12,9 +12,14 @@ static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const attention_names[] = { "flash", "unfused" };
 static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
 	"1f1b", "interleaved", "zb-h1", "v-min", "v-half", "v-zb",
-	"gpipe", "interleaved-zb", "zbv", "dualpipe-v",
+	"gpipe", "interleaved-zb", "zbv", "dualpipe-v", "dualpipe",
 };
 static const char *const reshard_names[] = { "default", "always", "never" };
+/* Megatron-Core's names, in the order of enum pipette_recompute_module */
+static const char *const module_names[PIPETTE_RM_COUNT] = {
+	"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
+};
+static const char *const dispatcher_names[] = { "alltoall", "deepep" };
 
 void pipette_config_init(struct pipette_config *c)
 {
@@ -76,7 +81,12 @@ int pipette_schedule_is_v(enum pipette_schedule_kind k)
 {
 	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
 	       k == PIPETTE_SCHED_V_ZB || k == PIPETTE_SCHED_ZBV ||
-	       k == PIPETTE_SCHED_DUALPIPE_V;
+	       pipette_schedule_is_dualpipe(k);
+}
+
+int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k)
+{
+	return k == PIPETTE_SCHED_DUALPIPE_V || k == PIPETTE_SCHED_DUALPIPE;
 }
 
 int pipette_schedule_is_looped(enum pipette_schedule_kind k)
@@ -200,7 +210,7 @@ static int check_schedule(const struct pipette_config *c, struct pipette_err *er
 	} else if (c->vpp != 1 && !pipette_schedule_is_v(c->schedule)) {
 		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
 	}
-	if (c->schedule == PIPETTE_SCHED_DUALPIPE_V && mb < 2L * c->pp)
+	if (pipette_schedule_is_dualpipe(c->schedule) && mb < 2L * c->pp)
 		return pipette_fail(err, "%s schedule: %ld micro-batches, fewer than 2 x pp = %d",
 				    pipette_schedule_name(c->schedule), mb, 2 * c->pp);
 	return 0;
@@ -239,6 +249,60 @@ static int check_sharding(const struct pipette_config *c, struct pipette_err *er
 	if (st->fsdp && c->distributed_optimizer)
 		return pipette_fail(err, "--distributed-optimizer: the %s stack shards with FSDP "
 				    "(--dp-shard) instead", st->name);
+	return 0;
+}
+
+/* Recomputation by module and the MoE execution, as Megatron-Core
+ * validates them (tests/data/stacks/megatron-rules.tsv: recompute-modules,
+ * moe-overlap-reqs and the MoE rules after them). */
+static int check_moe(const struct pipette_model *m, const struct pipette_config *c,
+		     struct pipette_err *err)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	const struct pipette_moe_exec *x = &c->moe;
+	char mods[128];
+
+	if (c->recompute_modules && (c->recompute != PIPETTE_RECOMPUTE_SELECTIVE ||
+				     !st->recompute_modules))
+		return pipette_fail(err, "--recompute-modules needs --recompute selective and a "
+				    "stack with Megatron-Core's recompute modules (megatron, nemo)");
+	if (st->fixed_modules && (c->recompute != PIPETTE_RECOMPUTE_SELECTIVE ||
+				  c->recompute_modules != st->fixed_modules)) {
+		pipette_recompute_modules_format(st->fixed_modules, ",", mods, sizeof(mods));
+		return pipette_fail(err, "the %s stack recomputes exactly %s (--recompute selective "
+				    "--recompute-modules %s)", st->name, mods, mods);
+	}
+	if (!m->experts) {
+		if (x->ep_overlap || x->dispatcher != PIPETTE_DISPATCH_ALLTOALL ||
+		    x->capacity_factor > 0 || x->pad || x->imbalance > 0)
+			return pipette_fail(err, "EP overlap, the dispatcher, capacity and imbalance "
+					    "need a model with experts ('%s' has none)", m->name);
+		return 0;
+	}
+	if (x->dispatcher == PIPETTE_DISPATCH_DEEPEP ? !st->deepep : st->deepep == 2)
+		return pipette_fail(err, "--dispatcher %s: the %s stack %s", pipette_dispatcher_name(
+					    x->dispatcher), st->name, st->deepep == 2
+				    ? "always uses DeepEP's kernels" : "has no DeepEP dispatcher");
+	if (x->capacity_factor < 0 || x->capacity_factor > 64 || (x->pad && x->capacity_factor <= 0))
+		return pipette_fail(err, "--capacity-factor %g: expected 0 (dropless) or (0, 64]; "
+				    "padding to capacity needs one", x->capacity_factor);
+	if (x->capacity_factor > 0 && x->dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		return pipette_fail(err, "--capacity-factor: the DeepEP dispatcher is dropless");
+	if (x->imbalance != 0 && (x->imbalance < 1 || x->imbalance > (double)m->experts / m->topk))
+		return pipette_fail(err, "--imbalance %g: expected 1 to experts/topk = %g", x->imbalance,
+				    (double)m->experts / m->topk);
+	if (!x->ep_overlap)
+		return 0;
+	if (st->moe_overlap != 1)
+		return pipette_fail(err, "--ep-overlap: the %s stack %s", st->name, st->moe_overlap
+				    ? "always overlaps EP communication" : "has no EP overlap");
+	if (c->ep < 2 || (c->pp > 1 && c->schedule != PIPETTE_SCHED_INTERLEAVED) ||
+	    c->recompute == PIPETTE_RECOMPUTE_FULL ||
+	    (pipette_config_recompute_modules(c) & PIPETTE_RM_MOE) || m->mtp_layers > 1)
+		return pipette_fail(err, "--ep-overlap (--overlap-moe-expert-parallel-comm) needs "
+				    "ep > 1, the interleaved schedule when pp > 1, no full "
+				    "recomputation, no 'moe' recompute module and at most one MTP "
+				    "layer (Megatron-Core transformer_config.py:3002-3046)");
 	return 0;
 }
 
@@ -284,7 +348,7 @@ int pipette_config_check(const struct pipette_model *m,
 		return pipette_fail(err, "--global-batch %ld is not a multiple of "
 				    "dp %d x micro-batch %d", c->global_batch, c->dp,
 				    c->micro_batch);
-	if (check_schedule(c, err) || check_sharding(c, err))
+	if (check_schedule(c, err) || check_sharding(c, err) || check_moe(m, c, err))
 		return -1;
 	if (m->experts) {
 		if (m->experts % c->ep)
@@ -328,6 +392,72 @@ int pipette_reshard_parse(const char *s, enum pipette_reshard *out, struct pipet
 	if (i < 0)
 		return pipette_fail(err, "reshard '%.32s': expected default, always or never", s);
 	*out = (enum pipette_reshard)i;
+	return 0;
+}
+
+int pipette_recompute_modules_parse(const char *s, unsigned *out, struct pipette_err *err)
+{
+	char buf[256], *item, *save = NULL;
+	unsigned mods = 0;
+	int i;
+
+	if (pipette_strlcpy(buf, s, sizeof(buf)))
+		return pipette_fail(err, "recompute modules '%.32s...': too long", s);
+	for (item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
+		i = name_index(item, module_names, PIPETTE_RM_COUNT);
+		if (i < 0)
+			return pipette_fail(err, "recompute module '%.32s': expected core_attn, "
+					    "moe_act, layernorm, mla_up_proj, mlp, moe or "
+					    "shared_experts", item);
+		if (mods & (1u << i))
+			return pipette_fail(err, "recompute module %s listed twice", module_names[i]);
+		mods |= 1u << i;
+	}
+	if (!mods)
+		return pipette_fail(err, "empty recompute module list");
+	*out = mods;
+	return 0;
+}
+
+void pipette_recompute_modules_format(unsigned mods, const char *sep, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < PIPETTE_RM_COUNT && used < len; i++) {
+		if (!(mods & (1u << i)))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? sep : "",
+					 module_names[i]);
+	}
+}
+
+unsigned pipette_config_recompute_modules(const struct pipette_config *c)
+{
+	if (c->recompute != PIPETTE_RECOMPUTE_SELECTIVE)
+		return 0;
+	return c->recompute_modules ? c->recompute_modules : PIPETTE_RM_CORE_ATTN;
+}
+
+int pipette_config_ep_overlap(const struct pipette_config *c)
+{
+	return c->ep > 1 && (c->moe.ep_overlap || pipette_config_stack(c)->moe_overlap == 2);
+}
+
+const char *pipette_dispatcher_name(enum pipette_dispatcher d)
+{
+	return (unsigned)d < 2 ? dispatcher_names[d] : "?";
+}
+
+int pipette_dispatcher_parse(const char *s, enum pipette_dispatcher *out, struct pipette_err *err)
+{
+	int i = name_index(s, dispatcher_names, 2);
+
+	if (i < 0)
+		return pipette_fail(err, "dispatcher '%.32s': expected alltoall or deepep", s);
+	*out = (enum pipette_dispatcher)i;
 	return 0;
 }
 
@@ -558,7 +688,8 @@ void pipette_pins_init(struct pipette_pins *p)
 	for (i = 0; i < PIPETTE_INT_PINS; i++)
 		*(int *)((char *)p + int_pins[i].off) = -1;
 	p->schedule = p->recompute = p->sequence_parallel = p->distributed_optimizer = -1;
-	p->reshard = -1;
+	p->reshard = p->dispatcher = p->ep_overlap = -1;
+	p->recompute_modules = -1;
 	p->schedule_set = 0;
 }
 

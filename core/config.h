@@ -32,6 +32,11 @@ enum pipette_schedule_kind {
 	PIPETTE_SCHED_INTERLEAVED_ZB,	/* ScheduleInterleavedZeroBubble, W split */
 	PIPETTE_SCHED_ZBV,		/* ScheduleZBVZeroBubble: V, torch's fixed order */
 	PIPETTE_SCHED_DUALPIPE_V,	/* ScheduleDualPipeV (DeepSeek's DualPipeV) */
+	/* DeepSeek-V3's DualPipe (arXiv 2412.19437 §3.2.1): two copies of
+	 * the pipeline fed from both ends; timed as DualPipeV's order, its
+	 * half-size form (deepseek-ai/DualPipe README), with the parameters
+	 * and gradients of both copies (memory.c). */
+	PIPETTE_SCHED_DUALPIPE,
 	PIPETTE_SCHED_COUNT
 };
 
@@ -66,6 +71,60 @@ struct pipette_compression {
  * with it (pipette_reshard_resolve). */
 enum pipette_reshard { PIPETTE_RESHARD_DEFAULT, PIPETTE_RESHARD_ALWAYS, PIPETTE_RESHARD_NEVER };
 
+struct pipette_config;
+
+/* Megatron-Core's --recompute-modules (TransformerConfig.recompute_modules,
+ * megatron/core/transformer/transformer_config.py:560 and :1940-1989 of
+ * NVIDIA/Megatron-LM @d98e8a64): with selective recomputation, the
+ * submodules whose outputs are dropped after the forward pass and
+ * recomputed for the backward.  0 with selective = Megatron's default,
+ * core_attn alone. */
+enum pipette_recompute_module {
+	PIPETTE_RM_CORE_ATTN = 1u << 0,	/* the attention kernel */
+	PIPETTE_RM_MOE_ACT = 1u << 1,	/* the routed experts' activation function */
+	PIPETTE_RM_LAYERNORM = 1u << 2,	/* the input and pre-MLP norms */
+	PIPETTE_RM_MLA_UP_PROJ = 1u << 3,	/* MLA's Q and KV up-projections (and RoPE) */
+	PIPETTE_RM_MLP = 1u << 4,	/* a dense layer's MLP */
+	PIPETTE_RM_MOE = 1u << 5,	/* the whole MoE block */
+	PIPETTE_RM_SHARED_EXPERTS = 1u << 6,	/* the shared experts */
+};
+#define PIPETTE_RM_COUNT 7
+/* "core_attn,mla_up_proj" (commas or spaces), Megatron's names. */
+int pipette_recompute_modules_parse(const char *s, unsigned *out, struct pipette_err *err);
+/* The same back, separated by sep ("" for 0). */
+void pipette_recompute_modules_format(unsigned mods, const char *sep, char *buf, size_t len);
+/* The modules in effect: those of a selective configuration (0 -> core_attn),
+ * nothing otherwise. */
+unsigned pipette_config_recompute_modules(const struct pipette_config *c);
+/* Whether EP dispatch and combine overlap with computation: on request
+ * (moe.ep_overlap) or always in the stack (DualPipe). */
+int pipette_config_ep_overlap(const struct pipette_config *c);
+
+/* How routed tokens reach their experts (Megatron-Core's
+ * --moe-token-dispatcher-type): all-to-all over the EP group, or the flex
+ * dispatcher with DeepSeek's DeepEP kernels, which send a token once per
+ * destination node over the network and fan it out over NVLink. */
+enum pipette_dispatcher { PIPETTE_DISPATCH_ALLTOALL, PIPETTE_DISPATCH_DEEPEP };
+const char *pipette_dispatcher_name(enum pipette_dispatcher d);
+int pipette_dispatcher_parse(const char *s, enum pipette_dispatcher *out, struct pipette_err *err);
+
+/* MoE execution (models with experts; ignored otherwise). */
+struct pipette_moe_exec {
+	enum pipette_dispatcher dispatcher;
+	/* --moe-expert-capacity-factor: 0 = dropless; > 0 caps each expert
+	 * at factor x its balanced share and drops the excess, and with pad
+	 * (--moe-pad-expert-input-to-capacity) fills every expert to it. */
+	double capacity_factor;
+	int pad;
+	/* Dispatch and combine overlapped with another micro-batch's
+	 * computation (Megatron-Core's combined 1F1B,
+	 * --overlap-moe-expert-parallel-comm; DualPipe). */
+	int ep_overlap;
+	/* The busiest EP rank's routed tokens over the mean (>= 1); 0 = the
+	 * statistical default (timing.c moe_imbalance) or a routing trace. */
+	double imbalance;
+};
+
 enum pipette_mapping_mode { PIPETTE_MAP_OPTIMIZE, PIPETTE_MAP_BLOCK };
 /* srun: one task per GPU, any sigma; torchrun: one task per node, sigma is
  * a node order plus a per-node GPU permutation. */
@@ -88,6 +147,9 @@ struct pipette_pins {
 	int sequence_parallel;	/* 0/1 or -1 */
 	int distributed_optimizer;
 	int reshard;		/* enum pipette_reshard or -1 */
+	long recompute_modules;	/* enum pipette_recompute_module bits, or -1 */
+	int dispatcher;		/* enum pipette_dispatcher or -1 */
+	int ep_overlap;		/* 0/1 or -1 */
 };
 
 /* The integer pins, one table for every front end: "tp" ... "vpp" and
@@ -144,6 +206,8 @@ struct pipette_config {
 	int first_stage_layers;
 	int last_stage_layers;
 	struct pipette_compression compress;
+	unsigned recompute_modules;	/* with selective (enum pipette_recompute_module) */
+	struct pipette_moe_exec moe;
 };
 
 /* Parse "pp:16[:epilogue],dp:128[:stages=3],emb" (any subset, comma
@@ -206,6 +270,8 @@ const char *pipette_schedule_name(enum pipette_schedule_kind k);
  * rank r is stage k*p + r), and whether the backward's weight gradient
  * is a separate operation. */
 int pipette_schedule_is_v(enum pipette_schedule_kind k);
+/* DualPipeV or DualPipe (the same order here). */
+int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k);
 int pipette_schedule_is_looped(enum pipette_schedule_kind k);
 int pipette_schedule_splits_w(enum pipette_schedule_kind k);
 int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,

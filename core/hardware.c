@@ -15,7 +15,9 @@
  *          80 GB: 2039 GB/s; NVLink 600 GB/s bidirectional); DGX A100:
  *          one 200 Gb/s HDR NIC per GPU.
  *  [H100]  NVIDIA H100 datasheet (SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s,
- *          NVLink 900 GB/s bidirectional); DGX H100: one 400 Gb/s NDR per GPU.
+ *          NVLink 900 GB/s bidirectional; FP8 3,958 TFLOP/s with sparsity, 1,979
+ *          dense); DGX H100: one 400 Gb/s NDR per GPU.  H800 and H200 have the
+ *          same tensor cores.
  *  [H800]  The export variant of the H100 SXM: the H100's compute and HBM
  *          with NVLink cut to 400 GB/s bidirectional (NVIDIA H800 product
  *          brief); DeepSeek-V3's cluster (Liu et al., arXiv 2412.19437,
@@ -25,7 +27,8 @@
  *  [H200]  NVIDIA H200 datasheet (141 GB, 4.8 TB/s, 989 TFLOP/s dense BF16,
  *          NVLink 900 GB/s); HGX H200 with 400 Gb/s per GPU.
  *  [B200]  NVIDIA DGX B200 datasheet (1,440 GB HBM3e for 8 GPUs, 64 TB/s;
- *          72 PFLOP/s FP8 sparse training -> 2.25 PFLOP/s dense BF16 per GPU;
+ *          72 PFLOP/s FP8 sparse training -> 4.5 PFLOP/s dense FP8 and
+ *          2.25 PFLOP/s dense BF16 per GPU;
  *          NVLink 5: 1.8 TB/s bidirectional; 8x 400 Gb/s ConnectX-7).
  *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
  *  H200 143771 MiB), not the marketing GB.
@@ -65,22 +68,22 @@
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
 static const struct pipette_gpu_spec gpus[] = {
 	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * PIPETTE_MIB, 900.0,
-	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]" },
+	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0 },
 	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * PIPETTE_MIB, 1555.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]" },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0 },
 	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * PIPETTE_MIB, 2039.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]" },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0 },
 	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H100] [PROBE-H]" },
+	  "[H100] [PROBE-H]", 1979.0 },
 	{ "H800-SXM-80GB", "h800,h800-80gb,h800-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 200.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H800] [PROBE-H]" },
+	  "[H800] [PROBE-H]", 1979.0 },
 	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
 	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H200] [PROBE-H]" },
+	  "[H200] [PROBE-H]", 1979.0 },
 	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
-	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]" },
+	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0 },
 };
 
 size_t pipette_gpu_count(void)

@@ -31,6 +31,8 @@ struct pipette_gpu_spec {
 	double nvlink_eff;
 	double nic_eff;
 	const char *source;
+	/* dense FP8 tensor-core peak (0: no FP8 tensor cores) */
+	double fp8_tflops;
 };
 
 size_t pipette_gpu_count(void);

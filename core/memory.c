@@ -45,53 +45,120 @@ static double sac_ops_layer(const struct pipette_model *m, const struct pipette_
 	return s * b * (2.0 * h / (c->sequence_parallel ? t : 1.0) + 2.0 * h + shard / t);
 }
 
+/* The routed token copies an EP rank holds per micro-batch token: topk
+ * with balanced routing; the busiest rank receives `imbalance` times its
+ * share when dropless, at most capacity_factor times it when tokens are
+ * dropped, exactly that when padded to capacity (Megatron-Core's
+ * --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity,
+ * megatron-args.tsv). */
+double pipette_moe_routed_factor(const struct pipette_model *m, const struct pipette_config *c)
+{
+	double imb = c->moe.imbalance >= 1.0 ? c->moe.imbalance : 1.0;
+	double cf = c->moe.capacity_factor;
+
+	if (cf <= 0)
+		return m->topk * imb;
+	return m->topk * (c->moe.pad ? cf : fmin(imb, cf));
+}
+
+/* Attention's saved tensors, bytes per token: replicated across TP
+ * (unless sequence parallel) and split over TP by heads.  Standard
+ * attention keeps Q (qw), K and V (kvw each) and the output (qw) with a
+ * fused kernel (Korthikanti et al. Table 2, GQA widths after Fujii).
+ * MLA (DeepSeek-V2 §2.1; Megatron-Core multi_latent_attention.py) keeps
+ * the two compressed latents and their normed copies, the inputs of the
+ * up-projections (q_lora_rank and kv_lora_rank + the shared RoPE key),
+ * then the kernel's Q and K (heads x (nope + rope)), V and the output
+ * (heads x v_head_dim).  Recomputing mla_up_proj drops Q, K and V: the
+ * up-projections run again from the kept latents. */
+static void attention_saved(const struct pipette_model *m, unsigned mods, double *repl,
+			    double *shard)
+{
+	double qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double vw = pipette_model_v_width(m);
+
+	if (!m->kv_lora_rank) {
+		*repl = 0;
+		*shard = 2 * qw + 4 * kvw + 2 * qw;
+		return;
+	}
+	*repl = 2.0 * (2.0 * m->q_lora_rank + 2.0 * m->kv_lora_rank + m->qk_rope_dim);
+	*shard = 2.0 * vw;				/* the kernel's output */
+	if (!(mods & PIPETTE_RM_MLA_UP_PROJ))
+		*shard += 2.0 * (qw + kvw + vw);	/* Q, K, V */
+}
+
+/* The MLP side of a layer, bytes per token: shard (split over TP) and
+ * routed (per EP rank, already per token of this rank).  A dense MLP keeps
+ * ffn_tensors ffn-wide tensors; recomputing mlp drops them.  A MoE block
+ * keeps, per routed token copy, the permuted input (h) and the experts'
+ * intermediates (ffn_tensors x expert_ffn, split by expert TP; moe_act
+ * drops the activation's output, one of them), the router's fp32 logits,
+ * and the shared experts' intermediates (shared_experts drops them).
+ * Recomputing moe keeps only the block's input. */
+static void mlp_saved(const struct pipette_model *m, const struct pipette_config *c,
+		      int layer, unsigned mods, double ffn_tensors, double *shard,
+		      double *routed)
+{
+	double h = m->hidden, per;
+
+	*shard = *routed = 0;
+	if (!pipette_model_is_moe_layer(m, layer)) {
+		if (!(mods & PIPETTE_RM_MLP))
+			*shard = 2 * ffn_tensors * m->ffn;
+		return;
+	}
+	if (mods & PIPETTE_RM_MOE)
+		return;
+	if (m->shared_ffn && !(mods & PIPETTE_RM_SHARED_EXPERTS))
+		*shard = 2 * ffn_tensors * m->shared_ffn;
+	per = 2 * h + 2 * (ffn_tensors - (mods & PIPETTE_RM_MOE_ACT ? 1 : 0)) *
+		      m->expert_ffn / c->etp;
+	*routed = pipette_moe_routed_factor(m, c) * per + m->experts * 4.0;
+}
+
 /* Korthikanti et al. (MLSys'23) Table 2 per-block breakdown, generalised
  * to GQA, SwiGLU and MoE widths as Fujii's memory-estimator.js @837b9f48
  * does (okoge-kaz/okoge-kaz.github.io):
  *   replicated across TP unless sequence parallel: QKV input 2sbh, MLP
  *   input 2sbh, two norm inputs 4sbh, dropout masks sbh + sbh (GPT only);
- *   sharded by TP: Q 2sb*qw, K and V 2sb*kvw each, attention output
- *   2sb*qw, MLP intermediates 2sb*ffn per tensor (2 tensors for GELU,
- *   4 for SwiGLU: gate, up, activation, product — Fujii's 8*h_ffn);
+ *   sharded by TP: attention (attention_saved) and MLP intermediates
+ *   2sb*ffn per tensor (mlp_saved);
  *   attention scores 5as^2b (softmax 2, dropout mask 1, dropout output 2)
- *   with the unfused attention kernel and without selective recompute
- *   (fused attention keeps none). */
+ *   with the unfused attention kernel unless core_attn is recomputed
+ *   (fused attention keeps none).
+ * Megatron-Core's recompute modules drop what they recompute: layernorm
+ * the two norms' outputs (the QKV and MLP inputs), the others in
+ * attention_saved and mlp_saved. */
 double pipette_memory_layer_activations(const struct pipette_model *m,
 					const struct pipette_config *c, int layer)
 {
 	double s = (double)c->seq_len / c->cp, b = c->micro_batch, h = m->hidden;
-	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double t = c->tp, tokens = s * b;
 	double ffn_tensors = m->ffn_kind == PIPETTE_FFN_SWIGLU
 		? pipette_config_stack(c)->swiglu_saved : 2.0;
-	double repl, shard, mlp, scores = 0;
+	unsigned mods = pipette_config_recompute_modules(c);
+	double repl, shard, arepl, ashard, mshard, routed, scores = 0;
 
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)	/* only the layer input */
-		return 2.0 * s * b * h / (c->sequence_parallel ? t : 1.0);
+		return 2.0 * tokens * h / (c->sequence_parallel ? t : 1.0);
 	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE &&
 	    pipette_config_stack(c)->selective_ops && !pipette_model_is_moe_layer(m, layer))
 		return sac_ops_layer(m, c);
 
-	repl = s * b * (2 * h + 2 * h + 4 * h + (gpt_style(m) ? 2 * h : 0));
-	shard = s * b * (2 * qw + 4 * kvw + 2 * qw);
-	if (pipette_model_is_moe_layer(m, layer)) {
-		/* Routed tokens: with balanced routing each EP rank receives
-		 * s*b*topk token copies (its share of the group's), each with
-		 * an input copy and the expert's intermediates, sharded by
-		 * expert TP; plus router logits (fp32) and shared experts. */
-		mlp = s * b * m->topk * (2 * h + 2 * ffn_tensors * m->expert_ffn / c->etp);
-		mlp += s * b * m->experts * 4.0;
-		shard += s * b * 2 * ffn_tensors * m->shared_ffn;
-		if (c->sequence_parallel)	/* tokens already split over TP */
-			mlp /= t;
-	} else {
-		shard += s * b * 2 * ffn_tensors * m->ffn;
-		mlp = 0;
-	}
-	if (c->attention == PIPETTE_ATTN_UNFUSED && c->recompute == PIPETTE_RECOMPUTE_NONE)
+	attention_saved(m, mods, &arepl, &ashard);
+	mlp_saved(m, c, layer, mods, ffn_tensors, &mshard, &routed);
+	repl = tokens * ((mods & PIPETTE_RM_LAYERNORM ? 0 : 4 * h) + 4 * h + arepl +
+			 (gpt_style(m) ? 2 * h : 0));
+	shard = tokens * (ashard + mshard);
+	routed *= tokens;
+	if (c->sequence_parallel)	/* routed tokens already split over TP */
+		routed /= t;
+	if (c->attention == PIPETTE_ATTN_UNFUSED && !(mods & PIPETTE_RM_CORE_ATTN))
 		scores = 5.0 * m->heads * s * s * b;
 	if (c->sequence_parallel)
-		return (repl + shard + scores) / t + mlp;
-	return repl + (shard + scores) / t + mlp;
+		return (repl + shard + scores) / t + routed;
+	return repl + (shard + scores) / t + routed;
 }
 
 /* FSDP (the stack's fsdp fact) on a stage of P parameters (after TP and
@@ -254,6 +321,13 @@ void pipette_memory_stage(const struct pipette_model *m,
 		out->params_bytes = BYTES_PARAM * (dense + expert);
 		out->grads_bytes = st->grad_bytes * (dense + expert);
 		out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
+	}
+	/* DualPipe keeps two copies of the model's parameters (arXiv
+	 * 2412.19437 §3.2.1, Table 2: "2x"), each with its gradients; the
+	 * optimizer updates the one set of weights they share. */
+	if (c->schedule == PIPETTE_SCHED_DUALPIPE) {
+		out->params_bytes *= 2;
+		out->grads_bytes *= 2;
 	}
 
 	for (l = first; l < first + n; l++) {

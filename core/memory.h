@@ -55,6 +55,10 @@ struct pipette_memory {
 double pipette_memory_layer_activations(const struct pipette_model *m,
 					const struct pipette_config *c, int layer);
 
+/* Routed token copies the busiest EP rank holds per token of its own:
+ * topk, times the load imbalance (dropless) or the capacity factor. */
+double pipette_moe_routed_factor(const struct pipette_model *m, const struct pipette_config *c);
+
 /* Estimate stage s.  inflight: peak in-flight micro-batches held by the
  * stage, in units of full-stage micro-batches (from the schedule); pass a
  * negative value to use the schedule's analytic figure. */

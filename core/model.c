@@ -79,7 +79,8 @@ static const struct pipette_model presets[] = {
 	  .vocab = 256000, .max_seq = 4096, .moe_layer_freq = 1 },
 	/* DeepSeek-V3: github.com/deepseek-ai/DeepSeek-V3 @9b4e978,
 	 * inference/configs/config_671B.json lines 2-20 (dimensions, experts,
-	 * MLA ranks); the context (max_position_embeddings 163840) and the one
+	 * MLA ranks; lines 12-13: 8 expert groups, a token in at most 4 of
+	 * them, which DeepSeek-V3 §2.1.2 deploys as nodes); the context (max_position_embeddings 163840) and the one
 	 * MTP module (num_nextn_predict_layers 1) from the config.json of
 	 * huggingface.co/deepseek-ai/DeepSeek-V3. */
 	{ .name = "deepseek-v3", .source = "deepseek-ai/DeepSeek-V3 config_671B.json",
@@ -89,7 +90,7 @@ static const struct pipette_model presets[] = {
 	  .expert_ffn = 2048, .shared_experts = 1, .shared_ffn = 2048,
 	  .first_dense_layers = 3, .moe_layer_freq = 1, .q_lora_rank = 1536,
 	  .kv_lora_rank = 512, .qk_nope_dim = 128, .qk_rope_dim = 64,
-	  .v_head_dim = 128, .mtp_layers = 1 },
+	  .v_head_dim = 128, .mtp_layers = 1, .route_groups = 8, .route_group_topk = 4 },
 };
 
 size_t pipette_model_preset_count(void)
@@ -338,6 +339,21 @@ static int hf_deepseek(struct hf_ctx *c, struct pipette_model *m)
 		return -1;
 	m->mtp_layers = (int)v;
 	m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
+	v = 0;
+	if (hf_int(c, "n_group", 1, MAX_EXPERTS, 0, &v) < 0)
+		return -1;
+	m->route_groups = (int)v;
+	v = 0;
+	if (hf_int(c, "topk_group", 1, MAX_EXPERTS, 0, &v) < 0)
+		return -1;
+	m->route_group_topk = (int)v;
+	if (m->route_groups && (m->experts % m->route_groups ||
+				m->route_group_topk > m->route_groups)) {
+		pipette_fail(c->err, "%s: n_group %d and topk_group %d: the %d experts must split "
+			     "into n_group groups of which topk_group are used", c->path,
+			     m->route_groups, m->route_group_topk, m->experts);
+		return -1;
+	}
 	return 0;
 }
 
@@ -573,6 +589,13 @@ double pipette_model_kv_width(const struct pipette_model *m)
 	if (m->kv_lora_rank)	/* per-head K after decompression */
 		return (double)m->heads * (m->qk_nope_dim + m->qk_rope_dim);
 	return (double)m->kv_heads * m->head_dim;
+}
+
+double pipette_model_v_width(const struct pipette_model *m)
+{
+	if (m->kv_lora_rank)
+		return (double)m->heads * m->v_head_dim;
+	return pipette_model_kv_width(m);
 }
 
 static double ffn_params(const struct pipette_model *m, double ffn)

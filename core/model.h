@@ -46,6 +46,11 @@ struct pipette_model {
 	long shared_ffn;	/* their total FFN size (0 = none) */
 	int first_dense_layers;	/* leading layers that stay dense */
 	int moe_layer_freq;	/* every k-th layer after those is MoE (1 = all) */
+	/* Node-limited (group-limited) routing: the experts form route_groups
+	 * groups and a token may use at most route_group_topk of them
+	 * (DeepSeek-V3's n_group and topk_group; 0 = unlimited). */
+	int route_groups;
+	int route_group_topk;
 
 	/* Multi-head latent attention (DeepSeek-V2/V3); 0 = standard MHA/GQA. */
 	int q_lora_rank;
@@ -100,6 +105,8 @@ void pipette_model_layer_params(const struct pipette_model *m, int layer,
 /* Query and key/value projection widths (a*d_h and k*d_h; MLA-aware). */
 double pipette_model_q_width(const struct pipette_model *m);
 double pipette_model_kv_width(const struct pipette_model *m);
+/* Value width a*d_v (MLA: heads x v_head_dim; otherwise the K width). */
+double pipette_model_v_width(const struct pipette_model *m);
 double pipette_model_embedding_params(const struct pipette_model *m);
 /* Total parameters (embeddings, output layer if untied, final norm). */
 double pipette_model_params_total(const struct pipette_model *m);

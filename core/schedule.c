@@ -113,6 +113,7 @@ double pipette_schedule_inflight(enum pipette_schedule_kind kind, int p, int v,
 	case PIPETTE_SCHED_ZBV:
 		return min_d(min_d(2.0 * p, (double)m + 1 + stage), 2.0 * m) / 2;
 	case PIPETTE_SCHED_DUALPIPE_V:
+	case PIPETTE_SCHED_DUALPIPE:
 		/* PP + 1 stages' activations per device, PP = 2p stages
 		 * (deepseek-ai/DualPipe README.md, the comparison table):
 		 * every rank, since each runs F0 before B1 in step 4 */
@@ -1165,7 +1166,7 @@ static int build_lists(struct pipette_sched *s, struct wqueue *q, struct pipette
 			build_interleaved_zb(s, r, &len[r]);
 		else if (s->o.kind == PIPETTE_SCHED_ZBV)
 			build_zbv(s, r, &len[r]);
-		else if (s->o.kind == PIPETTE_SCHED_DUALPIPE_V) {
+		else if (pipette_schedule_is_dualpipe(s->o.kind)) {
 			if (dpv_queue(s, q, err))
 				return -1;
 			build_dualpipe_v(s, r, &len[r], q);
@@ -1391,7 +1392,7 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		if (v != 2)
 			return pipette_fail(err, "schedule %s: v=%d: V-shape schedules use 2 chunks per rank",
 					    name, v);
-		if (in->kind == PIPETTE_SCHED_DUALPIPE_V && in->m < 2L * in->p)
+		if (pipette_schedule_is_dualpipe(in->kind) && in->m < 2L * in->p)
 			return pipette_fail(err, "schedule %s: m=%ld: DualPipeV needs at least 2p = %d "
 					    "micro-batches (torch and DualPipe check it)", name, in->m,
 					    2 * in->p);

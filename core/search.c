@@ -494,7 +494,7 @@ static void reduced(const struct pipette_model *m, const struct pipette_config *
 
 	*r = *c;
 	if (mb > 2L * c->pp)
-		mb = c->schedule == PIPETTE_SCHED_DUALPIPE_V ? 2L * c->pp : c->pp;
+		mb = pipette_schedule_is_dualpipe(c->schedule) ? 2L * c->pp : c->pp;
 	if (!m->experts) {
 		r->dp = 1;
 		r->dp_shard = 1;	/* FSDP only adds time: still a bound */

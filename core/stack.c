@@ -97,6 +97,11 @@
 #define CF_OPTIM_BYTES ADAM_MOMENTS
 #define CF_REDUCE_BYTES 4.0
 #define CF_SYNC_EACH_MB 1
+/* DeepSeek-V3 (arXiv 2412.19437): fp32 master weights, BF16 AdamW
+ * moments (§3.3.3), and 20 of the H800's 132 SMs kept for communication
+ * (§3.2.2). */
+#define DS_OPTIM_BYTES (4.0 + 2.0 + 2.0)
+#define DS_COMM_SMS (20.0 / 132.0)
 
 static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	[PIPETTE_STACK_MEGATRON] = {
@@ -113,6 +118,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON,
 		.device_max_connections = 1, .core_flags = 1,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
+		.recompute_modules = 1, .moe_overlap = 1, .deepep = 1,
 	},
 	[PIPETTE_STACK_NEMO] = {
 		.id = PIPETTE_STACK_NEMO, .name = "nemo",
@@ -131,6 +137,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NEMO,
 		.device_max_connections = 1, .core_flags = 1,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
+		.recompute_modules = 1, .moe_overlap = 1, .deepep = 1,
 	},
 	/* The fork at 39f2c186 (tests/data/stacks/megatron-schedules.md §3):
 	 * untied embeddings only, no deferred embedding wgrad, DP overlap off
@@ -209,6 +216,36 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
 		.device_max_connections = 0, .core_flags = 0,
 		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 1,
+	},
+	/* DeepSeek-V3's framework as its report describes it (Liu et al.,
+	 * arXiv 2412.19437; tests/data/stacks/deepseek-v3.md has each
+	 * fact's section): no TP, DualPipe, ZeRO-1 (§3.2); FP8 GEMMs in the
+	 * linear layers, BF16 attention, gating, norms, embedding and head,
+	 * fp32 master weights and gradients, BF16 AdamW moments (§3.3.3:
+	 * 4 + 2 + 2 bytes of optimizer state); RMSNorm and the MLA
+	 * up-projections recomputed (§3.2.3); dispatch to at most 4 nodes,
+	 * sent once per node over InfiniBand and forwarded over NVLink, with
+	 * 20 of the H800's 132 SMs running the communication (§3.2.2); the
+	 * all-to-all hidden by DualPipe's forward/backward pairs (§3.2.1).
+	 * Not modelled: FP8 caching of activations (§3.3.3; the estimate
+	 * keeps them in BF16, an upper bound), and the EMA kept in CPU
+	 * memory (§3.2.3: no GPU memory). */
+	[PIPETTE_STACK_DEEPSEEK] = {
+		.id = PIPETTE_STACK_DEEPSEEK, .name = "deepseek",
+		.what = "DeepSeek-V3's own framework as its report describes it: DualPipe, FP8 "
+			"GEMMs, node-limited dispatch, ZeRO-1; estimate only",
+		.grad_bytes = 4, .optim_bytes = DS_OPTIM_BYTES, .optim_needs_distopt = 1,
+		.swiglu_saved = 3, .logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.elementwise_factor = 1.0,
+		.recompute_modules = 1,
+		.fixed_modules = PIPETTE_RM_LAYERNORM | PIPETTE_RM_MLA_UP_PROJ,
+		.moe_overlap = 2, .deepep = 2, .fp8_gemm = 1, .comm_sm_share = DS_COMM_SMS,
+		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = SCHED(PIPETTE_SCHED_DUALPIPE),
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
+		.device_max_connections = 0, .core_flags = 0,
+		.uneven_split = 1, .expert_tp = 0, .tied_embeddings = 0,
 	},
 };
 

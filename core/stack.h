@@ -19,6 +19,7 @@ enum pipette_stack_id {
 	PIPETTE_STACK_MEGATRON_2022,	/* the Megatron of the 2021-22 A100 papers */
 	PIPETTE_STACK_TORCHTITAN,	/* pytorch/torchtitan: FSDP2, DTensor TP, torch pipelining */
 	PIPETTE_STACK_COMPOSER_FSDP,	/* MosaicML Composer's FSDP1 (llm-foundry), estimate only */
+	PIPETTE_STACK_DEEPSEEK,		/* DeepSeek-V3's own framework, estimate only */
 	PIPETTE_STACK_COUNT
 };
 
@@ -84,6 +85,16 @@ struct pipette_stack {
 	/* torch.compile: the share of the elementwise (memory-bound) time
 	 * left once the compiler fuses it (1 = not compiled). */
 	double elementwise_factor;
+	/* Mixture of experts and precision. */
+	int recompute_modules;		/* Megatron-Core's --recompute-modules */
+	unsigned fixed_modules;		/* != 0: the only recomputation the stack runs */
+	/* EP dispatch/combine overlapped with another micro-batch's
+	 * computation: 0 never, 1 on request (Megatron-Core's combined 1F1B),
+	 * 2 always (DualPipe) */
+	int moe_overlap;
+	int deepep;			/* DeepEP's kernels: 0 no, 1 on request, 2 always */
+	int fp8_gemm;			/* the linear layers' GEMMs run in FP8 */
+	double comm_sm_share;		/* share of the SMs communication kernels hold */
 	/* Time. */
 	double tp_exposed;		/* share of TP communication not hidden by GEMMs */
 	int dp_overlap;			/* DP reduce-scatter / gather overlapped */

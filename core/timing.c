@@ -525,6 +525,25 @@ static double gemm_s(const struct pipette_gpu_spec *g, double flops)
 	return flops / (g->peak_tflops * 1e12 * eff);
 }
 
+/* A linear layer's GEMM in the stack's precision.  FP8 (DeepSeek-V3's
+ * framework, Liu et al., arXiv 2412.19437 §3.3) runs the throughput term
+ * at the FP8 peak; the fixed cost of a GEMM, gemm_half_gflop's worth at
+ * the BF16 rate (launch, prologue, epilogue), stays.  Communication
+ * kernels that hold SMs (comm_sm_share) take their share of the
+ * throughput.  Unmeasured: pipette-probe measures BF16 only. */
+static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
+		    double flops)
+{
+	double sm = 1.0 - st->comm_sm_share, fixed;
+
+	if (flops <= 0)
+		return 0;
+	if (!st->fp8_gemm || g->fp8_tflops <= 0)
+		return gemm_s(g, flops) / sm;
+	fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
+	return (flops / (g->fp8_tflops * 1e12 * g->gemm_eff_max) + fixed) / sm;
+}
+
 struct layer_times {
 	double f, b, w;		/* compute, s */
 	double attn_f;		/* attention-core forward, s (hides CP) */
@@ -538,16 +557,127 @@ static int flash_attention(const struct pipette_config *c)
 	return c->attention == PIPETTE_ATTN_FLASH;
 }
 
+/* Permutation: the dispatcher gathers each routed token copy into its
+ * expert's slot before the dispatch and scatters it back after the
+ * combine, a read and a write of h bf16 values each, and as much again in
+ * backward (Megatron-Core moe_utils.py permute/unpermute); the router's
+ * fp32 logits go through softmax and top-k, a few passes over T x E. */
+#define PERMUTE_PASSES 2.0
+#define ROUTER_PASSES 4.0
+
+/* The expected number of distinct nodes a token's topk experts sit on,
+ * of `nodes` nodes holding the EP group's experts evenly, when the
+ * router picks experts uniformly: nodes * (1 - (1 - 1/nodes)^topk);
+ * node-limited routing (DeepSeek-V3 §2.1.2: at most route_nodes nodes)
+ * caps it. */
+static double distinct_nodes(const struct pipette_model *m, int nodes)
+{
+	double d;
+
+	if (nodes <= 1)
+		return 1.0;
+	d = nodes * (1.0 - pow(1.0 - 1.0 / nodes, m->topk));
+	if (m->route_group_topk > 0 && m->route_groups >= nodes)
+		d = fmin(d, (double)m->route_group_topk * nodes / m->route_groups);
+	return d;
+}
+
+/* One direction of the EP exchange (dispatch, or combine: the same
+ * bytes back) for the busiest rank, whose `copies` routed token copies of
+ * h bf16 values come from (or go to) the EP group's ranks evenly.  The
+ * intra-node share moves over NVLink and the rest over the rank's NIC at
+ * once; an EP group spanning nodes pays its slowest inter-node path
+ * (group_links: the ring's slowest edges).  The all-to-all dispatcher
+ * sends every copy; DeepEP sends a token once per destination node
+ * (distinct_nodes) and fans it out over NVLink there (DeepEP's
+ * internode kernels: tests/data/stacks/deepseek-v3.md §4). */
+static double ep_exchange_s(const struct pipette_model *m, const struct pipette_config *c,
+			    const struct group_links *g, double tokens, double copies)
+{
+	double h = m->hidden, n = g->n, intra_b, inter_b, lat;
+
+	if (g->n <= 1 || copies <= 0)
+		return 0;
+	lat = (n - 1) * g->lat * 1e-6;
+	if (g->nodes <= 1 || g->per_node <= 1)
+		return lat + 2.0 * h * copies * (n - 1) / n / (g->bw * 1e9);
+	intra_b = 2.0 * h * copies * (g->per_node - 1) / n;
+	if (c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		inter_b = 2.0 * h * tokens * (copies / (tokens * m->topk)) *
+			  distinct_nodes(m, g->nodes) * (g->nodes - 1) / g->nodes;
+	else
+		inter_b = 2.0 * h * copies * (n - g->per_node) / n;
+	return fmax(intra_b / (g->intra_bw * 1e9), inter_b / (g->inter_bw * 1e9)) + lat;
+}
+
+/* The MoE block's computation, forward: the local experts' GEMMs on the
+ * busiest rank's routed tokens (pipette_moe_routed_factor: imbalance or
+ * capacity), the shared experts and the router GEMM, and the memory-bound
+ * permutation and routing. */
+static double moe_compute(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			  const struct pipette_config *c, double T, double mats)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double h = m->hidden, t = c->tp, local = (double)m->experts / c->ep;
+	double routed = T * pipette_moe_routed_factor(m, c);
+	double tok = routed / local, f = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
+
+	f += local * (lin_s(g, st, 2 * tok * h * m->expert_ffn * (mats - 1) / c->etp) +
+		      lin_s(g, st, 2 * tok * m->expert_ffn * h / c->etp)) * c->etp / t;
+	if (m->shared_ffn)
+		f += lin_s(g, st, 2 * T * h * m->shared_ffn * mats / t);
+	f += gemm_s(g, 2 * T * h * m->experts);			/* router, BF16 */
+	f += (PERMUTE_PASSES * 2 * 2.0 * h * routed + ROUTER_PASSES * 4.0 * T * m->experts) / bw;
+	return f;
+}
+
+/* What selective recomputation by module adds to a layer's backward: the
+ * forward of each recomputed module (memory.c drops what they save).
+ * `mem` is the layer's elementwise time; the norms are a fifth of the
+ * stored activations' traffic in a dense block (memory.c: 4h of ~20h per
+ * token). */
+static double modules_recompute(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+				const struct pipette_config *c, int moe, double T, double mats,
+				double mem, double attn, double moe_f)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	unsigned mods = pipette_config_recompute_modules(c);
+	double h = m->hidden, t = c->tp, r = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
+
+	if ((mods & PIPETTE_RM_CORE_ATTN) && !flash_attention(c))
+		r += attn + mem * 0.5;	/* attention core and its softmax */
+	if (mods & PIPETTE_RM_LAYERNORM)
+		r += 2 * 2 * 2.0 * T * h / bw;	/* two norms: read and write h */
+	if ((mods & PIPETTE_RM_MLA_UP_PROJ) && m->kv_lora_rank)
+		r += lin_s(g, st, 2 * T * (double)m->q_lora_rank * pipette_model_q_width(m) / t) +
+		     lin_s(g, st, 2 * T * (double)m->kv_lora_rank * m->heads *
+				   (m->qk_nope_dim + m->v_head_dim) / t);
+	if (!moe && (mods & PIPETTE_RM_MLP))
+		r += lin_s(g, st, 2 * T * h * m->ffn * mats / t);
+	if (moe && (mods & PIPETTE_RM_MOE))
+		r += moe_f;	/* the block again (its exchange: layer_times) */
+	else if (moe) {
+		if ((mods & PIPETTE_RM_SHARED_EXPERTS) && m->shared_ffn)
+			r += lin_s(g, st, 2 * T * h * m->shared_ffn * mats / t);
+		if (mods & PIPETTE_RM_MOE_ACT)	/* read 2 ffn, write ffn per copy */
+			r += 2.0 * 3 * m->expert_ffn / c->etp * T *
+			     pipette_moe_routed_factor(m, c) / bw;
+	}
+	return r;
+}
+
 static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 			const struct pipette_config *c, int layer,
 			const struct group_links *tp, const struct group_links *cp,
 			const struct group_links *ep, struct layer_times *lt)
 {
+	const struct pipette_stack *st = pipette_config_stack(c);
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double avw = m->kv_lora_rank ? pipette_model_v_width(m) : qw;
 	double mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3.0 : 2.0;
 	struct pipette_layer_params lp;
-	double gemm = 0, attn, attn_flops, act, mem, bytes_tp, cp_bytes, a2a;
+	double gemm = 0, attn, attn_flops, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
 	struct pipette_config none = *c;
 	int moe = pipette_model_is_moe_layer(m, layer);
 
@@ -555,38 +685,43 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	pipette_model_layer_params(m, layer, &lp);
 	/* Projections: QKV and output GEMMs sized by their own shapes. */
 	if (m->kv_lora_rank) {
-		gemm += gemm_s(g, 2 * T * lp.attn / t);
+		gemm += lin_s(g, st, 2 * T * lp.attn / t);
 	} else {
-		gemm += gemm_s(g, 2 * T * h * (qw + 2 * kvw) / t);
-		gemm += gemm_s(g, 2 * T * qw * h / t);
+		gemm += lin_s(g, st, 2 * T * h * (qw + 2 * kvw) / t);
+		gemm += lin_s(g, st, 2 * T * qw * h / t);
 	}
 	if (moe) {
-		/* Each local expert's GEMM sees the group's tokens routed to it:
-		 * T * topk * ep / experts (balanced routing). */
-		double tok = T * m->topk * c->ep / m->experts;
-		int local = m->experts / c->ep;
-
-		gemm += local * (gemm_s(g, 2 * tok * h * m->expert_ffn * (mats - 1) / c->etp) +
-				 gemm_s(g, 2 * tok * m->expert_ffn * h / c->etp)) *
-			c->etp / t;
-		if (m->shared_ffn)
-			gemm += gemm_s(g, 2 * T * h * m->shared_ffn * mats / t);
-		gemm += gemm_s(g, 2 * T * h * m->experts);	/* router */
+		moe_f = moe_compute(m, g, c, T, mats);
+		gemm += moe_f;
 	} else {
-		gemm += gemm_s(g, 2 * T * h * m->ffn * (mats - 1) / t);
-		gemm += gemm_s(g, 2 * T * m->ffn * h / t);
+		gemm += lin_s(g, st, 2 * T * h * m->ffn * (mats - 1) / t);
+		gemm += lin_s(g, st, 2 * T * m->ffn * h / t);
 	}
-	/* Attention core: QK^T and AV, 4*T*s*qw FLOPs (Narayanan et al.);
-	 * FlashAttention skips the causal half. */
-	attn_flops = 4.0 * T * c->seq_len * qw / t * (flash_attention(c) ? 0.5 : 1.0);
-	attn = pipette_config_stack(c)->attn_utilization > 0
-	       ? attn_flops / (g->peak_tflops * 1e12 * pipette_config_stack(c)->attn_utilization)
-	       : gemm_s(g, attn_flops);
+	/* Attention core: QK^T (query-key width) and AV (value width), 2*T*s
+	 * FLOPs per unit of each (Narayanan et al.'s 4*T*s*h when both are h;
+	 * MLA's differ); FlashAttention skips the causal half.  BF16 in every
+	 * stack (DeepSeek-V3 §3.3 keeps attention out of FP8). */
+	attn_flops = 2.0 * T * c->seq_len * (qw + avw) / t * (flash_attention(c) ? 0.5 : 1.0);
+	attn = st->attn_utilization > 0
+	       ? attn_flops / (g->peak_tflops * 1e12 * st->attn_utilization)
+	       : gemm_s(g, attn_flops) / (1.0 - st->comm_sm_share);
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
 	act = pipette_memory_layer_activations(m, &none, layer);
-	mem = ELEMENTWISE_PASSES * act / (g->hbm_gbps * 1e9 * HBM_EFF) *
-	      pipette_config_stack(c)->elementwise_factor;
+	mem = ELEMENTWISE_PASSES * act / (g->hbm_gbps * 1e9 * HBM_EFF) * st->elementwise_factor;
+
+	/* EP: dispatch and combine, each one exchange of the routed copies
+	 * (tokens split over TP with SP). */
+	if (moe && c->ep > 1) {
+		double tok = T / (c->sequence_parallel ? t : 1.0);
+		double copies = tok * fmin(pipette_moe_routed_factor(m, c),
+					   c->moe.capacity_factor > 0 && !c->moe.pad
+					   ? m->topk * c->moe.capacity_factor : HUGE_VAL);
+
+		ep_one = 2 * ep_exchange_s(m, c, ep, tok, copies);
+		lt->ep_f = ep_one;
+		lt->ep_b = ep_one;
+	}
 
 	lt->attn_f = attn;
 	lt->f = gemm + attn + mem;
@@ -597,24 +732,26 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	 * 2.5x. */
 	lt->b = gemm + (flash_attention(c) ? 2.5 : 2.0) * attn + 2 * mem;
 	lt->w = gemm;				/* weight gradients */
-	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
 		lt->b += lt->f;
-	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE &&
-		 pipette_config_stack(c)->selective_ops && !moe)
+		lt->ep_b += lt->ep_f;
+	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && st->selective_ops && !moe) {
 		/* per-op SAC (memory.c, sac_ops_layer): the unsaved matmuls
 		 * (wk, wo, w3) and the elementwise forward run again */
 		lt->b += gemm_s(g, 2 * T * h * kvw / t) + gemm_s(g, 2 * T * qw * h / t) +
 			 (mats > 2 ? gemm_s(g, 2 * T * h * m->ffn / t) : 0) + mem;
-	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && !flash_attention(c))
-		lt->b += attn + mem * 0.5;	/* attention core and its softmax */
+	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE) {
+		lt->b += modules_recompute(m, g, c, moe, T, mats, mem, attn, moe_f);
+		if (moe && (pipette_config_recompute_modules(c) & PIPETTE_RM_MOE))
+			lt->ep_b += ep_one;
+	}
 
 	/* TP: two all-reduces of the layer's activations forward and two
 	 * backward (all-gather + reduce-scatter with SP: the same volume),
 	 * of which the stack leaves tp_exposed unhidden (userbuffers
 	 * pipeline them with the GEMMs: stack.h). */
 	bytes_tp = 2.0 * T * h;
-	lt->tp_f = 2 * coll_time(COLL_AR, tp, bytes_tp) *
-		   pipette_stack_tp_exposed(pipette_config_stack(c), c);
+	lt->tp_f = 2 * coll_time(COLL_AR, tp, bytes_tp) * pipette_stack_tp_exposed(st, c);
 	lt->tp_b = lt->tp_f;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		lt->tp_b += lt->tp_f;
@@ -625,13 +762,6 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 		lt->cp_f = fmax(0, (c->cp - 1) * pipette_p2p_s(cp_bytes, cp->bw, cp->lat) - attn);
 		lt->cp_b = fmax(0, 2 * (c->cp - 1) * pipette_p2p_s(cp_bytes, cp->bw, cp->lat) -
 				   2 * attn);
-	}
-	/* EP: dispatch and combine all-to-all, each moving T*topk hidden
-	 * vectors per rank (tokens split over TP with SP). */
-	if (moe && c->ep > 1) {
-		a2a = 2.0 * T * m->topk * h / (c->sequence_parallel ? t : 1.0);
-		lt->ep_f = 2 * coll_time(COLL_A2A, ep, a2a);
-		lt->ep_b = lt->ep_f;
 	}
 }
 
@@ -773,7 +903,29 @@ struct stage_times {
 	double tpc, cpc, epc;	/* the TP, CP and EP communication inside them */
 	double lf, lb;		/* the transformer layers' share of f and b + w */
 	double dpc;		/* FSDP collectives exposed inside f and b */
+	double eph;		/* EP exchanges hidden by overlap */
 };
+
+/* EP overlap (Megatron-Core's combined 1F1B, DualPipe): a micro-batch's
+ * forward runs beside another's backward, and each side's dispatch and
+ * combine hide behind the other side's computation.  Only paired
+ * operations overlap: the forwards before the first backward (the
+ * schedule's warm-up, about its in-flight chunks) and the matching
+ * backwards of the cool-down run alone.  Returns the share of a layer's
+ * EP time left exposed. */
+static double ep_exposed_share(const struct pipette_config *c, int s,
+			       const struct layer_times *lt)
+{
+	int v = pipette_config_chunks(c);
+	long mb = pipette_config_microbatches(c);
+	double comm = lt->ep_f + lt->ep_b, comp = lt->f + lt->b + lt->w, warm, alone;
+
+	if (!pipette_config_ep_overlap(c) || comm <= 0 || mb < 1)
+		return 1.0;
+	warm = pipette_schedule_inflight(c->schedule, c->pp, v, mb, s) * v - 1;
+	alone = fmin(1.0, fmax(1.0, warm) / ((double)mb * v));
+	return alone + (1.0 - alone) * fmax(0.0, comm - comp) / comm;
+}
 
 /* The layers of stage s: compute plus the TP, CP and EP collectives inside
  * each layer, on the stage's slowest group of each kind.  A stage's dense
@@ -811,6 +963,13 @@ static void stage_layers(struct pipette_timer *t, const struct placement *pl,
 			have[is_moe][rec] = 1;
 		}
 		lt = kinds[is_moe][rec];
+		if (lt.ep_f + lt.ep_b > 0) {
+			double keep = ep_exposed_share(c, s, &lt);
+
+			st->eph += (lt.ep_f + lt.ep_b) * (1.0 - keep);
+			lt.ep_f *= keep;
+			lt.ep_b *= keep;
+		}
 		st->lf += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
 		st->lb += lt.b + lt.tp_b + lt.cp_b + lt.ep_b + lt.w;
 		st->f += lt.f + lt.tp_f + lt.cp_f + lt.ep_f;
@@ -1175,6 +1334,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			out->tp_comm_s = st.tpc * mb;
 			out->cp_comm_s = st.cpc * mb;
 			out->ep_comm_s = st.epc * mb;
+			out->ep_hidden_s = st.eph * mb;
 			in_pipe_dp = st.dpc * mb;
 			out->stage_f_s = st.f;
 			out->stage_b_s = st.b;

@@ -30,7 +30,8 @@ struct pipette_time {
 	double bubble_s;	/* pipeline makespan minus that stage's busy time */
 	double tp_comm_s;	/* exposed TP collectives on that stage */
 	double cp_comm_s;	/* exposed context-parallel exchanges */
-	double ep_comm_s;	/* expert all-to-all */
+	double ep_comm_s;	/* expert dispatch and combine left exposed */
+	double ep_hidden_s;	/* of them, what overlap with computation hides */
 	double pp_comm_s;	/* point-to-point sends of that stage (mostly hidden) */
 	double pp_exposed_s;	/* what PP transfers add to the makespan */
 	double dp_comm_s;	/* gradient reduction (+ parameter gather) */

@@ -372,14 +372,16 @@ START_TEST(test_expert_alltoall)
 	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
 					    NULL, 0, &tm, &err) == 0, "%s", err.msg);
 	ck_assert_double_eq_tol(tm.ep_comm_s, 32 * 4 * one, 1e-9);
-	/* On 2 nodes x 2 GPUs the EP group spans both nodes: the all-to-all's
-	 * slowest edge is the NIC (50 x 0.9 = 45 GB/s, 20 us): 3*20us +
-	 * (3/4)*S/45e9 = 1178 us, 5.8x the NVLink figure. */
+	/* On 2 nodes x 2 GPUs the EP group spans both nodes: a rank's one
+	 * peer on its node takes S/4 over NVLink while the two on the other
+	 * node take S/2 over the NIC (50 x 0.9 = 45 GB/s) at once, with the
+	 * ring's largest latency (20 us) per step: 3*20us + S/2/45e9 =
+	 * 805.7 us, 4.0x the NVLink figure. */
 	pipette_cluster_destroy(cl);
 	cl = nominal(2, 2, "h100");
 	ck_assert_int_eq(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
 					       NULL, 0, &tm, &err), 0);
-	ck_assert(tm.ep_comm_s > 4 * 32 * 4 * one);
+	ck_assert_double_eq_tol(tm.ep_comm_s, 32 * 4 * (60e-6 + 0.5 * 67108864.0 / 45e9), 1e-9);
 	pipette_timer_destroy(t);
 	pipette_cluster_destroy(cl);
 }
