@@ -63,7 +63,7 @@
  * Narayanan et al. Table 1 and Korthikanti et al. Table 5 (0.69, above)
  * over the raw cuBLAS efficiency of large A100 GEMMs in [CALC]'s
  * a100_80g.json (0.95 at >= 128 GFLOP, line 6). */
-#define FRAMEWORK_SHARE (0.69 / 0.95)
+#define FRAMEWORK_SHARE PIPETTE_FRAMEWORK_SHARE
 #define H100_RAW ((806.4 + 808.7) / 2 / 989.0)	/* [PROBE-H] */
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
 static const struct pipette_gpu_spec gpus[] = {

@@ -12,6 +12,10 @@
 #define PIPETTE_MIB (1024.0 * 1024.0)
 #define PIPETTE_GIB (1024.0 * PIPETTE_MIB)
 
+/* The end-to-end share of the raw GEMM ceiling a framework attains
+ * (hardware.c: Megatron's 0.69 over Calculon's 0.95 on A100). */
+#define PIPETTE_FRAMEWORK_SHARE (0.69 / 0.95)
+
 struct pipette_gpu_spec {
 	const char *name;	/* canonical, e.g. "H100-SXM-80GB" */
 	const char *aliases;	/* comma-separated, lower case */

@@ -100,7 +100,7 @@ static void mlp_saved(const struct pipette_model *m, const struct pipette_config
 		      int layer, unsigned mods, double ffn_tensors, double *shard,
 		      double *routed)
 {
-	double h = m->hidden, per;
+	double h = m->hidden, per, ab;
 
 	*shard = *routed = 0;
 	if (!pipette_model_is_moe_layer(m, layer)) {
@@ -112,8 +112,11 @@ static void mlp_saved(const struct pipette_model *m, const struct pipette_config
 		return;
 	if (m->shared_ffn && !(mods & PIPETTE_RM_SHARED_EXPERTS))
 		*shard = 2 * ffn_tensors * m->shared_ffn;
-	per = 2 * h + 2 * (ffn_tensors - (mods & PIPETTE_RM_MOE_ACT ? 1 : 0)) *
-		      m->expert_ffn / c->etp;
+	/* FP8 stacks cache the experts' input and the SwiGLU's input in
+	 * FP8, one byte each (DeepSeek-V3 §3.3.3) */
+	ab = pipette_config_stack(c)->fp8_gemm ? 1.0 : 2.0;
+	per = ab * h + (ab * 2 + 2 * (ffn_tensors - 2 - (mods & PIPETTE_RM_MOE_ACT ? 1 : 0))) *
+		       m->expert_ffn / c->etp;
 	*routed = pipette_moe_routed_factor(m, c) * per + m->experts * 4.0;
 }
 
@@ -128,8 +131,8 @@ static void mlp_saved(const struct pipette_model *m, const struct pipette_config
  *   with the unfused attention kernel unless core_attn is recomputed
  *   (fused attention keeps none).
  * Megatron-Core's recompute modules drop what they recompute: layernorm
- * the two norms' outputs (the QKV and MLP inputs), the others in
- * attention_saved and mlp_saved. */
+ * the outputs of the norms that stand alone (MLA's input norm, a MoE
+ * block's pre-MLP norm), the others in attention_saved and mlp_saved. */
 double pipette_memory_layer_activations(const struct pipette_model *m,
 					const struct pipette_config *c, int layer)
 {
@@ -148,8 +151,13 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 
 	attention_saved(m, mods, &arepl, &ashard);
 	mlp_saved(m, c, layer, mods, ffn_tensors, &mshard, &routed);
-	repl = tokens * ((mods & PIPETTE_RM_LAYERNORM ? 0 : 4 * h) + 4 * h + arepl +
-			 (gpt_style(m) ? 2 * h : 0));
+	repl = tokens * (8 * h + arepl + (gpt_style(m) ? 2 * h : 0));
+	/* Transformer Engine fuses a norm into the linear after it unless
+	 * that is MLA's down-projection or a MoE router (the norms it can
+	 * recompute: megatron-moe notes, tests/data/stacks/README.md) */
+	if (mods & PIPETTE_RM_LAYERNORM)
+		repl -= tokens * 2 * h * ((m->kv_lora_rank ? 1 : 0) +
+					  pipette_model_is_moe_layer(m, layer));
 	shard = tokens * (ashard + mshard);
 	routed *= tokens;
 	if (c->sequence_parallel)	/* routed tokens already split over TP */
@@ -323,12 +331,11 @@ void pipette_memory_stage(const struct pipette_model *m,
 		out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
 	}
 	/* DualPipe keeps two copies of the model's parameters (arXiv
-	 * 2412.19437 §3.2.1, Table 2: "2x"), each with its gradients; the
-	 * optimizer updates the one set of weights they share. */
-	if (c->schedule == PIPETTE_SCHED_DUALPIPE) {
+	 * 2412.19437 §3.2.1, Table 2: "2x"); they are one set of weights,
+	 * whose gradients accumulate in one buffer and one optimizer updates
+	 * (inference: the table doubles the parameters only). */
+	if (c->schedule == PIPETTE_SCHED_DUALPIPE)
 		out->params_bytes *= 2;
-		out->grads_bytes *= 2;
-	}
 
 	for (l = first; l < first + n; l++) {
 		struct pipette_config kept = *c;

@@ -253,6 +253,8 @@ static int compute_hash(struct pipette_plan *p)
 		(int)c->schedule, (int)c->attention, c->first_stage_layers, c->last_stage_layers);
 	fprintf(f, "compress=%d,%d,%d,%d,%d\n", z->pp_rank, z->pp_epilogue_only, z->dp_rank,
 		z->dp_stages, z->fused_embedding);
+	fprintf(f, "moe=%u,%d,%d,%.6g,%d,%.6g\n", c->recompute_modules, (int)c->moe.dispatcher,
+		c->moe.ep_overlap, c->moe.capacity_factor, c->moe.pad, c->moe.imbalance);
 	fprintf(f, "predicted=%.4f,%.2f,%.4f\n", p->time.iteration_s, p->mem.peak_bytes / PIPETTE_GIB,
 		pipette_plan_mapping_gain(p));
 	for (i = 0; i < p->nodes; i++)
@@ -355,6 +357,7 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.seq_len = req->seq_len;
 	in.mem_fraction = req->mem_fraction;
 	in.pins = req->pins;
+	in.moe = req->moe;
 	in.compress = req->compress;
 	in.attention = req->attention;
 	in.stack = &p->stack;

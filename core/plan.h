@@ -33,6 +33,9 @@ struct pipette_request {
 	enum pipette_attention attention;
 	int attention_given;	/* 0: the stack's kernel */
 	struct pipette_pins pins;
+	/* MoE execution the job fixes: capacity factor, padding, imbalance
+	 * (the dispatcher and EP overlap are pins). */
+	struct pipette_moe_exec moe;
 	enum pipette_mapping_mode mapping;
 	enum pipette_launch_mode launch;
 	long budget;		/* search/mapping iteration budget (0 = default) */

@@ -47,4 +47,10 @@ struct pipette_plan {
 	char sharding_note[256];
 };
 
+/* Megatron's --pipeline-model-parallel-layout of the plan (render/
+ * megatron.c), appended to a; whether the launch needs it (an uneven
+ * interleaved split). */
+void pipette_plan_layout(const struct pipette_plan *plan, struct pipette_args *a);
+int pipette_plan_uses_layout(const struct pipette_plan *plan);
+
 #endif

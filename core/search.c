@@ -61,6 +61,9 @@ int pipette_config_cmp(const struct pipette_config *a, const struct pipette_conf
 	CMP_FIELD(compress.dp_rank);
 	CMP_FIELD(compress.dp_stages);
 	CMP_FIELD(compress.fused_embedding);
+	CMP_FIELD(recompute_modules);
+	CMP_FIELD(moe.dispatcher);
+	CMP_FIELD(moe.ep_overlap);
 	return 0;
 }
 
@@ -166,6 +169,56 @@ static int consider(struct search *s, const struct pipette_config *c)
 	return 1;
 }
 
+/* The recomputation levels, lightest first: none; selective, which is
+ * Megatron's core_attn or the stack's own; for stacks with Megatron-Core's
+ * recompute modules, selective sets that each add modules, ordered by what
+ * their recomputation costs against what they free: the norms and the
+ * experts' activation (elementwise), MLA's up-projections (small GEMMs
+ * against the largest saved tensors), the dense MLPs and shared experts,
+ * the whole MoE block (its exchange again); full.  Modules a model does
+ * not have are left out, and sets that come out equal are tried once.  A
+ * stack with fixed modules runs those only; pinned modules are the one
+ * selective level. */
+static int recompute_plan(const struct search *s, int rcs[8], unsigned mods[8])
+{
+	const struct pipette_model *m = s->in->model;
+	const struct pipette_stack *st = s->in->stack ? s->in->stack
+		: pipette_stack_get(PIPETTE_STACK_MEGATRON_2022);
+	const struct pipette_pins *pn = &s->in->pins;
+	unsigned have = PIPETTE_RM_CORE_ATTN | PIPETTE_RM_LAYERNORM, add = 0;
+	static const unsigned steps[] = {
+		PIPETTE_RM_LAYERNORM | PIPETTE_RM_MOE_ACT, PIPETTE_RM_MLA_UP_PROJ,
+		PIPETTE_RM_MLP | PIPETTE_RM_SHARED_EXPERTS, PIPETTE_RM_MOE,
+	};
+	int n = 0, i;
+
+	if (st->fixed_modules) {
+		rcs[0] = PIPETTE_RECOMPUTE_SELECTIVE, mods[0] = st->fixed_modules;
+		return 1;
+	}
+	if (pn->recompute_modules > 0) {
+		rcs[0] = PIPETTE_RECOMPUTE_SELECTIVE, mods[0] = (unsigned)pn->recompute_modules;
+		return 1;
+	}
+	if (m->experts)
+		have |= PIPETTE_RM_MOE_ACT | PIPETTE_RM_MOE |
+			(m->shared_ffn ? PIPETTE_RM_SHARED_EXPERTS : 0);
+	if (m->kv_lora_rank)
+		have |= PIPETTE_RM_MLA_UP_PROJ;
+	if (!m->experts || m->first_dense_layers || m->moe_layer_freq > 1)
+		have |= PIPETTE_RM_MLP;
+	rcs[n] = PIPETTE_RECOMPUTE_NONE, mods[n++] = 0;
+	rcs[n] = PIPETTE_RECOMPUTE_SELECTIVE, mods[n++] = 0;
+	for (i = 0; st->recompute_modules && i < (int)(sizeof(steps) / sizeof(steps[0])); i++) {
+		if (!(steps[i] & have & ~add))
+			continue;
+		add |= steps[i] & have;
+		rcs[n] = PIPETTE_RECOMPUTE_SELECTIVE, mods[n++] = PIPETTE_RM_CORE_ATTN | add;
+	}
+	rcs[n] = PIPETTE_RECOMPUTE_FULL, mods[n++] = 0;
+	return n;
+}
+
 /* Recomputation from none to full: each level only adds compute (the
  * forward pass of what it drops, Korthikanti et al., MLSys'23), so once a
  * level fits the heavier ones cannot be faster and are counted as
@@ -173,24 +226,67 @@ static int consider(struct search *s, const struct pipette_config *c)
 static int recompute_levels(struct search *s, struct pipette_config *c)
 {
 	const struct pipette_pins *pn = &s->in->pins;
-	int rc, fit;
+	int rcs[8], n, i, fit;
+	unsigned mods[8];
 
-	for (rc = 0; rc < 3; rc++) {
-		if (!pinned_ok(pn->recompute, rc))
+	n = recompute_plan(s, rcs, mods);
+	for (i = 0; i < n; i++) {
+		if (!pinned_ok(pn->recompute, rcs[i]))
 			continue;
 		/* every k-th layer only when asked: torchtitan after v0.2.2
 		 * cannot say it (its recipe form is the default launch) */
-		c->recompute = (enum pipette_recompute)rc;
-		c->recompute_every = rc == PIPETTE_RECOMPUTE_FULL && pn->recompute_every > 0
+		c->recompute = (enum pipette_recompute)rcs[i];
+		c->recompute_modules = mods[i];
+		c->recompute_every = rcs[i] == PIPETTE_RECOMPUTE_FULL && pn->recompute_every > 0
 				     ? pn->recompute_every : 1;
 		if ((fit = consider(s, c)) < 0)
 			return -1;
 		if (fit) {
-			s->st->dominated += 2 - rc;
+			s->st->dominated += n - 1 - i;
 			break;
 		}
 	}
 	c->recompute_every = 1;
+	c->recompute_modules = 0;
+	return 0;
+}
+
+static int sharding_levels(struct search *s, struct pipette_config *c);
+
+/* MoE execution: the dispatcher (DeepEP where the stack has it and the EP
+ * group has more than one rank; Megatron-Core's all-to-all otherwise) and
+ * the EP overlap of combined 1F1B, each tried where valid; capacity and
+ * imbalance come with the request, never searched (dropping tokens changes
+ * training). */
+static int moe_levels(struct search *s, struct pipette_config *c)
+{
+	const struct pipette_pins *pn = &s->in->pins;
+	const struct pipette_stack *st = pipette_config_stack(c);
+	int d, ov;
+
+	c->moe = s->in->moe;
+	if (!s->in->model->experts || c->ep == 1) {
+		c->moe.dispatcher = st->deepep == 2 ? PIPETTE_DISPATCH_DEEPEP : PIPETTE_DISPATCH_ALLTOALL;
+		c->moe.ep_overlap = 0;
+		if (!s->in->model->experts)
+			memset(&c->moe, 0, sizeof(c->moe));
+		return sharding_levels(s, c);
+	}
+	for (d = 0; d < 2; d++) {
+		if (!pinned_ok(pn->dispatcher, d) ||
+		    (d == PIPETTE_DISPATCH_DEEPEP ? !st->deepep : st->deepep == 2) ||
+		    (d == PIPETTE_DISPATCH_DEEPEP && c->moe.capacity_factor > 0))
+			continue;
+		c->moe.dispatcher = (enum pipette_dispatcher)d;
+		for (ov = 0; ov < 2; ov++) {
+			if (!pinned_ok(pn->ep_overlap, ov) || (ov && st->moe_overlap != 1))
+				continue;
+			c->moe.ep_overlap = ov;
+			if (sharding_levels(s, c))
+				return -1;
+		}
+	}
+	c->moe = s->in->moe;
 	return 0;
 }
 
@@ -230,9 +326,11 @@ static int sharding_levels(struct search *s, struct pipette_config *c)
 
 /* Uneven first/last stage splits (first, last) worth trying for pp
  * stages of L layers: the middle stages hold q = floor or ceil of L/pp
- * and the ends share the rest, each within one layer of q, so the
- * embedding (first) and the logits (last) stages may hold fewer layers.
- * (0, 0) = even, listed when L divides. */
+ * and the ends share the rest, each from one layer to q + 1, so the
+ * embedding (first) and the logits, loss and MTP (last) stages may hold
+ * fewer layers (NVIDIA's DeepSeek-V3 layout puts 4 layers first and 1
+ * last: tests/data/stacks/nemo-deepseek-v3.md).  (0, 0) = even, listed
+ * when L divides. */
 static int uneven_splits(int L, int pp, int fl[][2], int max)
 {
 	int n = 0, q, f, k;
@@ -244,10 +342,10 @@ static int uneven_splits(int L, int pp, int fl[][2], int max)
 	for (q = L / pp; q <= (L + pp - 1) / pp; q++) {
 		int rem = L - q * (pp - 2);
 
-		for (f = q - 1; f <= q + 1; f++) {
+		for (f = q + 1; f >= 1; f--) {
 			int l = rem - f, dup = 0;
 
-			if (f < 1 || l < 1 || l < q - 1 || l > q + 1)
+			if (l < 1 || l > q + 1)
 				continue;
 			if (f == q && l == q && L % pp == 0)
 				continue;	/* that is the even split */
@@ -293,11 +391,15 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 			if (!pinned_ok(pn->vpp, vpp))
 				continue;
 			if (pipette_schedule_is_looped((enum pipette_schedule_kind)sched) &&
-			    m->layers % (c->pp * vpp))
+			    m->layers % (c->pp * vpp) && !pipette_config_stack(c)->uneven_split)
 				continue;
 			c->vpp = vpp;
-			if (vlo == 1 && pipette_config_stack(c)->uneven_split) {
-				nfl = uneven_splits(m->layers, c->pp, fl, 16);
+			/* interleaved: uneven only where the layers do not
+			 * divide over the virtual stages */
+			if (!pipette_schedule_is_v((enum pipette_schedule_kind)sched) &&
+			    pipette_config_stack(c)->uneven_split &&
+			    (vpp == 1 || m->layers % (c->pp * vpp))) {
+				nfl = uneven_splits(m->layers, c->pp * vpp, fl, 16);
 			} else {
 				nfl = 1;
 				fl[0][0] = fl[0][1] = 0;
@@ -332,7 +434,7 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 						for (fli = 0; fli < nfl; fli++) {
 							c->first_stage_layers = fl[fli][0];
 							c->last_stage_layers = fl[fli][1];
-							if (sharding_levels(s, c))
+							if (moe_levels(s, c))
 								return -1;
 						}
 					}

@@ -72,6 +72,9 @@ struct pipette_search_input {
 	/* The training stack (NULL: megatron-2022): every configuration
 	 * carries it, and only the schedules it runs are searched. */
 	const struct pipette_stack *stack;
+	/* MoE execution the request fixes: capacity factor, padding and
+	 * imbalance (the dispatcher and EP overlap are searched). */
+	struct pipette_moe_exec moe;
 };
 
 struct pipette_candidate {

@@ -102,6 +102,16 @@
  * (§3.2.2). */
 #define DS_OPTIM_BYTES (4.0 + 2.0 + 2.0)
 #define DS_COMM_SMS (20.0 / 132.0)
+/* FP8 GEMMs with DeepSeek-V3's fine-grained (1x128, 128x128) scaling on
+ * H800, on the training shapes of its experts (4 or 8 groups of 8192 or
+ * 4096 tokens, 7168 x 4096 and 2048 x 7168): DeepGEMM's first release
+ * measured 1297, 1099, 1288 and 1093 TFLOP/s, 1.2, 1.2, 1.2 and 1.1 times
+ * DeepSeek's "internally and carefully optimized implementation based on
+ * CUTLASS 3.6" (deepseek-ai/DeepGEMM @a6d97a1 README.md:11, 42-45), the
+ * kernels of the training: 1080.8, 915.8, 1073.3 and 993.6 TFLOP/s, on
+ * average 0.513 of the 1979 TFLOP/s FP8 peak.  Not modelled: the
+ * quantization passes over HBM (§3.5.2). */
+#define DS_FP8_RAW (((1297.0 / 1.2 + 1099.0 / 1.2 + 1288.0 / 1.2 + 1093.0 / 1.1) / 4) / 1979.0)
 
 static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	[PIPETTE_STACK_MEGATRON] = {
@@ -223,12 +233,14 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	 * linear layers, BF16 attention, gating, norms, embedding and head,
 	 * fp32 master weights and gradients, BF16 AdamW moments (§3.3.3:
 	 * 4 + 2 + 2 bytes of optimizer state); RMSNorm and the MLA
-	 * up-projections recomputed (§3.2.3); dispatch to at most 4 nodes,
+	 * up-projections recomputed (§3.2.3), and the experts' SwiGLU
+	 * output, whose input is cached in FP8 like the experts' input
+	 * (§3.3.3: moe_act in Megatron's terms); dispatch to at most 4 nodes,
 	 * sent once per node over InfiniBand and forwarded over NVLink, with
 	 * 20 of the H800's 132 SMs running the communication (§3.2.2); the
 	 * all-to-all hidden by DualPipe's forward/backward pairs (§3.2.1).
-	 * Not modelled: FP8 caching of activations (§3.3.3; the estimate
-	 * keeps them in BF16, an upper bound), and the EMA kept in CPU
+	 * Not modelled: FP8 caching of activations outside the experts
+	 * (§3.3.3; kept in BF16, an upper bound), and the EMA kept in CPU
 	 * memory (§3.2.3: no GPU memory). */
 	[PIPETTE_STACK_DEEPSEEK] = {
 		.id = PIPETTE_STACK_DEEPSEEK, .name = "deepseek",
@@ -240,8 +252,9 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.reserve_fraction = RESERVE_FRACTION, .reserve_floor_bytes = RESERVE_FLOOR_BYTES,
 		.elementwise_factor = 1.0,
 		.recompute_modules = 1,
-		.fixed_modules = PIPETTE_RM_LAYERNORM | PIPETTE_RM_MLA_UP_PROJ,
-		.moe_overlap = 2, .deepep = 2, .fp8_gemm = 1, .comm_sm_share = DS_COMM_SMS,
+		.fixed_modules = PIPETTE_RM_LAYERNORM | PIPETTE_RM_MLA_UP_PROJ | PIPETTE_RM_MOE_ACT,
+		.moe_overlap = 2, .deepep = 2, .fp8_gemm = 1, .fp8_raw = DS_FP8_RAW,
+		.comm_sm_share = DS_COMM_SMS,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = SCHED(PIPETTE_SCHED_DUALPIPE),
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
 		.device_max_connections = 0, .core_flags = 0,
@@ -406,6 +419,15 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->swiglu_saved = b ? TT_COMPILE_SWIGLU_SAVED : stacks[s->id].swiglu_saved;
 		return 0;
 	}
+	if (!strcmp(key, "fp8")) {
+		if (on_off(key, v, &b, err))
+			return -1;
+		if (b && s->form != PIPETTE_FORM_NONE)
+			return pipette_fail(err, "--stack-option fp8=on: only an estimate-only stack "
+					    "(deepseek) models FP8 GEMMs");
+		s->fp8_gemm = b;
+		return 0;
+	}
 	if (!strcmp(key, "reserve")) {
 		double f;
 
@@ -415,7 +437,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		return 0;
 	}
 	return pipette_fail(err, "--stack-option '%.48s': unknown key '%s' (known: grad_reduce, "
-			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states, compile)", kv, key);
+			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states, compile, "
+			    "fp8)", kv, key);
 }
 
 double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)

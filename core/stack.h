@@ -94,6 +94,7 @@ struct pipette_stack {
 	int moe_overlap;
 	int deepep;			/* DeepEP's kernels: 0 no, 1 on request, 2 always */
 	int fp8_gemm;			/* the linear layers' GEMMs run in FP8 */
+	double fp8_raw;			/* their kernels' attained share of the FP8 peak */
 	double comm_sm_share;		/* share of the SMs communication kernels hold */
 	/* Time. */
 	double tp_exposed;		/* share of TP communication not hidden by GEMMs */

@@ -527,10 +527,11 @@ static double gemm_s(const struct pipette_gpu_spec *g, double flops)
 
 /* A linear layer's GEMM in the stack's precision.  FP8 (DeepSeek-V3's
  * framework, Liu et al., arXiv 2412.19437 §3.3) runs the throughput term
- * at the FP8 peak; the fixed cost of a GEMM, gemm_half_gflop's worth at
- * the BF16 rate (launch, prologue, epilogue), stays.  Communication
- * kernels that hold SMs (comm_sm_share) take their share of the
- * throughput.  Unmeasured: pipette-probe measures BF16 only. */
+ * at the FP8 peak times the stack's kernels' measured share of it
+ * (fp8_raw) and the framework's share of that (PIPETTE_FRAMEWORK_SHARE,
+ * as for BF16); the fixed cost of a GEMM, gemm_half_gflop's worth at the
+ * BF16 rate (launch, prologue, epilogue), stays.  Communication kernels
+ * that hold SMs (comm_sm_share) take their share of the throughput. */
 static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
 		    double flops)
 {
@@ -538,10 +539,10 @@ static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack
 
 	if (flops <= 0)
 		return 0;
-	if (!st->fp8_gemm || g->fp8_tflops <= 0)
+	if (!st->fp8_gemm || g->fp8_tflops <= 0 || st->fp8_raw <= 0)
 		return gemm_s(g, flops) / sm;
 	fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
-	return (flops / (g->fp8_tflops * 1e12 * g->gemm_eff_max) + fixed) / sm;
+	return (flops / (g->fp8_tflops * 1e12 * st->fp8_raw * PIPETTE_FRAMEWORK_SHARE) + fixed) / sm;
 }
 
 struct layer_times {
@@ -584,7 +585,7 @@ static double distinct_nodes(const struct pipette_model *m, int nodes)
 
 /* One direction of the EP exchange (dispatch, or combine: the same
  * bytes back) for the busiest rank, whose `copies` routed token copies of
- * h bf16 values come from (or go to) the EP group's ranks evenly.  The
+ * h values of eb bytes come from (or go to) the EP group's ranks evenly.  The
  * intra-node share moves over NVLink and the rest over the rank's NIC at
  * once; an EP group spanning nodes pays its slowest inter-node path
  * (group_links: the ring's slowest edges).  The all-to-all dispatcher
@@ -592,9 +593,9 @@ static double distinct_nodes(const struct pipette_model *m, int nodes)
  * (distinct_nodes) and fans it out over NVLink there (DeepEP's
  * internode kernels: tests/data/stacks/deepseek-v3.md §4). */
 static double ep_exchange_s(const struct pipette_model *m, const struct pipette_config *c,
-			    const struct group_links *g, double tokens, double copies)
+			    const struct group_links *g, double tokens, double copies, double eb)
 {
-	double h = m->hidden, n = g->n, intra_b, inter_b, lat;
+	double h = eb / 2.0 * m->hidden, n = g->n, intra_b, inter_b, lat;
 
 	if (g->n <= 1 || copies <= 0)
 		return 0;
@@ -633,9 +634,7 @@ static double moe_compute(const struct pipette_model *m, const struct pipette_gp
 
 /* What selective recomputation by module adds to a layer's backward: the
  * forward of each recomputed module (memory.c drops what they save).
- * `mem` is the layer's elementwise time; the norms are a fifth of the
- * stored activations' traffic in a dense block (memory.c: 4h of ~20h per
- * token). */
+ * `mem` is the layer's elementwise time. */
 static double modules_recompute(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 				const struct pipette_config *c, int moe, double T, double mats,
 				double mem, double attn, double moe_f)
@@ -646,8 +645,8 @@ static double modules_recompute(const struct pipette_model *m, const struct pipe
 
 	if ((mods & PIPETTE_RM_CORE_ATTN) && !flash_attention(c))
 		r += attn + mem * 0.5;	/* attention core and its softmax */
-	if (mods & PIPETTE_RM_LAYERNORM)
-		r += 2 * 2 * 2.0 * T * h / bw;	/* two norms: read and write h */
+	if (mods & PIPETTE_RM_LAYERNORM)	/* the stand-alone norms (memory.c) */
+		r += ((m->kv_lora_rank ? 1 : 0) + moe) * 2 * 2.0 * T * h / bw;
 	if ((mods & PIPETTE_RM_MLA_UP_PROJ) && m->kv_lora_rank)
 		r += lin_s(g, st, 2 * T * (double)m->q_lora_rank * pipette_model_q_width(m) / t) +
 		     lin_s(g, st, 2 * T * (double)m->kv_lora_rank * m->heads *
@@ -718,7 +717,10 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 					   c->moe.capacity_factor > 0 && !c->moe.pad
 					   ? m->topk * c->moe.capacity_factor : HUGE_VAL);
 
-		ep_one = 2 * ep_exchange_s(m, c, ep, tok, copies);
+		/* FP8 stacks dispatch in FP8 and combine in BF16
+		 * (DeepSeek-V3 §3.3.4) */
+		ep_one = ep_exchange_s(m, c, ep, tok, copies, st->fp8_gemm ? 1.0 : 2.0) +
+			 ep_exchange_s(m, c, ep, tok, copies, 2.0);
 		lt->ep_f = ep_one;
 		lt->ep_b = ep_one;
 	}

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
+#include "experts.h"
+#include "stack.h"
 #include "hardware.h"
 #include "limits.h"
 #include "model.h"
@@ -161,5 +164,80 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	}
 	*names = out;
 	*n = (int)k;
+	return 0;
+}
+
+int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
+		   const char **routing)
+{
+	struct pipette_err err;
+
+	if (!strcmp(name, "--recompute-modules")) {
+		if (pipette_recompute_modules_parse(v, &c->recompute_modules, &err))
+			return cli_error("--recompute-modules: %s", err.msg);
+		if (c->recompute == PIPETTE_RECOMPUTE_NONE)
+			c->recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	} else if (!strcmp(name, "--dispatcher")) {
+		if (pipette_dispatcher_parse(v, &c->moe.dispatcher, &err))
+			return cli_error("--dispatcher: %s", err.msg);
+	} else if (!strcmp(name, "--capacity-factor")) {
+		if (cli_double(name, v, 0, 64, &c->moe.capacity_factor))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--imbalance")) {
+		if (cli_double(name, v, 1, 65536, &c->moe.imbalance))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--routing")) {
+		if (cli_check_input(name, v))
+			return PIPETTE_EXIT_USAGE;
+		*routing = v;
+	} else {
+		return CLI_NOT_MINE;
+	}
+	return 0;
+}
+
+void cli_stack_defaults(const struct pipette_model *m, struct pipette_config *c)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+
+	if (st->fixed_modules && c->recompute == PIPETTE_RECOMPUTE_NONE && !c->recompute_modules) {
+		c->recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		c->recompute_modules = st->fixed_modules;
+	}
+	if (m->experts && st->deepep == 2)
+		c->moe.dispatcher = PIPETTE_DISPATCH_DEEPEP;
+}
+
+int cli_routing_imbalance(const char *path, const struct pipette_model *m,
+			  struct pipette_config *c)
+{
+	struct pipette_routing *r = NULL;
+	struct pipette_err err;
+	int L, E, l, e, per;
+	double sum = 0;
+
+	if (!m->experts || c->ep < 1 || m->experts % c->ep)
+		return cli_error("--routing: needs a model with experts and --ep dividing them");
+	if (pipette_routing_read(path, m, &r, &err))
+		return cli_error("--routing: %s", err.msg);
+	L = pipette_routing_layers(r);
+	E = pipette_routing_experts(r);
+	per = E / c->ep;
+	for (l = 0; l < L; l++) {
+		double busiest = 0, total = 0;
+		int k;
+
+		for (k = 0; k < c->ep; k++) {
+			double load = 0;
+
+			for (e = k * per; e < (k + 1) * per; e++)
+				load += pipette_routing_load(r, l, e);
+			busiest = load > busiest ? load : busiest;
+			total += load;
+		}
+		sum += total > 0 ? busiest / (total / c->ep) : 1.0;
+	}
+	pipette_routing_destroy(r);
+	c->moe.imbalance = L ? sum / L : 1.0;
 	return 0;
 }

@@ -75,6 +75,25 @@ int cli_check_input(const char *opt, const char *path);
  * DIR, may be NULL) would read, if any; a preset needs no file. */
 int cli_check_model(const char *model, const char *models_dir);
 
+/* The MoE options of estimate: --recompute-modules, --dispatcher,
+ * --capacity-factor, --imbalance, --routing FILE (kept in *routing).
+ * 0 when taken, PIPETTE_EXIT_USAGE after an error, CLI_NOT_MINE for
+ * another option. */
+#define CLI_NOT_MINE (-1)
+struct pipette_config;
+struct pipette_model;
+int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
+		   const char **routing);
+/* What a stack always does, where the options left it unsaid: its fixed
+ * recompute modules, its only dispatcher. */
+void cli_stack_defaults(const struct pipette_model *m, struct pipette_config *c);
+/* The load imbalance a routing trace (pipette-routing/1) measures on c's
+ * EP ranks, Megatron's contiguous placement: the mean over MoE layers of
+ * the busiest rank's tokens over the mean rank's.  0 or
+ * PIPETTE_EXIT_USAGE with the message printed. */
+int cli_routing_imbalance(const char *path, const struct pipette_model *m,
+			  struct pipette_config *c);
+
 /* Pretty byte counts: "12.34 GiB". */
 const char *cli_gib(double bytes, char *buf, unsigned size);
 

@@ -80,6 +80,7 @@ struct estimate_opts {
 	int global_batch_set, seq_len_set, attention_set;
 	double mem_fraction;	/* 0: the stack's rule */
 	const char *stack, *stack_options;
+	const char *routing;	/* a routing trace: the imbalance it measures */
 	enum pipette_reshard reshard;	/* as given: default until resolved */
 	enum pipette_format fmt;
 };
@@ -116,7 +117,8 @@ static const char *const value_options[] = {
 	"--gpus-per-node", "--compress", "--calibration", "--timeline", "--models-dir",
 	"--global-batch", "--seq-len", "--mem-fraction", "--recompute", "--schedule",
 	"--attention", "--format", "--stack", "--stack-option", "--dp-shard",
-	"--recompute-every", "--reshard", NULL
+	"--recompute-every", "--reshard", "--recompute-modules", "--dispatcher",
+	"--capacity-factor", "--imbalance", "--routing", NULL
 };
 
 static int parse(int argc, char **argv, struct estimate_opts *o)
@@ -124,7 +126,7 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 	struct cli_seen seen = { .n = 0 };
 	struct pipette_err err;
 	char name[64];
-	int i;
+	int i, rc;
 
 	memset(o, 0, sizeof(*o));
 	pipette_config_init(&o->cfg);
@@ -144,6 +146,10 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		}
 		if (!strcmp(a, "--distributed-optimizer")) {
 			o->cfg.distributed_optimizer = 1;
+			continue;
+		}
+		if (!strcmp(a, "--ep-overlap") || !strcmp(a, "--pad-to-capacity")) {
+			*(a[2] == 'e' ? &o->cfg.moe.ep_overlap : &o->cfg.moe.pad) = 1;
 			continue;
 		}
 		if (strncmp(a, "--", 2))
@@ -199,6 +205,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 			if (pipette_attention_parse(v, &o->cfg.attention, &err))
 				return cli_error("--attention: %s", err.msg);
 			o->attention_set = 1;
+		} else if ((rc = cli_moe_option(name, v, &o->cfg, &o->routing)) != CLI_NOT_MINE) {
+			if (rc)
+				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--stack") || !strcmp(name, "--stack-option")) {
 			*(name[7] ? &o->stack_options : &o->stack) = v;
 		} else if (!strcmp(name, "--format")) {
@@ -372,6 +381,9 @@ static void print_time(const struct pipette_time *t)
 	printf("  pipeline (simulated)  %8.3f s  = compute %.3f + TP %.3f + CP %.3f + EP %.3f"
 	       " + bubble %.3f\n", t->makespan_s, t->compute_s, t->tp_comm_s, t->cp_comm_s,
 	       t->ep_comm_s, t->bubble_s);
+	if (t->ep_comm_s > 0 || t->ep_hidden_s > 0)
+		printf("  EP dispatch+combine   %8.3f s  exposed (%.3f s more hidden by overlap)\n",
+		       t->ep_comm_s, t->ep_hidden_s);
 	printf("  PP transfers          %8.3f s  (%.3f s on the critical path)\n",
 	       t->pp_comm_s, t->pp_exposed_s);
 	printf("  DP gradient sync      %8.3f s  (%.3f s exposed)\n", t->dp_comm_s,
@@ -381,6 +393,25 @@ static void print_time(const struct pipette_time *t)
 	printf("  exposed communication %8.3f s\n", t->exposed_comm_s);
 	printf("  per micro-batch on the busiest stage: F %.2f ms  B %.2f ms  W %.2f ms\n",
 	       1e3 * t->stage_f_s, 1e3 * t->stage_b_s, 1e3 * t->stage_w_s);
+}
+
+/* Recompute modules and the MoE execution, when they apply. */
+static void print_moe(const struct pipette_model *m, const struct pipette_config *c)
+{
+	char mods[160];
+
+	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && c->recompute_modules) {
+		pipette_recompute_modules_format(c->recompute_modules, ",", mods, sizeof(mods));
+		printf("recompute modules %s\n", mods);
+	}
+	if (!m->experts)
+		return;
+	printf("MoE: dispatcher %s  EP overlap %s  %s  routed tokens on the busiest rank "
+	       "%.3f x topk\n", pipette_dispatcher_name(c->moe.dispatcher),
+	       pipette_config_ep_overlap(c) ? "on" : "off",
+	       c->moe.capacity_factor > 0 ? (c->moe.pad ? "padded to capacity" : "drops over capacity")
+					  : "dropless",
+	       pipette_moe_routed_factor(m, c) / m->topk);
 }
 
 static void print_table(const struct pipette_model *m, const struct pipette_gpu_spec *g,
@@ -406,6 +437,7 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 		       pipette_config_dp_replicate(c), pipette_config_dp_replicate(c) == 1 ? "" : "s",
 		       pipette_reshard_name(c->reshard),
 		       c->recompute_every > 1 ? ", full recomputation every k-th layer" : "");
+	print_moe(m, c);
 	putchar('\n');
 	printf("%5s %6s %8s %9s %9s %9s %9s %9s %9s %9s\n", "STAGE", "LAYERS", "IN-FLT",
 	       "PARAMS", "GRADS", "OPTIM", "ACTIV", "OTHER", "RESERVE", "TOTAL");
@@ -498,6 +530,9 @@ int cmd_estimate(int argc, char **argv)
 		return cli_error("--seq-len: %s", err.msg);
 	if (!o.global_batch_set)
 		o.cfg.global_batch = (long)o.cfg.dp * o.cfg.micro_batch;
+	cli_stack_defaults(&m, &o.cfg);
+	if (o.routing && cli_routing_imbalance(o.routing, &m, &o.cfg))
+		return PIPETTE_EXIT_USAGE;
 	if (pipette_config_check(&m, &o.cfg, &err))
 		return cli_error("%s", err.msg);
 	rc = PIPETTE_EXIT_USAGE;

@@ -14,11 +14,48 @@ static int zb_fork(const struct pipette_plan *plan)
 	return plan->stack.form == PIPETTE_FORM_MEGATRON_ZB;
 }
 
-/* Pipeline layout: virtual stages and uneven ends. */
+/* --pipeline-model-parallel-layout (megatron-rules.tsv layout-grammar,
+ * layout-content): the virtual stages in order, '|' between them, E for
+ * the embedding on the first, t per decoder layer, then m per MTP layer and
+ * L for the loss on the last.  Megatron derives VPP from it. */
+void pipette_plan_layout(const struct pipette_plan *plan, struct pipette_args *a)
+{
+	const struct pipette_config *c = &plan->cfg;
+	int V = c->pp * pipette_config_chunks(c), vs, k;
+
+	for (vs = 0; vs < V; vs++) {
+		int n = pipette_config_vstage_layers(&plan->model, c, vs);
+
+		pipette_arg(a, "%s%s", vs ? "|" : "", vs ? "" : "E");
+		for (k = 0; k < n; k++)
+			pipette_arg(a, "t");
+	}
+	for (k = 0; k < plan->model.mtp_layers; k++)
+		pipette_arg(a, "m");
+	pipette_arg(a, "L");
+}
+
+int pipette_plan_uses_layout(const struct pipette_plan *plan)
+{
+	const struct pipette_config *c = &plan->cfg;
+
+	return (c->first_stage_layers || c->last_stage_layers) &&
+	       c->schedule == PIPETTE_SCHED_INTERLEAVED && !zb_fork(plan);
+}
+
+/* Pipeline layout: virtual stages and uneven ends.  Megatron's
+ * --decoder-first/last-pipeline-num-layers count a whole pipeline rank's
+ * layers, which its chunks share (megatron-rules.tsv uneven-*): an uneven
+ * interleaved split is written as a layout. */
 static void layout_args(const struct pipette_plan *plan, struct pipette_args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
 
+	if (pipette_plan_uses_layout(plan)) {
+		pipette_arg(a, " --pipeline-model-parallel-layout ");
+		pipette_plan_layout(plan, a);
+		return;
+	}
 	if (c->schedule == PIPETTE_SCHED_INTERLEAVED) {
 		if (zb_fork(plan))
 			pipette_arg(a, " --num-layers-per-virtual-pipeline-stage %d",
@@ -58,11 +95,36 @@ static void zb_schedule_args(const struct pipette_config *c, struct pipette_args
 
 static void recompute_args(const struct pipette_config *c, struct pipette_args *a)
 {
-	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
+	char mods[160];
+
+	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && c->recompute_modules) {
+		pipette_recompute_modules_format(c->recompute_modules, " ", mods, sizeof(mods));
+		pipette_arg(a, " --recompute-granularity selective --recompute-modules %s", mods);
+	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
 		pipette_arg(a, " --recompute-granularity selective");
 	else if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		pipette_arg(a, " --recompute-granularity full --recompute-method uniform "
 		    "--recompute-num-layers 1");
+}
+
+/* The MoE execution the prediction assumes (megatron-args.tsv and the MoE
+ * rules of megatron-rules.tsv): grouped GEMMs (moe_act recomputation
+ * needs them), the dispatcher (DeepEP is the flex dispatcher's deepep
+ * backend), capacity and padding, the combined-1F1B overlap. */
+static void moe_args(const struct pipette_plan *plan, struct pipette_args *a)
+{
+	const struct pipette_config *c = &plan->cfg;
+
+	pipette_arg(a, " --moe-grouped-gemm");
+	if (c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		pipette_arg(a, " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep");
+	else
+		pipette_arg(a, " --moe-token-dispatcher-type alltoall");
+	if (c->moe.capacity_factor > 0)
+		pipette_arg(a, " --moe-expert-capacity-factor %g%s", c->moe.capacity_factor,
+		    c->moe.pad ? " --moe-pad-expert-input-to-capacity" : "");
+	if (c->moe.ep_overlap)
+		pipette_arg(a, " --overlap-moe-expert-parallel-comm");
 }
 
 /* What the prediction assumes, named: BF16 training, the gradient
@@ -128,7 +190,11 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 		pipette_arg(&a, " --expert-model-parallel-size %d", c->ep);
 		if (!zb_fork(plan))
 			pipette_arg(&a, " --expert-tensor-parallel-size %d", c->etp);
+		if (!zb_fork(plan))
+			moe_args(plan, &a);
 	}
+	if (plan->model.mtp_layers && !zb_fork(plan))
+		pipette_arg(&a, " --mtp-num-layers %d", plan->model.mtp_layers);
 	layout_args(plan, &a);
 	if (zb_fork(plan))
 		zb_schedule_args(c, &a);

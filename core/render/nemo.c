@@ -16,6 +16,38 @@ static const char *py_bool(int b)
 	return b ? "True" : "False";
 }
 
+/* Selective recomputation, with the modules as a Python list. */
+static void recompute_keys(const struct pipette_config *c, struct pipette_args *a)
+{
+	char mods[160];
+
+	pipette_arg(a, " model.config.recompute_granularity=selective");
+	if (!c->recompute_modules)
+		return;
+	pipette_recompute_modules_format(c->recompute_modules, ",", mods, sizeof(mods));
+	pipette_arg(a, " model.config.recompute_modules=[%s]", mods);
+}
+
+/* The MoE execution (nemo-keys.tsv, MoE rows): the dispatcher as NeMo's
+ * DeepSeek-V3 recipe sets DeepEP (flex with moe_enable_deepep), capacity,
+ * the combined-1F1B overlap. */
+static void moe_keys(const struct pipette_plan *plan, struct pipette_args *a)
+{
+	const struct pipette_config *c = &plan->cfg;
+
+	if (c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		pipette_arg(a, " model.config.moe_token_dispatcher_type=flex "
+			    "model.config.moe_enable_deepep=True");
+	else
+		pipette_arg(a, " model.config.moe_token_dispatcher_type=alltoall");
+	if (c->moe.capacity_factor > 0)
+		pipette_arg(a, " model.config.moe_expert_capacity_factor=%g "
+			    "model.config.moe_pad_expert_input_to_capacity=%s",
+			    c->moe.capacity_factor, py_bool(c->moe.pad));
+	pipette_arg(a, " model.config.overlap_moe_expert_parallel_comm=%s",
+		    py_bool(c->moe.ep_overlap));
+}
+
 int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -36,12 +68,25 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 	if (plan->model.experts)
 		pipette_arg(&a, " trainer.strategy.expert_model_parallel_size=%d "
 			    "trainer.strategy.expert_tensor_parallel_size=%d", c->ep, c->etp);
-	if (c->first_stage_layers > 0)
-		pipette_arg(&a, " trainer.strategy.num_layers_in_first_pipeline_stage=%d",
-			    c->first_stage_layers);
-	if (c->last_stage_layers > 0)
-		pipette_arg(&a, " trainer.strategy.num_layers_in_last_pipeline_stage=%d",
-			    c->last_stage_layers);
+	if (plan->model.experts)
+		moe_keys(plan, &a);
+	if (pipette_plan_uses_layout(plan)) {
+		/* as NeMo's DeepSeek-V3 performance script does
+		 * (nemo-deepseek-v3.md): the layout, nothing else */
+		pipette_arg(&a, " trainer.strategy.pipeline_model_parallel_layout=");
+		pipette_plan_layout(plan, &a);
+		pipette_arg(&a, " trainer.strategy.account_for_embedding_in_pipeline_split=False "
+			    "trainer.strategy.account_for_loss_in_pipeline_split=False");
+	} else {
+		if (c->first_stage_layers > 0)
+			pipette_arg(&a, " trainer.strategy.num_layers_in_first_pipeline_stage=%d",
+				    c->first_stage_layers);
+		if (c->last_stage_layers > 0)
+			pipette_arg(&a, " trainer.strategy.num_layers_in_last_pipeline_stage=%d",
+				    c->last_stage_layers);
+	}
+	if (plan->model.mtp_layers)
+		pipette_arg(&a, " model.config.mtp_num_layers=%d", plan->model.mtp_layers);
 	pipette_arg(&a, " trainer.strategy.sequence_parallel=%s", py_bool(c->sequence_parallel));
 	pipette_arg(&a, " data.micro_batch_size=%d data.global_batch_size=%ld "
 		    "data.seq_length=%ld model.config.seq_length=%ld", c->micro_batch,
@@ -49,7 +94,7 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 	if (c->recompute == PIPETTE_RECOMPUTE_NONE)
 		pipette_arg(&a, " model.config.recompute_granularity=None");
 	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE)
-		pipette_arg(&a, " model.config.recompute_granularity=selective");
+		recompute_keys(c, &a);
 	else
 		pipette_arg(&a, " model.config.recompute_granularity=full "
 			    "model.config.recompute_method=uniform "
