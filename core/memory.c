@@ -337,14 +337,26 @@ void pipette_memory_stage(const struct pipette_model *m,
 	if (c->schedule == PIPETTE_SCHED_DUALPIPE)
 		out->params_bytes *= 2;
 
-	for (l = first; l < first + n; l++) {
-		struct pipette_config kept = *c;
+	/* a stage's dense layers store the same, and so do its MoE layers:
+	 * each kind, recomputed or not, is computed once */
+	double kinds[2][2];
+	int have[2][2] = { { 0, 0 }, { 0, 0 } };
 
+	for (l = first; l < first + n; l++) {
+		int moe = pipette_model_is_moe_layer(m, l);
 		/* every k-th layer recomputed, the others keep everything */
-		if (!pipette_config_layer_recomputed(c, l - first) &&
-		    c->recompute == PIPETTE_RECOMPUTE_FULL)
-			kept.recompute = PIPETTE_RECOMPUTE_NONE;
-		act += pipette_memory_layer_activations(m, &kept, l);
+		int keep = !pipette_config_layer_recomputed(c, l - first) &&
+			   c->recompute == PIPETTE_RECOMPUTE_FULL;
+
+		if (!have[moe][keep]) {
+			struct pipette_config kept = *c;
+
+			if (keep)
+				kept.recompute = PIPETTE_RECOMPUTE_NONE;
+			kinds[moe][keep] = pipette_memory_layer_activations(m, &kept, l);
+			have[moe][keep] = 1;
+		}
+		act += kinds[moe][keep];
 	}
 	act *= inflight;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {

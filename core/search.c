@@ -233,6 +233,9 @@ static int recompute_levels(struct search *s, struct pipette_config *c)
 	for (i = 0; i < n; i++) {
 		if (!pinned_ok(pn->recompute, rcs[i]))
 			continue;
+		/* combined 1F1B refuses full and 'moe' recomputation */
+		if (c->moe.ep_overlap && (rcs[i] == PIPETTE_RECOMPUTE_FULL || (mods[i] & PIPETTE_RM_MOE)))
+			continue;
 		/* every k-th layer only when asked: torchtitan after v0.2.2
 		 * cannot say it (its recipe form is the default launch) */
 		c->recompute = (enum pipette_recompute)rcs[i];
@@ -277,9 +280,17 @@ static int moe_levels(struct search *s, struct pipette_config *c)
 		    (d == PIPETTE_DISPATCH_DEEPEP ? !st->deepep : st->deepep == 2) ||
 		    (d == PIPETTE_DISPATCH_DEEPEP && c->moe.capacity_factor > 0))
 			continue;
+		/* DeepEP's gain is what it does not send between nodes: inside
+		 * one it is the all-to-all (unless pinned or the only one) */
+		if (d == PIPETTE_DISPATCH_DEEPEP && st->deepep == 1 && pn->dispatcher < 0 &&
+		    c->ep * c->etp * c->tp <= pipette_cluster_gpus_per_node(s->in->cluster))
+			continue;
 		c->moe.dispatcher = (enum pipette_dispatcher)d;
 		for (ov = 0; ov < 2; ov++) {
-			if (!pinned_ok(pn->ep_overlap, ov) || (ov && st->moe_overlap != 1))
+			/* combined 1F1B runs without a pipeline or interleaved
+			 * (megatron-rules.tsv moe-overlap-reqs) */
+			if (!pinned_ok(pn->ep_overlap, ov) || (ov && st->moe_overlap != 1) ||
+			    (ov && c->pp > 1 && c->schedule != PIPETTE_SCHED_INTERLEAVED))
 				continue;
 			c->moe.ep_overlap = ov;
 			if (sharding_levels(s, c))
@@ -658,6 +669,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 	}
 	if (s.n && !(ideal = ideal_cluster(cl, (max_world + G - 1) / G, err)))
 		goto out;
+	/* the bounds of one rank grid share its links (MoE keeps dp) */
+	pipette_timer_cache_links(t, ideal);
 	for (i = 0; i < s.n; i++) {
 		struct pipette_config r;
 		struct pipette_time tm;

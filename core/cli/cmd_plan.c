@@ -46,6 +46,16 @@ static const char usage_text[] =
 "                           it, a list is what the search chooses from\n"
 "  --recompute none|selective|full\n"
 "  --recompute-every K      full recomputation of every K-th layer (torchtitan)\n"
+"  --recompute-modules M[,M...]  selective recomputation of Megatron-Core's\n"
+"                           modules: core_attn, moe_act, layernorm,\n"
+"                           mla_up_proj, mlp, moe, shared_experts\n"
+"  --dispatcher alltoall|deepep  MoE token dispatcher (megatron, nemo)\n"
+"  --ep-overlap on|off      overlap EP dispatch/combine in combined 1F1B\n"
+"  MoE facts of the job (not searched):\n"
+"  --capacity-factor F      drop tokens over F x an expert's share (0: dropless)\n"
+"  --pad-to-capacity        pad every expert to its capacity\n"
+"  --imbalance F            the busiest EP rank's tokens over the mean (default:\n"
+"                           balanced routing)\n"
 "  --sequence-parallel | --no-sequence-parallel\n"
 "  --distributed-optimizer | --no-distributed-optimizer\n"
 "  --attention flash|unfused  the attention kernel (the stack's: flash, or\n"
@@ -113,7 +123,8 @@ static const char *const value_options[] = {
 	"--gpu-ids", "--global-batch", "--seq-len", "--mem-fraction", "--top",
 	"--calibration", "--compress", "--budget", "--schedule", "--attention",
 	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
-	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", NULL
+	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", "--recompute-modules",
+	"--dispatcher", "--ep-overlap", "--capacity-factor", "--imbalance", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -128,6 +139,10 @@ static int parse_flag(struct plan_opts *o, const char *a)
 	}
 	if (!strcmp(a, "--distributed-optimizer") || !strcmp(a, "--no-distributed-optimizer")) {
 		o->req.pins.distributed_optimizer = a[2] != 'n';
+		return 1;
+	}
+	if (!strcmp(a, "--pad-to-capacity")) {
+		o->req.moe.pad = 1;
 		return 1;
 	}
 	if (!strcmp(a, "--allow-compression")) {
@@ -228,6 +243,30 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_recompute_parse(v, &r, &err))
 			return cli_error("--recompute: %s", err.msg);
 		o->req.pins.recompute = (int)r;
+	} else if (!strcmp(name, "--recompute-modules")) {
+		unsigned mods;
+
+		if (pipette_recompute_modules_parse(v, &mods, &err))
+			return cli_error("--recompute-modules: %s", err.msg);
+		o->req.pins.recompute_modules = mods;
+		if (o->req.pins.recompute < 0)
+			o->req.pins.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	} else if (!strcmp(name, "--dispatcher")) {
+		enum pipette_dispatcher d;
+
+		if (pipette_dispatcher_parse(v, &d, &err))
+			return cli_error("--dispatcher: %s", err.msg);
+		o->req.pins.dispatcher = (int)d;
+	} else if (!strcmp(name, "--ep-overlap")) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			return cli_error("--ep-overlap: '%.16s': expected on or off", v);
+		o->req.pins.ep_overlap = !strcmp(v, "on");
+	} else if (!strcmp(name, "--capacity-factor")) {
+		if (cli_double(name, v, 0, 64, &o->req.moe.capacity_factor))
+			return PIPETTE_EXIT_USAGE;
+	} else if (!strcmp(name, "--imbalance")) {
+		if (cli_double(name, v, 1, 65536, &o->req.moe.imbalance))
+			return PIPETTE_EXIT_USAGE;
 	} else if (!strcmp(name, "--reshard")) {
 		enum pipette_reshard r;
 

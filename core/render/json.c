@@ -39,6 +39,19 @@ struct json_object *pipette_config_json(const struct pipette_config *c)
 	json_object_object_add(o, "attention",
 			       json_object_new_string(pipette_attention_name(c->attention)));
 	json_object_object_add(o, "recompute_every", json_object_new_int(c->recompute_every));
+	{
+		char mods[160];
+
+		pipette_recompute_modules_format(pipette_config_recompute_modules(c), ",", mods,
+						 sizeof(mods));
+		json_object_object_add(o, "recompute_modules", json_object_new_string(mods));
+	}
+	json_object_object_add(o, "moe_dispatcher",
+			       json_object_new_string(pipette_dispatcher_name(c->moe.dispatcher)));
+	json_object_object_add(o, "ep_overlap", json_object_new_boolean(pipette_config_ep_overlap(c)));
+	json_object_object_add(o, "moe_capacity_factor", json_object_new_double(c->moe.capacity_factor));
+	json_object_object_add(o, "moe_pad_to_capacity", json_object_new_boolean(c->moe.pad));
+	json_object_object_add(o, "moe_imbalance", json_object_new_double(c->moe.imbalance));
 	json_object_object_add(o, "dp_shard", json_object_new_int(c->dp_shard));
 	json_object_object_add(o, "dp_replicate",
 			       json_object_new_int(pipette_config_dp_replicate(c)));

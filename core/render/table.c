@@ -110,11 +110,21 @@ static void write_experts_line(const struct pipette_plan *plan, FILE *f)
 		nodes += !seen;
 	}
 	fprintf(f, "experts: ep %d x etp %d: each GPU holds %d of %d experts%s; an EP group "
-		"spans %d node%s (%s); all-to-all %.3f s per iteration (%.1f%% of it)\n",
-		c->ep, c->etp, plan->model.experts / c->ep, plan->model.experts,
+		"spans %d node%s (%s); dispatch+combine %.3f s exposed per iteration (%.1f%% of "
+		"it)", c->ep, c->etp, plan->model.experts / c->ep, plan->model.experts,
 		c->etp > 1 ? " sharded over its ETP group" : "", nodes, nodes == 1 ? "" : "s",
 		c->ep == 1 ? "no all-to-all" : nodes == 1 ? "NVLink" : "the network",
 		t->ep_comm_s, t->iteration_s > 0 ? 100.0 * t->ep_comm_s / t->iteration_s : 0.0);
+	if (t->ep_hidden_s > 0)
+		fprintf(f, ", %.3f s more hidden by EP overlap", t->ep_hidden_s);
+	fprintf(f, "\n         dispatcher %s%s, EP overlap %s, %s, busiest rank %.3f x its share\n",
+		pipette_dispatcher_name(c->moe.dispatcher),
+		c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP ? " (a token crosses to a node once)"
+							     : "",
+		pipette_config_ep_overlap(c) ? "on (combined 1F1B / DualPipe)" : "off",
+		c->moe.capacity_factor > 0 ? (c->moe.pad ? "padded to capacity" : "drops over capacity")
+					   : "dropless",
+		pipette_moe_routed_factor(&plan->model, c) / plan->model.topk);
 }
 
 /* How an FSDP plan shards its data parallelism, why, and the same in
@@ -198,8 +208,15 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		c->ep, pipette_schedule_name(c->schedule));
 	if (pipette_config_chunks(c) > 1)
 		fprintf(f, " (%d chunks per rank)", pipette_config_chunks(c));
-	fprintf(f, ", micro-batch %d (%ld per pipeline), recompute %s\n", c->micro_batch,
+	fprintf(f, ", micro-batch %d (%ld per pipeline), recompute %s", c->micro_batch,
 		pipette_config_microbatches(c), pipette_recompute_name(c->recompute));
+	if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && c->recompute_modules) {
+		char mods[160];
+
+		pipette_recompute_modules_format(c->recompute_modules, ",", mods, sizeof(mods));
+		fprintf(f, " (%s)", mods);
+	}
+	fputc('\n', f);
 	write_sharding(plan, f);
 	if (pipette_compression_enabled(&c->compress)) {
 		char spec[96];
