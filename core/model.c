@@ -293,6 +293,23 @@ static int hf_qwen2_moe(struct hf_ctx *c, struct pipette_model *m)
 	return 0;
 }
 
+/* Qwen3-MoE: Qwen2-MoE's keys without shared experts; mlp_only_layers
+ * (dense layers at any index) must be empty, the only form the MoE
+ * layer pattern here can say.  Per-head q/k norms (2 x head_dim per
+ * layer) are not counted. */
+static int hf_qwen3_moe(struct hf_ctx *c, struct pipette_model *m)
+{
+	struct json_object *dense = hf_get(c, "mlp_only_layers");
+
+	if (dense && (!json_object_is_type(dense, json_type_array) ||
+		      json_object_array_length(dense) != 0)) {
+		pipette_fail(c->err, "%s: key 'mlp_only_layers': only an empty list is supported",
+			     c->path);
+		return -1;
+	}
+	return hf_qwen2_moe(c, m);
+}
+
 static int hf_deepseek(struct hf_ctx *c, struct pipette_model *m)
 {
 	long v;
@@ -413,6 +430,7 @@ static const struct {
 	{ "qwen2", hf_llama_like },
 	{ "mixtral", hf_mixtral },
 	{ "qwen2_moe", hf_qwen2_moe },
+	{ "qwen3_moe", hf_qwen3_moe },
 	{ "deepseek_v3", hf_deepseek },
 	{ "deepseek_v2", hf_deepseek },
 	{ "gpt2", hf_gpt2 },
@@ -668,6 +686,22 @@ static double params_sum(const struct pipette_model *m, int active)
 double pipette_model_params_total(const struct pipette_model *m)
 {
 	return params_sum(m, 0);
+}
+
+double pipette_model_params_mtp(const struct pipette_model *m, int with_copies)
+{
+	struct pipette_layer_params lp;
+	double h = m->hidden, one;
+
+	if (!m->mtp_layers)
+		return 0;
+	pipette_model_layer_params(m, m->layers - 1, &lp);
+	/* DeepSeek-V3 §2.2: a layer, the 2h -> h projection M_k, and the
+	 * two norms of its inputs plus the head's norm */
+	one = lp.attn + lp.mlp + lp.norms + lp.experts + 2.0 * h * h + 3.0 * h;
+	if (with_copies)
+		one += 2.0 * pipette_model_embedding_params(m);
+	return m->mtp_layers * one;
 }
 
 double pipette_model_params_active(const struct pipette_model *m)

@@ -110,6 +110,10 @@ double pipette_model_v_width(const struct pipette_model *m);
 double pipette_model_embedding_params(const struct pipette_model *m);
 /* Total parameters (embeddings, output layer if untied, final norm). */
 double pipette_model_params_total(const struct pipette_model *m);
+/* The multi-token-prediction modules' parameters (0 without); with_copies
+ * adds the embedding and output head each module shares with the main
+ * model, which a checkpoint stores again (DeepSeek-V3's 685B). */
+double pipette_model_params_mtp(const struct pipette_model *m, int with_copies);
 /* Parameters a token touches: routed experts count top-k, not all. */
 double pipette_model_params_active(const struct pipette_model *m);
 

@@ -493,6 +493,70 @@ END_TEST
 /* torchtitan's per-op SAC keeps the block input, q, v, the attention
  * output, w1's and w2's outputs: per token 2h + 2*4096 + 2*1024 + 2*4096
  * + 2*14336 + 2h bytes for Llama 3 8B at TP 1. */
+/* Megatron-Core's recompute modules on DeepSeek-V3 (nemo stack: fused
+ * SwiGLU keeps 3 ffn-wide tensors), t = 1, b = 1, s = 4096, bytes per
+ * token of a MoE layer without recomputation:
+ *   norms and their inputs 8h = 57,344; MLA latents and their normed
+ *   copies 2(2*1536 + 2*512 + 64) = 8,320;
+ *   MLA Q, K (128 x 192 each), V and the output (128 x 128 each):
+ *   2(24576 + 24576 + 16384 + 16384) = 163,840;
+ *   shared expert 2*3*2048 = 12,288;
+ *   routed: 8 copies of (2h + 2*3*2048) = 212,992, router logits 4*256;
+ *   total 455,808.
+ * Each module drops its own: mla_up_proj Q, K, V (131,072), layernorm the
+ * two stand-alone norms' outputs (MLA's input norm, the pre-MoE norm:
+ * 2 x 2h = 28,672), moe_act one ffn-wide tensor per copy (8 x 4096),
+ * shared_experts 12,288, moe the routed copies, the logits and the
+ * shared expert (226,304); a dense layer's mlp its 2*3*18432. */
+START_TEST(test_recompute_modules_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	double T = 4096, base;
+	static const struct { unsigned mods; double drop; int layer; } cases[] = {
+		{ PIPETTE_RM_MLA_UP_PROJ, 131072, 10 },
+		{ PIPETTE_RM_LAYERNORM, 28672, 10 },
+		{ PIPETTE_RM_MOE_ACT, 32768, 10 },
+		{ PIPETTE_RM_SHARED_EXPERTS, 12288, 10 },
+		{ PIPETTE_RM_MOE, 226304, 10 },
+		{ PIPETTE_RM_MLP, 110592, 0 },
+		{ PIPETTE_RM_CORE_ATTN, 0, 10 },
+		{ PIPETTE_RM_MLA_UP_PROJ | PIPETTE_RM_MOE_ACT, 131072 + 32768, 10 },
+	};
+	size_t i;
+
+	ck_assert_int_eq(pipette_model_preset("deepseek-v3", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_NEMO);
+	c.seq_len = 4096;
+	c.ep = 1;
+	base = pipette_memory_layer_activations(&m, &c, 10);
+	ck_assert_double_eq_tol(base, T * 455808, 1e-3);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double none;
+
+		c.recompute = PIPETTE_RECOMPUTE_NONE;
+		c.recompute_modules = 0;
+		none = pipette_memory_layer_activations(&m, &c, cases[i].layer);
+		c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		c.recompute_modules = cases[i].mods;
+		ck_assert_double_eq_tol(none - pipette_memory_layer_activations(&m, &c, cases[i].layer),
+					T * cases[i].drop, 1e-3);
+	}
+	/* imbalance and capacity scale the routed copies only */
+	c.recompute = PIPETTE_RECOMPUTE_NONE;
+	c.recompute_modules = 0;
+	c.moe.imbalance = 1.25;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 10) - base,
+				T * 0.25 * 8 * (2 * 7168.0 + 2 * 3 * 2048), 1e-3);
+	c.moe.imbalance = 0;
+	c.moe.capacity_factor = 1.5;
+	c.moe.pad = 1;
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &c, 10) - base,
+				T * 0.5 * 8 * (2 * 7168.0 + 2 * 3 * 2048), 1e-3);
+}
+END_TEST
+
 START_TEST(test_sac_ops_hand)
 {
 	struct pipette_model m;
@@ -531,6 +595,7 @@ int main(void)
 	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_fsdp_hand);
 	tcase_add_test(tc, test_sac_ops_hand);
+	tcase_add_test(tc, test_recompute_modules_hand);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

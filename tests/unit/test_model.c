@@ -89,6 +89,39 @@ START_TEST(test_param_counts)
 }
 END_TEST
 
+/* DeepSeek-V3's MTP module (§2.2): one MoE layer of 11,507,286,016, the
+ * 7168 x 14336 projection (102,760,448) and three norms (21,504):
+ * 11,610,067,968 unique parameters ("11.5B" of the weights README); with the
+ * embedding and head the checkpoint stores again (2 x 129280 x 7168 =
+ * 1,853,358,080) 13.46B, and the Hugging Face checkpoint's total
+ * 684.49B, published as 685B (tests/data/stacks/deepseek-v3.md).
+ * Qwen3-30B-A3B (its config.json): 30.5B total, 3.3B activated (Qwen3
+ * model card), q/k norms not counted; Mixtral's paper rounds to 47B/13B. */
+START_TEST(test_moe_published_totals)
+{
+	struct pipette_model m;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset("deepseek-v3", &m, NULL), 0);
+	ck_assert_double_eq(pipette_model_params_mtp(&m, 0),
+			    11507286016.0 + 7168.0 * 14336 + 3 * 7168.0);
+	ck_assert_double_eq_tol(pipette_model_params_mtp(&m, 0), 11.5e9, 0.15e9);
+	ck_assert_double_eq_tol(pipette_model_params_total(&m) + pipette_model_params_mtp(&m, 1),
+				685e9, 0.6e9);
+	ck_assert_msg(pipette_model_load_hf(HF("qwen3-30b-a3b.json"), &m, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(m.experts, 128);
+	ck_assert_int_eq(m.topk, 8);
+	ck_assert_int_eq(m.shared_ffn, 0);
+	ck_assert_double_eq_tol(pipette_model_params_total(&m), 30.5e9, 0.05e9);
+	/* 3.353B: within the published figure's last digit */
+	ck_assert_double_eq_tol(pipette_model_params_active(&m), 3.3e9, 0.06e9);
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	ck_assert_double_eq_tol(pipette_model_params_total(&m), 47e9, 0.5e9);
+	ck_assert_double_eq_tol(pipette_model_params_active(&m), 13e9, 0.5e9);
+}
+END_TEST
+
 /* GPT-3 175B: 12*L*h^2*(1 + 13/(12h) + V/(12*L*h)) without the 2048x12288
  * learned position embeddings = 174.6B (Narayanan et al. Table 1 counts
  * 175B including them and the sequence term). */
@@ -343,6 +376,7 @@ int main(void)
 	tcase_add_test(tc, test_every_preset_valid);
 	tcase_add_test(tc, test_required_presets);
 	tcase_add_test(tc, test_param_counts);
+	tcase_add_test(tc, test_moe_published_totals);
 	tcase_add_test(tc, test_gpt_params);
 	tcase_add_test(tc, test_hf_llama);
 	tcase_add_test(tc, test_hf_families);

@@ -10,6 +10,7 @@
 #include "hardware.h"
 #include "memory.h"
 #include "model.h"
+#include "stack.h"
 #include "timing.h"
 #include "check_run.h"
 
@@ -387,6 +388,63 @@ START_TEST(test_expert_alltoall)
 }
 END_TEST
 
+/* EP overlap and the dispatcher, Mixtral on 2 nodes x 8 H100 (nemo), ep 8,
+ * no pipeline, 8 micro-batches.  Combined 1F1B pairs each micro-batch's
+ * forward with the previous one's backward: only the first forward and
+ * the last backward run alone, so when a layer's exchanges are shorter
+ * than its computation 1/m of them stays exposed and the rest is hidden;
+ * the total is conserved.  DeepEP sends a token to the other node once:
+ * top-2 over 2 nodes reaches 2(1 - 1/4) = 1.5 nodes on average, of which
+ * 0.75 remote, against the all-to-all's 2 x 1/2 = 1 remote copy. */
+START_TEST(test_ep_overlap_dispatcher)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(2, 8, "h100");
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	struct pipette_time plain, ov, dee;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_model_preset("mixtral-8x7b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_NEMO);
+	c.seq_len = 4096;
+	c.dp = 16;
+	c.ep = 8;
+	c.global_batch = 16 * 8;
+	c.distributed_optimizer = 1;
+	ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &plain, &err), 0);
+	c.moe.ep_overlap = 1;
+	ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &ov, &err), 0);
+	ck_assert_double_eq_tol(ov.ep_comm_s, plain.ep_comm_s / 8, 1e-9);
+	ck_assert_double_eq_tol(ov.ep_comm_s + ov.ep_hidden_s, plain.ep_comm_s, 1e-9);
+	ck_assert(ov.iteration_s < plain.iteration_s);
+	/* on 4 nodes of 4 GPUs the EP group of 8 spans two nodes */
+	c.moe.ep_overlap = 0;
+	c.moe.dispatcher = PIPETTE_DISPATCH_DEEPEP;
+	ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+	pipette_cluster_destroy(cl);
+	cl = nominal(4, 4, "h100");	/* ep 8 = 2 nodes of 4 */
+	ck_assert_int_eq(pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &dee, &err), 0);
+	c.moe.dispatcher = PIPETTE_DISPATCH_ALLTOALL;
+	ck_assert_int_eq(pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &plain, &err), 0);
+	ck_assert_msg(dee.ep_comm_s / plain.ep_comm_s > 0.7 && dee.ep_comm_s / plain.ep_comm_s < 0.8,
+		      "deepep %g alltoall %g", dee.ep_comm_s, plain.ep_comm_s);
+	/* the overlap needs EP and, with a pipeline, the interleaved schedule */
+	c.moe.ep_overlap = 1;
+	c.pp = 2;
+	c.dp = 8;
+	c.global_batch = 8 * 8;
+	ck_assert_int_ne(pipette_config_check(&m, &c, &err), 0);
+	ck_assert(strstr(err.msg, "interleaved") != NULL);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* One node of 8 H100 with a measured intra-node matrix, tp 8.  NCCL orders
  * the ring inside a node itself, so one slow pair (0-1 at 30 GB/s, the
  * rest 300) is routed around: every GPU still has two 300 GB/s links and
@@ -459,6 +517,7 @@ int main(void)
 	tcase_add_test(tc, test_compression);
 	tcase_add_test(tc, test_compression_parse);
 	tcase_add_test(tc, test_expert_alltoall);
+	tcase_add_test(tc, test_ep_overlap_dispatcher);
 	tcase_add_test(tc, test_intra_node_ring);
 	suite_add_tcase(s, tc);
 	return check_run(s);
