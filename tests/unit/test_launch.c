@@ -112,12 +112,19 @@ static struct pipette_plan *plan_with(const char *stack, const char *opts, const
 				      int nodes, long gbs, long seq,
 				      const struct pipette_pins *pins)
 {
-	static const char *const names[] = { "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8",
-					     "n9", "n10", "n11", "n12", "n13", "n14", "n15", "n16" };
+	static char buf[128][8];
+	static const char *names[128];
 	struct pipette_request req;
 	struct pipette_cluster_spec cs = { nodes, names, 8, NULL };
 	struct pipette_plan *p = NULL;
 	struct pipette_err err;
+	int i;
+
+	ck_assert_int_le(nodes, 128);
+	for (i = 0; i < nodes; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "n%d", i + 1);
+		names[i] = buf[i];
+	}
 
 	pipette_request_init(&req);
 	pipette_strlcpy(req.model, model, sizeof(req.model));
@@ -333,6 +340,106 @@ START_TEST(test_megatron_lines)
 	ck_assert_int_ge(planned, 30);
 	free(upstream);
 	free(fork);
+}
+END_TEST
+
+/* MoE plans as both stacks launch them (megatron-args.tsv, the MoE rules
+ * of megatron-rules.tsv, nemo-keys.tsv): DeepSeek-V3 with NVIDIA's H100
+ * layout (tp 1, pp 8, vpp 2, ep 64, 4 layers first and 1 last with the
+ * MTP layer and the loss, mla_up_proj/mlp/moe recomputed, DeepEP), and
+ * Mixtral searched freely on 4 nodes.  layout-grammar and layout-content:
+ * E first, L last, one t per layer, one m per MTP layer, pp x vpp
+ * stages; moe-overlap-reqs; recompute-modules (moe_act needs grouped
+ * GEMMs); the flex dispatcher with the deepep backend. */
+static void check_moe_line(const struct pipette_plan *p, const char *line)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	char v[512];
+	int t = 0, m = 0, bars = 0;
+	const char *q;
+
+	if (flag(line, "--pipeline-model-parallel-layout", v, sizeof(v))) {
+		ck_assert_msg(v[0] == 'E' && v[strlen(v) - 1] == 'L', "%s", line);
+		for (q = v; *q; q++) {
+			t += *q == 't';
+			m += *q == 'm';
+			bars += *q == '|';
+			ck_assert_msg(strchr("Etm|L", *q) != NULL, "%s", line);
+		}
+		ck_assert_int_eq(t, 61);
+		ck_assert_int_eq(m, (int)flag_long(line, "--mtp-num-layers"));
+		ck_assert_int_eq(bars + 1, c->pp * c->vpp);
+		ck_assert(!flag(line, "--num-virtual-stages-per-pipeline-rank", v, sizeof(v)));
+		ck_assert(!flag(line, "--decoder-first-pipeline-num-layers", v, sizeof(v)));
+	}
+	if (flag(line, "--overlap-moe-expert-parallel-comm", v, sizeof(v))) {
+		ck_assert(c->ep > 1 && (c->pp == 1 || c->schedule == PIPETTE_SCHED_INTERLEAVED));
+		ck_assert(c->recompute != PIPETTE_RECOMPUTE_FULL);
+		ck_assert(!(pipette_config_recompute_modules(c) & PIPETTE_RM_MOE));
+	}
+	if (strstr(line, "moe_act"))
+		ck_assert(flag(line, "--moe-grouped-gemm", v, sizeof(v)) != NULL);
+	if (flag(line, "--moe-flex-dispatcher-backend", v, sizeof(v))) {
+		ck_assert_str_eq(v, "deepep");
+		ck_assert(flag(line, "--moe-token-dispatcher-type", v, sizeof(v)) != NULL);
+		ck_assert_str_eq(v, "flex");
+		ck_assert(!flag(line, "--moe-pad-expert-input-to-capacity", v, sizeof(v)));
+	}
+	ck_assert(flag(line, "--moe-token-dispatcher-type", v, sizeof(v)) != NULL);
+}
+
+START_TEST(test_moe_lines)
+{
+	struct keyset *upstream = malloc(sizeof(*upstream)), *keys = malloc(sizeof(*keys));
+	static const char *const stacks[] = { "megatron", "nemo" };
+	char line[4096], copy[4096], *tok, *save = NULL;
+	struct pipette_pins pins;
+	size_t s;
+
+	load_keys(DATA "megatron-args.tsv", upstream);
+	load_keys(DATA "nemo-keys.tsv", keys);
+	for (s = 0; s < 2; s++) {
+		struct pipette_plan *p;
+
+		pipette_pins_init(&pins);
+		pins.tp = 1, pins.pp = 8, pins.vpp = 2, pins.ep = 64;
+		pins.schedule = PIPETTE_SCHED_INTERLEAVED;
+		pins.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+		pins.recompute_modules = PIPETTE_RM_MLA_UP_PROJ | PIPETTE_RM_MLP | PIPETTE_RM_MOE;
+		pins.dispatcher = PIPETTE_DISPATCH_DEEPEP;
+		p = plan_for(stacks[s], "deepseek-v3", 128, 8192, 4096, &pins);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
+		check_flags_known(line, upstream);
+		check_megatron_rules(p, line, 0);
+		check_moe_line(p, line);
+		ck_assert_ptr_nonnull(strstr(line, "--recompute-modules mla_up_proj mlp moe"));
+		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
+		if (s == 1) {
+			ck_assert_ptr_nonnull(strstr(line, "model.config.moe_enable_deepep=True"));
+			ck_assert_ptr_nonnull(strstr(line, "pipeline_model_parallel_layout=Et"));
+			pipette_strlcpy(copy, line, sizeof(copy));
+			for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+				char *eq = strchr(tok, '=');
+
+				ck_assert_msg(eq != NULL, "%s", line);
+				*eq = '\0';
+				ck_assert_msg(has(keys, tok), "%s is not a NeMo key: %s", tok, line);
+			}
+			save = NULL;
+		}
+		pipette_plan_destroy(p);
+		pipette_pins_init(&pins);
+		p = plan_for(stacks[s], "mixtral-8x7b", 4, 256, 4096, &pins);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
+		check_flags_known(line, upstream);
+		check_megatron_rules(p, line, 0);
+		check_moe_line(p, line);
+		pipette_plan_destroy(p);
+	}
+	free(upstream);
+	free(keys);
 }
 END_TEST
 
@@ -670,6 +777,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_megatron_lines);
 	tcase_add_test(tc, test_nemo_lines);
+	tcase_add_test(tc, test_moe_lines);
 	tcase_add_test(tc, test_schedules_per_stack);
 	tcase_add_test(tc, test_stack_memory_facts);
 	tcase_add_test(tc, test_stack_options);
