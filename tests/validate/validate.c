@@ -618,6 +618,7 @@ int main(int argc, char **argv)
 	failures += check_mpt_all(t, pipette_gpu_lookup("h100", NULL));
 	failures += check_torchtitan(t, pipette_gpu_lookup("h100", NULL));
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
+	failures += validate_moe(t);
 	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
 	for (i = 1; i < argc; i++)
 		failures += layer_check(t, argv[i]);
