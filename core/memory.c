@@ -290,6 +290,34 @@ static double loss_bytes(const struct pipette_model *m, const struct pipette_con
 	return bytes;
 }
 
+/* One micro-batch's activations of the n layers from `first`: a stage's
+ * dense layers store the same, and so do its MoE layers, so each kind,
+ * recomputed or not (every k-th layer recomputed, the others keep
+ * everything), is computed once. */
+static double stage_layer_activations(const struct pipette_model *m,
+				      const struct pipette_config *c, int first, int n)
+{
+	double kinds[2][2], act = 0;
+	int have[2][2] = { { 0, 0 }, { 0, 0 } }, l;
+
+	for (l = first; l < first + n; l++) {
+		int moe = pipette_model_is_moe_layer(m, l);
+		int keep = !pipette_config_layer_recomputed(c, l - first) &&
+			   c->recompute == PIPETTE_RECOMPUTE_FULL;
+
+		if (!have[moe][keep]) {
+			struct pipette_config kept = *c;
+
+			if (keep)
+				kept.recompute = PIPETTE_RECOMPUTE_NONE;
+			kinds[moe][keep] = pipette_memory_layer_activations(m, &kept, l);
+			have[moe][keep] = 1;
+		}
+		act += kinds[moe][keep];
+	}
+	return act;
+}
+
 void pipette_memory_stage(const struct pipette_model *m,
 			  const struct pipette_config *c, int stage,
 			  double inflight, struct pipette_stage_memory *out)
@@ -337,27 +365,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 	if (c->schedule == PIPETTE_SCHED_DUALPIPE)
 		out->params_bytes *= 2;
 
-	/* a stage's dense layers store the same, and so do its MoE layers:
-	 * each kind, recomputed or not, is computed once */
-	double kinds[2][2];
-	int have[2][2] = { { 0, 0 }, { 0, 0 } };
-
-	for (l = first; l < first + n; l++) {
-		int moe = pipette_model_is_moe_layer(m, l);
-		/* every k-th layer recomputed, the others keep everything */
-		int keep = !pipette_config_layer_recomputed(c, l - first) &&
-			   c->recompute == PIPETTE_RECOMPUTE_FULL;
-
-		if (!have[moe][keep]) {
-			struct pipette_config kept = *c;
-
-			if (keep)
-				kept.recompute = PIPETTE_RECOMPUTE_NONE;
-			kinds[moe][keep] = pipette_memory_layer_activations(m, &kept, l);
-			have[moe][keep] = 1;
-		}
-		act += kinds[moe][keep];
-	}
+	act = stage_layer_activations(m, c, first, n);
 	act *= inflight;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
 		/* Backward recomputes one layer at a time: add the largest

@@ -42,6 +42,23 @@ static int check_stack_pins(struct pipette_pins *p, const struct pipette_stack *
 					    p->recompute_every);
 		p->recompute = PIPETTE_RECOMPUTE_FULL;	/* it is a kind of full */
 	}
+	if (p->recompute_modules > 0 && (!st->recompute_modules || st->fixed_modules))
+		return pipette_fail(err, "--recompute-modules: the %s stack %s", st->name,
+				    st->fixed_modules ? "recomputes its own fixed modules"
+						      : "has no Megatron-Core recompute modules");
+	if (p->recompute_modules > 0 && p->recompute >= 0 &&
+	    p->recompute != PIPETTE_RECOMPUTE_SELECTIVE)
+		return pipette_fail(err, "--recompute-modules needs --recompute selective");
+	if (p->dispatcher >= 0 && (p->dispatcher == PIPETTE_DISPATCH_DEEPEP ? !st->deepep
+								      : st->deepep == 2))
+		return pipette_fail(err, "--dispatcher %s: the %s stack %s",
+				    pipette_dispatcher_name((enum pipette_dispatcher)p->dispatcher),
+				    st->name, st->deepep == 2 ? "always uses DeepEP's kernels"
+							       : "has no DeepEP dispatcher");
+	if (p->ep_overlap > 0 && st->moe_overlap != 1)
+		return pipette_fail(err, "--ep-overlap on: the %s stack %s", st->name,
+				    st->moe_overlap ? "always overlaps EP communication"
+						    : "has no EP overlap");
 	if (st->data_parallel_only &&
 	    (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1))
 		return pipette_fail(err, "the %s stack runs data parallelism only: --tp, --pp, --cp "

@@ -268,11 +268,13 @@ static int moe_levels(struct search *s, struct pipette_config *c)
 	int d, ov;
 
 	c->moe = s->in->moe;
-	if (!s->in->model->experts || c->ep == 1) {
+	if (!s->in->model->experts) {
+		memset(&c->moe, 0, sizeof(c->moe));
+		return sharding_levels(s, c);
+	}
+	if (c->ep == 1) {	/* no exchange: nothing to choose */
 		c->moe.dispatcher = st->deepep == 2 ? PIPETTE_DISPATCH_DEEPEP : PIPETTE_DISPATCH_ALLTOALL;
 		c->moe.ep_overlap = 0;
-		if (!s->in->model->experts)
-			memset(&c->moe, 0, sizeof(c->moe));
 		return sharding_levels(s, c);
 	}
 	for (d = 0; d < 2; d++) {

@@ -167,10 +167,22 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	return 0;
 }
 
+int cli_moe_fact(const char *name, const char *v, struct pipette_moe_exec *x, int *rc)
+{
+	if (!strcmp(name, "--capacity-factor"))
+		*rc = cli_double(name, v, 0, 64, &x->capacity_factor) ? PIPETTE_EXIT_USAGE : 0;
+	else if (!strcmp(name, "--imbalance"))
+		*rc = cli_double(name, v, 1, 65536, &x->imbalance) ? PIPETTE_EXIT_USAGE : 0;
+	else
+		return 0;
+	return 1;
+}
+
 int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
 		   const char **routing)
 {
 	struct pipette_err err;
+	int rc;
 
 	if (!strcmp(name, "--recompute-modules")) {
 		if (pipette_recompute_modules_parse(v, &c->recompute_modules, &err))
@@ -180,12 +192,8 @@ int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
 	} else if (!strcmp(name, "--dispatcher")) {
 		if (pipette_dispatcher_parse(v, &c->moe.dispatcher, &err))
 			return cli_error("--dispatcher: %s", err.msg);
-	} else if (!strcmp(name, "--capacity-factor")) {
-		if (cli_double(name, v, 0, 64, &c->moe.capacity_factor))
-			return PIPETTE_EXIT_USAGE;
-	} else if (!strcmp(name, "--imbalance")) {
-		if (cli_double(name, v, 1, 65536, &c->moe.imbalance))
-			return PIPETTE_EXIT_USAGE;
+	} else if (cli_moe_fact(name, v, &c->moe, &rc)) {
+		return rc;
 	} else if (!strcmp(name, "--routing")) {
 		if (cli_check_input(name, v))
 			return PIPETTE_EXIT_USAGE;

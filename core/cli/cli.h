@@ -84,6 +84,11 @@ struct pipette_config;
 struct pipette_model;
 int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
 		   const char **routing);
+/* The MoE facts of a job, for estimate and plan alike: --capacity-factor F
+ * in [0, 64] and --imbalance F in [1, 65536].  1 when name is one of
+ * them, with *rc 0 or PIPETTE_EXIT_USAGE; 0 otherwise. */
+struct pipette_moe_exec;
+int cli_moe_fact(const char *name, const char *v, struct pipette_moe_exec *x, int *rc);
 /* What a stack always does, where the options left it unsaid: its fixed
  * recompute modules, its only dispatcher. */
 void cli_stack_defaults(const struct pipette_model *m, struct pipette_config *c);

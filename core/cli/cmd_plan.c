@@ -233,6 +233,7 @@ static int parse_number(struct plan_opts *o, const char *name, const char *v)
 static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 {
 	struct pipette_err err;
+	int rc;
 
 	if (!strcmp(name, "--schedule")) {
 		if (pipette_schedule_pin_parse(v, &o->req.pins, &err))
@@ -261,12 +262,8 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (strcmp(v, "on") && strcmp(v, "off"))
 			return cli_error("--ep-overlap: '%.16s': expected on or off", v);
 		o->req.pins.ep_overlap = !strcmp(v, "on");
-	} else if (!strcmp(name, "--capacity-factor")) {
-		if (cli_double(name, v, 0, 64, &o->req.moe.capacity_factor))
-			return PIPETTE_EXIT_USAGE;
-	} else if (!strcmp(name, "--imbalance")) {
-		if (cli_double(name, v, 1, 65536, &o->req.moe.imbalance))
-			return PIPETTE_EXIT_USAGE;
+	} else if (cli_moe_fact(name, v, &o->req.moe, &rc)) {
+		return rc;
 	} else if (!strcmp(name, "--reshard")) {
 		enum pipette_reshard r;
 

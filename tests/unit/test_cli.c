@@ -136,6 +136,37 @@ START_TEST(test_estimate_errors)
 	expect("plan --model llama3-8b --gpu h100 --nodes 2 --global-batch 32 --stack torchtitan "
 	       "--recompute selective --recompute-every 2", 2, "--recompute-every 2 needs --recompute full");
 	expect("estimate --help", 0, "--distributed-optimizer");
+	/* the MoE options: each bad value names its option */
+	expect("estimate --model deepseek-v3 --gpu h100 --recompute-modules core_attn,bogus", 2,
+	       "--recompute-modules: recompute module 'bogus': expected core_attn");
+	expect("estimate --model deepseek-v3 --gpu h100 --recompute-modules mlp,mlp", 2,
+	       "recompute module mlp listed twice");
+	expect("estimate --model mixtral-8x7b --gpu h100 --dispatcher nccl", 2,
+	       "--dispatcher: dispatcher 'nccl': expected alltoall or deepep");
+	expect("estimate --model mixtral-8x7b --gpu h100 --capacity-factor 99", 2,
+	       "--capacity-factor: 99 is out of range");
+	expect("estimate --model mixtral-8x7b --gpu h100 --imbalance 0.5", 2,
+	       "--imbalance: 0.5 is out of range");
+	expect("estimate --model mixtral-8x7b --gpu h100 --ep 8 --dp 8 --pad-to-capacity", 2,
+	       "padding to capacity needs one");
+	expect("estimate --model llama3-8b --gpu h100 --ep-overlap", 2,
+	       "need a model with experts ('llama3-8b' has none)");
+	expect("estimate --model mixtral-8x7b --gpu h100 --ep 4 --dp 4 --pp 2 --ep-overlap "
+	       "--stack nemo --global-batch 8", 2, "the interleaved schedule when pp > 1");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --recompute-modules mlp", 2,
+	       "--recompute-modules needs --recompute selective and a stack with Megatron-Core");
+	expect("estimate --model deepseek-v3 --gpu h800 --stack deepseek --recompute full "
+	       "--schedule dualpipe --vpp 2 --pp 2 --first-stage-layers 1 --last-stage-layers -1 "
+	       "--dp 8 --ep 8 --global-batch 32", 2,
+	       "the deepseek stack recomputes exactly");
+	expect("estimate --model mixtral-8x7b --gpu h100 --ep 4 --dp 4 --routing "
+	       TEST_DATADIR "/routing/bad-json.json", 2, "--routing: ");
+	expect("plan --model llama3-8b --gpu h100 --nodes 2 --global-batch 32 --stack torchtitan "
+	       "--recompute-modules mlp", 2, "the torchtitan stack has no Megatron-Core recompute");
+	expect("plan --model mixtral-8x7b --gpu h100 --nodes 2 --global-batch 32 --ep-overlap maybe",
+	       2, "--ep-overlap: 'maybe': expected on or off");
+	expect("plan --model mixtral-8x7b --gpu h100 --nodes 2 --global-batch 32 --stack torchtitan "
+	       "--dispatcher deepep", 2, "the torchtitan stack has no DeepEP dispatcher");
 }
 END_TEST
 
@@ -289,6 +320,8 @@ START_TEST(test_fifo_inputs)
 		       "--models-dir: %s/models/mine.json: ", fifo, NULL);
 	expect_refused("experts --model mixtral-8x7b --ep 8 --trace %s/fifo",
 		       "--trace: %s/fifo: ", fifo, NULL);
+	expect_refused("estimate --gpu h100 --model mixtral-8x7b --ep 8 --dp 8 --routing %s/fifo",
+		       "--routing: %s/fifo: ", fifo, NULL);
 	expect_refused("bandwidth validate %s/fifo", "bandwidth cache: %s/fifo: ", fifo, NULL);
 	expect_refused("bandwidth show %s/fifo", "bandwidth cache: %s/fifo: ", fifo, NULL);
 	expect_refused("bandwidth merge %s/fifo %s/fifo -o %s/out.json",

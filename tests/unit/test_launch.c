@@ -388,11 +388,42 @@ static void check_moe_line(const struct pipette_plan *p, const char *line)
 	ck_assert(flag(line, "--moe-token-dispatcher-type", v, sizeof(v)) != NULL);
 }
 
+/* A NeMo override line: every KEY=VALUE names a key of nemo-keys.tsv;
+ * sp-tp1-core: Megatron-Core raises on SP without TP. */
+static void check_nemo_line(const struct keyset *keys, const struct pipette_plan *p,
+			    const char *line)
+{
+	char copy[4096], *tok, *save = NULL;
+
+	pipette_strlcpy(copy, line, sizeof(copy));
+	for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '=');
+
+		ck_assert_msg(eq != NULL, "%s", line);
+		*eq = '\0';
+		ck_assert_msg(has(keys, tok), "%s is not a NeMo override key: %s", tok, line);
+		if (!strcmp(tok, "trainer.strategy.sequence_parallel") &&
+		    pipette_plan_config(p)->tp == 1)
+			ck_assert_str_eq(eq + 1, "False");
+	}
+}
+
+/* The plan's Megatron line, checked against megatron-args.tsv, the
+ * upstream rules and the MoE rules; left in line. */
+static void check_moe_megatron(const struct pipette_plan *p, const struct keyset *upstream,
+			       char *line, size_t len)
+{
+	ck_assert_int_eq(pipette_plan_megatron_args(p, line, len), 0);
+	check_flags_known(line, upstream);
+	check_megatron_rules(p, line, 0);
+	check_moe_line(p, line);
+}
+
 START_TEST(test_moe_lines)
 {
 	struct keyset *upstream = malloc(sizeof(*upstream)), *keys = malloc(sizeof(*keys));
 	static const char *const stacks[] = { "megatron", "nemo" };
-	char line[4096], copy[4096], *tok, *save = NULL;
+	char line[4096];
 	struct pipette_pins pins;
 	size_t s;
 
@@ -409,33 +440,22 @@ START_TEST(test_moe_lines)
 		pins.dispatcher = PIPETTE_DISPATCH_DEEPEP;
 		p = plan_for(stacks[s], "deepseek-v3", 128, 8192, 4096, &pins);
 		ck_assert_ptr_nonnull(p);
-		ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
-		check_flags_known(line, upstream);
-		check_megatron_rules(p, line, 0);
-		check_moe_line(p, line);
+		check_moe_megatron(p, upstream, line, sizeof(line));
 		ck_assert_ptr_nonnull(strstr(line, "--recompute-modules mla_up_proj mlp moe"));
 		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
 		if (s == 1) {
 			ck_assert_ptr_nonnull(strstr(line, "model.config.moe_enable_deepep=True"));
 			ck_assert_ptr_nonnull(strstr(line, "pipeline_model_parallel_layout=Et"));
-			pipette_strlcpy(copy, line, sizeof(copy));
-			for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-				char *eq = strchr(tok, '=');
-
-				ck_assert_msg(eq != NULL, "%s", line);
-				*eq = '\0';
-				ck_assert_msg(has(keys, tok), "%s is not a NeMo key: %s", tok, line);
-			}
-			save = NULL;
+			check_nemo_line(keys, p, line);
 		}
 		pipette_plan_destroy(p);
 		pipette_pins_init(&pins);
 		p = plan_for(stacks[s], "mixtral-8x7b", 4, 256, 4096, &pins);
 		ck_assert_ptr_nonnull(p);
-		ck_assert_int_eq(pipette_plan_megatron_args(p, line, sizeof(line)), 0);
-		check_flags_known(line, upstream);
-		check_megatron_rules(p, line, 0);
-		check_moe_line(p, line);
+		check_moe_megatron(p, upstream, line, sizeof(line));
+		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
+		if (s == 1)
+			check_nemo_line(keys, p, line);
 		pipette_plan_destroy(p);
 	}
 	free(upstream);
@@ -446,7 +466,7 @@ END_TEST
 START_TEST(test_nemo_lines)
 {
 	struct keyset *keys = malloc(sizeof(*keys));
-	char line[4096], copy[4096], *tok, *save = NULL;
+	char line[4096];
 	size_t j;
 	int planned = 0;
 
@@ -455,28 +475,15 @@ START_TEST(test_nemo_lines)
 		struct pipette_pins pins = pins_of(&jobs[j]);
 		struct pipette_plan *p = plan_for("nemo", jobs[j].model, jobs[j].nodes, jobs[j].gbs,
 						  jobs[j].seq, &pins);
-		const struct pipette_config *c;
 
 		if (!p)
 			continue;
-		c = pipette_plan_config(p);
 		planned++;
 		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 0);
-		pipette_strlcpy(copy, line, sizeof(copy));
-		for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-			char *eq = strchr(tok, '=');
-
-			ck_assert_msg(eq != NULL, "%s", line);
-			*eq = '\0';
-			ck_assert_msg(has(keys, tok), "%s is not a NeMo override key: %s", tok, line);
-			/* sp-tp1-core: Megatron-Core raises on SP without TP. */
-			if (!strcmp(tok, "trainer.strategy.sequence_parallel") && c->tp == 1)
-				ck_assert_str_eq(eq + 1, "False");
-		}
+		check_nemo_line(keys, p, line);
 		/* The performance recipes reduce gradients in bf16. */
 		ck_assert_ptr_nonnull(strstr(line, "trainer.plugins.grad_reduce_in_fp32=False"));
 		check_connections(p, 0);
-		save = NULL;
 		pipette_plan_destroy(p);
 	}
 	ck_assert_int_ge(planned, 8);

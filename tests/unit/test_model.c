@@ -205,6 +205,7 @@ START_TEST(test_hf_errors)
 	expect_error(HF("bad-type.json"), "'num_hidden_layers': expected an integer");
 	expect_error(HF("bad-negative.json"), "'hidden_size': -4096 is out of range");
 	expect_error(HF("bad-absurd.json"), "'vocab_size'");
+	expect_error(HF("bad-mlp-only.json"), "key 'mlp_only_layers': only an empty list");
 	expect_error(HF("bad-kv.json"), "'num_key_value_heads' (5) does not divide");
 	expect_error(HF("bad-unknown-type.json"), "'t5' is not supported");
 	expect_error(HF("bad-array.json"), "expected a JSON object");
