@@ -560,9 +560,12 @@ static int flash_attention(const struct pipette_config *c)
 
 /* Permutation: the dispatcher gathers each routed token copy into its
  * expert's slot before the dispatch and scatters it back after the
- * combine, a read and a write of h bf16 values each, and as much again in
- * backward (Megatron-Core moe_utils.py permute/unpermute); the router's
- * fp32 logits go through softmax and top-k, a few passes over T x E. */
+ * combine, a read and a write of h bf16 values each (Megatron-Core
+ * megatron/core/transformer/moe/moe_utils.py:344 permute and :497
+ * unpermute, NVIDIA/Megatron-LM @d98e8a64).  The router's fp32 logits:
+ * the score function reads them and writes the scores, top-k reads those,
+ * and the T x E routing_probs are written back (moe_utils.py:766,
+ * topk_routing_with_score_function): four passes over T x E. */
 #define PERMUTE_PASSES 2.0
 #define ROUTER_PASSES 4.0
 
