@@ -371,6 +371,58 @@ fail:
 	return NULL;
 }
 
+struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
+						     const struct pipette_gpu_spec *gpu,
+						     struct pipette_link l, struct pipette_err *err)
+{
+	struct pipette_cluster *c;
+	size_t i;
+	int k;
+
+	if (n < 1 || n > PIPETTE_MAX_NODES || g < 1 || g > PIPETTE_MAX_GPUS ||
+	    check_spec(gpu, err) < 0) {
+		pipette_fail(err, "cluster: %d nodes x %d GPUs, expected 1..%d x 1..%d", n, g,
+			     PIPETTE_MAX_NODES, PIPETTE_MAX_GPUS);
+		return NULL;
+	}
+	if (!(c = cluster_alloc(n, g, gpu)) || set_gpu_ids(c, NULL, err)) {
+		pipette_cluster_destroy(c);
+		pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+		return NULL;
+	}
+	for (k = 0; k < n; k++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "position%d", k);
+		if (!(c->names[k] = strdup(name))) {
+			pipette_cluster_destroy(c);
+			pipette_fail(err, "cluster: out of memory");
+			return NULL;
+		}
+	}
+	for (i = 0; i < (size_t)n * (size_t)n; i++)
+		c->inter[i] = i % ((size_t)n + 1) ? l : (struct pipette_link){ INFINITY, 0 };
+	for (i = 0; i < (size_t)n * (size_t)g * (size_t)g; i++)
+		c->intra[i] = (i % ((size_t)g * g)) % ((size_t)g + 1) ? l
+			      : (struct pipette_link){ INFINITY, 0 };
+	return c;
+}
+
+void pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
+				   struct pipette_link l)
+{
+	if (a != b && a >= 0 && b >= 0 && a < c->n && b < c->n)
+		c->inter[(size_t)a * c->n + b] = l;
+}
+
+void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
+				    int slot_b, struct pipette_link l)
+{
+	if (slot_a != slot_b && node >= 0 && node < c->n && slot_a >= 0 && slot_b >= 0 &&
+	    slot_a < c->g && slot_b < c->g)
+		c->intra[((size_t)node * c->g + slot_a) * c->g + slot_b] = l;
+}
+
 int pipette_cluster_node_count(const struct pipette_cluster *c)
 {
 	return c->n;

@@ -45,6 +45,18 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       struct pipette_err *err);
 void pipette_cluster_destroy(struct pipette_cluster *c);
 
+/* A cluster of n nodes x g GPUs (slot = Slurm GPU index, nodes named
+ * "position0".. ) whose every link is `l` until the caller sets it: the
+ * optimistic clusters of the mapping search's lower bounds (mapping.c). */
+struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
+						     const struct pipette_gpu_spec *gpu,
+						     struct pipette_link l, struct pipette_err *err);
+/* Set one direction of a link (a != b; out-of-range indices are ignored). */
+void pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
+				   struct pipette_link l);
+void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
+				    int slot_b, struct pipette_link l);
+
 int pipette_cluster_node_count(const struct pipette_cluster *c);
 int pipette_cluster_gpus_per_node(const struct pipette_cluster *c);
 const char *pipette_cluster_node_name(const struct pipette_cluster *c, int node);
