@@ -13,11 +13,13 @@ struct pipette_cluster {
 	int n, g;
 	char **names;
 	int *gpu_ids;			/* g */
-	struct pipette_link *inter;	/* n x n, node level */
+	struct pipette_link *inter;	/* n x n, node level; NULL: all `uniform` */
+	struct pipette_link uniform;
 	struct pipette_link *intra;	/* n x g x g, by slot */
 	const struct pipette_gpu_spec *gpu;
 	char *warnings;
 	size_t wlen, wcap;
+	unsigned long version;		/* a fresh stamp at creation and every set */
 };
 
 void pipette_cluster_destroy(struct pipette_cluster *c)
@@ -291,6 +293,15 @@ static int warn_coverage(struct pipette_cluster *c, const char *const *nodes,
 	return 0;
 }
 
+/* Stamps unique in the process, so that a cluster freed and another
+ * created at its address never share one. */
+static unsigned long next_stamp(void)
+{
+	static unsigned long stamp;
+
+	return __atomic_add_fetch(&stamp, 1, __ATOMIC_RELAXED);
+}
+
 /* The cluster's arrays, uninitialised; NULL when out of memory. */
 static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_gpu_spec *gpu)
 {
@@ -301,6 +312,7 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 	c->n = n;
 	c->g = g;
 	c->gpu = gpu;
+	c->version = next_stamp();
 	c->names = calloc((size_t)n, sizeof(char *));
 	c->gpu_ids = malloc((size_t)g * sizeof(int));
 	c->inter = malloc((size_t)n * (size_t)n * sizeof(*c->inter));
@@ -400,27 +412,43 @@ struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 			return NULL;
 		}
 	}
-	for (i = 0; i < (size_t)n * (size_t)n; i++)
-		c->inter[i] = i % ((size_t)n + 1) ? l : (struct pipette_link){ INFINITY, 0 };
+	free(c->inter);		/* every node link is `l` until one is set */
+	c->inter = NULL;
+	c->uniform = l;
 	for (i = 0; i < (size_t)n * (size_t)g * (size_t)g; i++)
 		c->intra[i] = (i % ((size_t)g * g)) % ((size_t)g + 1) ? l
 			      : (struct pipette_link){ INFINITY, 0 };
 	return c;
 }
 
-void pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
-				   struct pipette_link l)
+int pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
+				  struct pipette_link l)
 {
-	if (a != b && a >= 0 && b >= 0 && a < c->n && b < c->n)
-		c->inter[(size_t)a * c->n + b] = l;
+	size_t i;
+
+	if (a == b || a < 0 || b < 0 || a >= c->n || b >= c->n)
+		return 0;
+	if (!c->inter) {
+		c->inter = malloc((size_t)c->n * (size_t)c->n * sizeof(*c->inter));
+		if (!c->inter)
+			return -1;
+		for (i = 0; i < (size_t)c->n * (size_t)c->n; i++)
+			c->inter[i] = i % ((size_t)c->n + 1) ? c->uniform
+				      : (struct pipette_link){ INFINITY, 0 };
+	}
+	c->inter[(size_t)a * c->n + b] = l;
+	c->version = next_stamp();
+	return 0;
 }
 
 void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
 				    int slot_b, struct pipette_link l)
 {
 	if (slot_a != slot_b && node >= 0 && node < c->n && slot_a >= 0 && slot_b >= 0 &&
-	    slot_a < c->g && slot_b < c->g)
+	    slot_a < c->g && slot_b < c->g) {
 		c->intra[((size_t)node * c->g + slot_a) * c->g + slot_b] = l;
+		c->version = next_stamp();
+	}
 }
 
 int pipette_cluster_node_count(const struct pipette_cluster *c)
@@ -456,13 +484,20 @@ struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 	if (na == nb)
 		return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g +
 				gpu_b % c->g];
-	return c->inter[(size_t)na * c->n + nb];
+	return c->inter ? c->inter[(size_t)na * c->n + nb] : c->uniform;
 }
 
 struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 					      int node_a, int node_b)
 {
+	if (!c->inter)
+		return node_a == node_b ? (struct pipette_link){ INFINITY, 0 } : c->uniform;
 	return c->inter[(size_t)node_a * c->n + node_b];
+}
+
+unsigned long pipette_cluster_version(const struct pipette_cluster *c)
+{
+	return c->version;
 }
 
 const char *pipette_cluster_warnings(const struct pipette_cluster *c)

@@ -51,9 +51,11 @@ void pipette_cluster_destroy(struct pipette_cluster *c);
 struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 						     const struct pipette_gpu_spec *gpu,
 						     struct pipette_link l, struct pipette_err *err);
-/* Set one direction of a link (a != b; out-of-range indices are ignored). */
-void pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
-				   struct pipette_link l);
+/* Set one direction of a link (a != b; out-of-range indices are ignored).
+ * A blank cluster holds one figure for all its node links until the first
+ * is set (then n x n of them): -1 when that allocation fails. */
+int pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
+				  struct pipette_link l);
 void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
 				    int slot_b, struct pipette_link l);
 
@@ -71,6 +73,11 @@ struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 /* Node-level inter-node figure a -> b (a != b). */
 struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 					      int node_a, int node_b);
+
+/* A stamp unique in the process to this cluster and its links: a new one
+ * at creation and at every link set, so that figures derived from the
+ * links can be cached by it. */
+unsigned long pipette_cluster_version(const struct pipette_cluster *c);
 
 /* Newline-separated warnings from create, "" if none. */
 const char *pipette_cluster_warnings(const struct pipette_cluster *c);

@@ -31,15 +31,17 @@
 #define BUDGET_WORK 3e6
 #define BUDGET_MIN 60
 #define BUDGET_MAX 1500
-/* Up to this many nodes the default budget covers every node order (see
- * pipette_mapping_search: 8! = 40320 estimates, about 1 s of CPU). */
-#define SMALL_NODES 8
 /* An annealing run ends early after this share of its iterations without
  * a new best (deterministic: counted in iterations). */
 #define SA_PATIENCE 0.5
 /* A candidate must beat the incumbent by this relative margin, so that
  * floating-point noise never replaces a mapping with an equal one. */
 #define STRICT_GAIN 1e-12
+/* The heuristic search stops once the incumbent is within this share of
+ * the placement bound: half the 1% under which a plan calls its mapping
+ * gain negligible (PIPETTE_NEGLIGIBLE_GAIN, plan.h), so what a longer
+ * search could still find would be negligible too. */
+#define GAP_STOP 0.005
 
 void pipette_mapping_opts_init(struct pipette_mapping_opts *o)
 {
@@ -106,6 +108,7 @@ struct mapper {
 	int *best_order, *best_slot;
 	int *sigma;		/* scratch gpu_of_rank */
 	double best;
+	double bound;		/* placement_bound, 0 = none */
 	long evals, budget, failed;
 	struct pipette_err *err;
 };
@@ -210,6 +213,25 @@ static int next_perm(int *a, int n)
 	return 1;
 }
 
+/* Leaf order: an exact comparison of the estimates, ties to the
+ * lexicographically smaller node order (the tie-break of both exact
+ * searches: brute force meets the orders in that order). */
+static int lex_less(const int *a, const int *b, int n)
+{
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (a[k] != b[k])
+			return a[k] < b[k];
+	return 0;
+}
+
+static void keep_if_best_exact(struct mapper *mp, double f)
+{
+	if (f < mp->best || (f == mp->best && lex_less(mp->order, mp->best_order, mp->N)))
+		keep_best(mp, f);
+}
+
 static int exhaustive(struct mapper *mp)
 {
 	int k;
@@ -220,11 +242,277 @@ static int exhaustive(struct mapper *mp)
 	do {
 		if (evaluate(mp, &f))
 			return -1;
-		if (better(f, mp->best))
-			keep_best(mp, f);
+		keep_if_best_exact(mp, f);
 	} while (next_perm(mp->order, mp->N));
 	restore_best(mp);
 	return 0;
+}
+
+/* ---- exact search by branch and bound (small clusters) -------------------
+ *
+ * Positions 0 .. blocks-1 of the node order are filled one at a time.  The
+ * bound of a partial order is the estimate on an optimistic cluster of
+ * positions: links between two placed positions are the real ones, every
+ * link that touches an open position is the best (fastest, shortest) the
+ * remaining nodes could give it, and an open position's GPUs get, pair by
+ * pair, the best intra-node link of the remaining nodes.  The estimate only
+ * grows when a link slows (collectives, point-to-point and the pipeline's
+ * max-plus recurrence are monotone in each link), so the bound is below
+ * every completion.  Children are expanded best bound first; a subtree is
+ * cut when its bound exceeds the incumbent by more than BOUND_SLACK (the
+ * floating-point margin of that monotonicity), so no order that could tie
+ * the optimum is ever cut, and leaves keep the exact rule of
+ * keep_if_best_exact: the result is brute force's, at a fraction of its
+ * estimates (tests/unit/test_mapping.c checks both on random caches). */
+#define BOUND_SLACK 1e-9
+/* Positions left below which the search estimates every completion
+ * rather than bounding (tests/bench/bench_plan.c: fewest estimates). */
+#define LEAF_DEPTH 3
+
+struct bnb {
+	struct pipette_cluster *pos;	/* optimistic cluster of positions */
+	struct pipette_link *inter;	/* real node links, N x N */
+	struct pipette_link *intra;	/* real intra links, N x G x G */
+	char *used;			/* node placed */
+	int *ident;			/* identity sigma over the world */
+	long bounds;
+};
+
+static struct pipette_link link_best(struct pipette_link a, struct pipette_link b)
+{
+	return (struct pipette_link){ fmax(a.gbps, b.gbps), fmin(a.lat_us, b.lat_us) };
+}
+
+#define NO_LINK ((struct pipette_link){ 0, HUGE_VAL })
+
+/* Links of the optimistic cluster for positions 0 .. d-1 placed; -1 when
+ * out of memory. */
+static int bnb_links(const struct mapper *mp, struct bnb *b, int d)
+{
+	int N = mp->N, G = mp->G, p, q, x, y, a, c;
+	struct pipette_link out[PIPETTE_MAPPING_EXACT_MAX], in[PIPETTE_MAPPING_EXACT_MAX];
+	struct pipette_link open = NO_LINK;
+
+	for (p = 0; p < d; p++) {
+		out[p] = in[p] = NO_LINK;
+		for (x = 0; x < N; x++)
+			if (!b->used[x]) {
+				out[p] = link_best(out[p], b->inter[mp->order[p] * N + x]);
+				in[p] = link_best(in[p], b->inter[x * N + mp->order[p]]);
+			}
+	}
+	for (x = 0; x < N; x++)
+		for (y = 0; y < N; y++)
+			if (x != y && !b->used[x] && !b->used[y])
+				open = link_best(open, b->inter[x * N + y]);
+	for (p = 0; p < N; p++)
+		for (q = 0; q < N; q++) {
+			if (p != q && pipette_cluster_set_node_link(b->pos, p, q,
+				p < d && q < d ? b->inter[mp->order[p] * N + mp->order[q]]
+				: p < d ? out[p] : q < d ? in[q] : open))
+				return -1;
+		}
+	for (a = 0; a < G; a++)
+		for (c = 0; c < G; c++) {
+			struct pipette_link l = NO_LINK;
+
+			if (a == c)
+				continue;
+			for (x = 0; x < N; x++)
+				if (!b->used[x])
+					l = link_best(l, b->intra[((size_t)x * G + a) * G + c]);
+			for (p = 0; p < N; p++)
+				pipette_cluster_set_intra_link(b->pos, p, a, c, p < d
+					? b->intra[((size_t)mp->order[p] * G + a) * G + c] : l);
+		}
+	return 0;
+}
+
+static int bnb_bound(struct mapper *mp, struct bnb *b, int d, double *lb)
+{
+	struct pipette_time tm;
+
+	if (bnb_links(mp, b, d))
+		return pipette_fail(mp->err, "out of memory");
+	mp->evals++;
+	b->bounds++;
+	if (pipette_time_estimate(mp->t, mp->m, mp->gpu, mp->c, b->pos, b->ident, 0, &tm,
+				  mp->err)) {
+		*lb = 0;	/* no bound: the subtree is searched */
+		return 0;
+	}
+	*lb = tm.iteration_s;
+	return 0;
+}
+
+/* A complete order: the unused nodes follow in ascending order. */
+static int bnb_leaf(struct mapper *mp, struct bnb *b)
+{
+	int k = mp->blocks, x;
+	double f;
+
+	for (x = 0; x < mp->N; x++)
+		if (!b->used[x])
+			mp->order[k++] = x;
+	if (evaluate(mp, &f))
+		return -1;
+	keep_if_best_exact(mp, f);
+	return 0;
+}
+
+/* Every completion of positions d .. blocks-1 with the nodes left. */
+static int bnb_leaves(struct mapper *mp, struct bnb *b, int d)
+{
+	int x;
+
+	if (d == mp->blocks)
+		return bnb_leaf(mp, b);
+	for (x = 0; x < mp->N; x++) {
+		if (b->used[x])
+			continue;
+		mp->order[d] = x;
+		b->used[x] = 1;
+		if (bnb_leaves(mp, b, d + 1)) {
+			b->used[x] = 0;
+			return -1;
+		}
+		b->used[x] = 0;
+	}
+	return 0;
+}
+
+struct child {
+	double lb;
+	int node;
+};
+
+static int cmp_child(const void *a, const void *b)
+{
+	const struct child *x = a, *y = b;
+
+	if (x->lb != y->lb)
+		return x->lb < y->lb ? -1 : 1;
+	return x->node - y->node;
+}
+
+static int bnb_visit(struct mapper *mp, struct bnb *b, int d)
+{
+	struct child ch[PIPETTE_MAPPING_EXACT_MAX];
+	int n = 0, x, k;
+
+	/* Near the leaves a bound costs as much as the orders it could cut:
+	 * with LEAF_DEPTH positions or fewer left, every completion is
+	 * estimated (in lexicographic order; unused nodes ascend). */
+	if (mp->blocks - d <= LEAF_DEPTH)
+		return bnb_leaves(mp, b, d);
+	for (x = 0; x < mp->N; x++) {
+		if (b->used[x])
+			continue;
+		mp->order[d] = x;
+		b->used[x] = 1;
+		if (bnb_bound(mp, b, d + 1, &ch[n].lb)) {
+			b->used[x] = 0;
+			return -1;
+		}
+		b->used[x] = 0;
+		ch[n++].node = x;
+	}
+	qsort(ch, (size_t)n, sizeof(ch[0]), cmp_child);
+	for (k = 0; k < n && ch[k].lb <= mp->best * (1 + BOUND_SLACK); k++) {
+		mp->order[d] = ch[k].node;
+		b->used[ch[k].node] = 1;
+		if (bnb_visit(mp, b, d + 1))
+			return -1;
+		b->used[ch[k].node] = 0;
+	}
+	return 0;
+}
+
+/* The exact node order by branch and bound, from the incumbent in mp->best
+ * (the block mapping's, or better). */
+static int branch_and_bound(struct mapper *mp, long *bounds)
+{
+	struct bnb b;
+	int N = mp->N, G = mp->G, x, y, a, c, rv = -1;
+	struct pipette_err e2;
+
+	memset(&b, 0, sizeof(b));
+	b.inter = malloc((size_t)N * N * sizeof(*b.inter));
+	b.intra = malloc((size_t)N * G * G * sizeof(*b.intra));
+	b.used = calloc((size_t)N, 1);
+	b.ident = malloc((size_t)mp->world * sizeof(int));
+	b.pos = pipette_cluster_create_blank(N, G, mp->gpu, NO_LINK, &e2);
+	if (!b.inter || !b.intra || !b.used || !b.ident || !b.pos) {
+		pipette_fail(mp->err, "out of memory");
+		goto out;
+	}
+	for (x = 0; x < mp->world; x++)
+		b.ident[x] = x;
+	for (x = 0; x < N; x++)
+		for (y = 0; y < N; y++)
+			b.inter[x * N + y] = pipette_cluster_node_link(mp->cl, x, y);
+	for (x = 0; x < N; x++)
+		for (a = 0; a < G; a++)
+			for (c = 0; c < G; c++)
+				b.intra[((size_t)x * G + a) * G + c] =
+					pipette_cluster_link(mp->cl, x * G + a, x * G + c);
+	rv = bnb_visit(mp, &b, 0);
+	restore_best(mp);
+	*bounds = b.bounds;
+out:
+	pipette_cluster_destroy(b.pos);
+	free(b.inter);
+	free(b.intra);
+	free(b.used);
+	free(b.ident);
+	return rv;
+}
+
+/* The mapping's lower bound: the configuration on a cluster of the real
+ * one's shape whose node links are all the real cluster's fastest (and
+ * shortest) and whose GPU pairs inside a node all get the fastest such
+ * pair of any node (slots are permuted too, so no pair keeps its own).  No placement beats it (the estimate is
+ * monotone in each link; see the branch and bound above), so best - bound
+ * is the most any further search could gain.  HUGE_VAL-free: 0 when the
+ * estimate fails. */
+static int placement_bound(struct mapper *mp, double *lb)
+{
+	int N = mp->N, G = mp->G, x, y, a, c, rv = -1;
+	struct pipette_link best = NO_LINK, fast = NO_LINK;
+	struct pipette_cluster *pos;
+	struct pipette_time tm;
+	struct pipette_err e2;
+	int *ident = malloc((size_t)mp->world * sizeof(int));
+
+	for (x = 0; x < N; x++)
+		for (y = 0; y < N; y++)
+			if (x != y)
+				best = link_best(best, pipette_cluster_node_link(mp->cl, x, y));
+	pos = pipette_cluster_create_blank(N, G, mp->gpu, best, &e2);
+	if (!pos || !ident) {
+		pipette_fail(mp->err, "out of memory");
+		goto out;
+	}
+	for (x = 0; x < N; x++)
+		for (a = 0; a < G; a++)
+			for (c = 0; c < G; c++)
+				if (a != c)
+					fast = link_best(fast, pipette_cluster_link(mp->cl, x * G + a,
+										      x * G + c));
+	for (x = 0; x < N; x++)
+		for (a = 0; a < G; a++)
+			for (c = 0; c < G; c++)
+				pipette_cluster_set_intra_link(pos, x, a, c, fast);
+	for (x = 0; x < mp->world; x++)
+		ident[x] = x;
+	mp->evals++;
+	*lb = pipette_time_estimate(mp->t, mp->m, mp->gpu, mp->c, pos, ident, 0, &tm, &e2)
+	      ? 0 : tm.iteration_s;
+	rv = 0;
+out:
+	pipette_cluster_destroy(pos);
+	free(ident);
+	return rv;
 }
 
 /* Moves on the node order (positions 0 .. N-1; the first `blocks` hold
@@ -340,6 +628,12 @@ static long descent_reserve(const struct mapper *mp)
 	return b * (n - 1) / 2 + b * (b - 1) / 2 + b * (b - 1) * (SHIFT_MAX < b ? SHIFT_MAX : b) / 2;
 }
 
+/* What is left to gain is below GAP_STOP of the incumbent. */
+static int closed(const struct mapper *mp)
+{
+	return mp->bound > 0 && mp->best - mp->bound <= GAP_STOP * mp->best;
+}
+
 /* Simulated annealing over the node order.  The first o->restarts runs
  * share what the budget leaves after the descent's reserve; a run ends
  * after SA_PATIENCE of its iterations without a new best, and what it
@@ -384,7 +678,7 @@ static int anneal(struct mapper *mp, const struct pipette_mapping_opts *o)
 		long patience = (long)(SA_PATIENCE * (double)iters), last_gain = 0;
 		double temp = rs ? t0 * SA_REHEAT : t0, alpha;
 
-		if (iters < SA_MIN_RUN)
+		if (iters < SA_MIN_RUN || closed(mp))
 			break;
 		alpha = pow(SA_TEND_FRAC, 1.0 / (double)iters);
 		restore_best(mp);
@@ -424,7 +718,7 @@ static int order_descent(struct mapper *mp)
 	int improved = 1, kind, i, j, len;
 
 	restore_best(mp);
-	while (improved && mp->evals < mp->budget) {
+	while (improved && mp->evals < mp->budget && !closed(mp)) {
 		improved = 0;
 		for (kind = 0; kind < MV_KINDS; kind++)
 			for (len = 1; len <= (kind == MV_SHIFT ? SHIFT_MAX : 1); len++)
@@ -547,19 +841,6 @@ static int cluster_uniform(const struct pipette_cluster *cl, int N, int G)
 	return 1;
 }
 
-static long factorial_capped(int n, long cap)
-{
-	long f = 1;
-	int i;
-
-	for (i = 2; i <= n; i++) {
-		if (f > cap / i)
-			return cap + 1;
-		f *= i;
-	}
-	return f;
-}
-
 int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *m,
 			   const struct pipette_gpu_spec *gpu,
 			   const struct pipette_config *c,
@@ -592,19 +873,6 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 				    mp.world, mp.N * mp.G);
 	mp.blocks = (mp.world + mp.G - 1) / mp.G;
 	mp.budget = o->budget > 0 ? o->budget : pipette_mapping_default_budget(c);
-	if (o->budget <= 0 && mp.N <= SMALL_NODES) {
-		/* Small clusters: every node order, plus the block
-		 * mapping's estimate, plus two passes of the slot descent
-		 * over every node (the slots then searched from the optimal
-		 * order gain as much again as the order on hetero-8x8,
-		 * tests/bench/bench_plan.c); where some nodes stay unused
-		 * (no brute force) annealing gets as much.  8! = 40320
-		 * estimates: about 1 s of CPU at 8 x 8 GPUs. */
-		long all = factorial_capped(mp.N, 1L << 30) + 1 + (long)mp.N * mp.G * (mp.G - 1);
-
-		if (all > mp.budget)
-			mp.budget = all;
-	}
 	mp.order = calloc((size_t)mp.N, sizeof(int));
 	mp.best_order = calloc((size_t)mp.N, sizeof(int));
 	mp.slot = calloc((size_t)mp.N * (size_t)mp.G, sizeof(int));
@@ -624,16 +892,22 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	st->block_s = f;
 	if (o->block_only || (mp.world == mp.N * mp.G && cluster_uniform(cl, mp.N, mp.G))) {
 		/* nothing to search: the block mapping is optimal */
+	} else if (placement_bound(&mp, &mp.bound)) {
+		goto out;
+	} else if (o->cutoff > 0 && mp.bound >= o->cutoff) {
+		st->cut = 1;		/* no placement reaches the cutoff */
+	} else if (mp.bound > 0 && mp.best <= mp.bound) {
+		st->exhaustive = 1;	/* the block mapping meets the bound */
 	} else if (mp.world % mp.G == 0 && mp.N >= 2) {
-		int brute = !o->force_anneal && mp.blocks == mp.N &&
-			    (o->force_exhaustive ? mp.N <= 10
-			     : factorial_capped(mp.N, mp.budget) <= mp.budget);
-
-		if (brute) {
+		if (o->force_exhaustive && mp.blocks == mp.N && mp.N <= 10) {
 			if (exhaustive(&mp))
 				goto out;
 			st->exhaustive = 1;
-		} else {
+		} else if (!o->force_anneal && mp.N <= PIPETTE_MAPPING_EXACT_MAX) {
+			if (branch_and_bound(&mp, &st->bounds))
+				goto out;
+			st->exhaustive = 1;
+		} else if (!closed(&mp)) {
 			chain_start(&mp);
 			if (evaluate(&mp, &f))
 				goto out;
@@ -646,6 +920,11 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 		 * search used up: it needs at least one pass per node. */
 		if (mp.evals >= mp.budget)
 			mp.budget = mp.evals + (long)mp.G * (mp.G - 1) / 2 * 2;
+		/* After the exact order, two passes over every node's slot
+		 * pairs (they gain as much again as the order on hetero-8x8,
+		 * tests/bench/bench_plan.c). */
+		if (st->exhaustive && mp.evals + (long)mp.blocks * mp.G * (mp.G - 1) > mp.budget)
+			mp.budget = mp.evals + (long)mp.blocks * mp.G * (mp.G - 1);
 		restore_best(&mp);
 		if (!o->no_slots && slot_descent(&mp, &st->slot_nodes))
 			goto out;
@@ -661,6 +940,7 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 		gpu_of_rank[r] = n * mp.G + mp.slot[n * mp.G + r % mp.G];
 	}
 	st->best_s = mp.best;
+	st->bound_s = mp.bound;
 	st->evaluations = mp.evals;
 	st->failed = mp.failed;
 	rv = 0;

@@ -50,6 +50,10 @@
 #include "model.h"
 #include "timing.h"
 
+/* Up to this many nodes the node order is searched exactly (branch and
+ * bound; mapping.c), whatever the budget. */
+#define PIPETTE_MAPPING_EXACT_MAX 8
+
 struct pipette_mapping_opts {
 	long budget;		/* time estimates allowed (0 = by GPU count) */
 	unsigned long long seed;
@@ -58,15 +62,21 @@ struct pipette_mapping_opts {
 	int force_anneal;	/* never brute force (tests compare the two) */
 	int block_only;		/* return the block mapping */
 	int no_slots;		/* node order only: identity slots */
+	double cutoff;		/* > 0: no search when the placement bound is
+				 * at or above it (another configuration's
+				 * mapped time); the block mapping returns */
 };
 
 struct pipette_mapping_stats {
 	double block_s;		/* iteration time of the block mapping */
 	double best_s;		/* of the returned mapping */
+	double bound_s;		/* no placement is faster (0 = not computed) */
 	long evaluations;	/* full time estimates made */
 	long failed;		/* estimates that failed (placement rejected) */
-	int exhaustive;		/* node order proven optimal (brute force) */
+	int exhaustive;		/* node order proven optimal (exact search) */
+	long bounds;		/* of the evaluations, branch-and-bound bounds */
 	int slot_nodes;		/* nodes whose slot order was searched */
+	int cut;		/* not searched: the bound met the cutoff */
 };
 
 void pipette_mapping_opts_init(struct pipette_mapping_opts *o);

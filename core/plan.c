@@ -410,9 +410,14 @@ static int map_and_rank(struct pipette_plan *p, const struct pipette_cluster *cl
 		 * mapped time so far cannot win: skip its mapping. */
 		if (i >= n_map || (i > 0 && sr->top[i].lower_bound_s >= best_mapped))
 			continue;
+		mo.cutoff = i > 0 ? best_mapped : 0;
 		if (pipette_mapping_search(t, &p->model, p->gpu, &e->cfg, cl, &mo, s, &ms[i],
-					   err) ||
-		    pipette_time_estimate(t, &p->model, p->gpu, &e->cfg, cl, s, 0, &e->time, err))
+					   err))
+			goto out;
+		e->bound_s = ms[i].bound_s;
+		if (ms[i].cut)
+			continue;	/* its placement bound cannot beat the best */
+		if (pipette_time_estimate(t, &p->model, p->gpu, &e->cfg, cl, s, 0, &e->time, err))
 			goto out;
 		e->mapped = 1;
 		if (i == 0 || e->time.iteration_s < best_mapped)

@@ -16,6 +16,7 @@ struct plan_entry {
 	struct pipette_config cfg;
 	struct pipette_time time;	/* under its mapping (block if unmapped) */
 	double block_s;
+	double bound_s;			/* placement bound (0: not computed) */
 	int mapped;
 	double peak_bytes;
 };

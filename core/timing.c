@@ -94,7 +94,47 @@ struct grid_entry {
 	int filled_p2p;
 };
 
+/* Group links by shape (size, stride) over the whole cluster under the
+ * default placement: the groups of a kind in stage s of any grid are the
+ * consecutive global groups (per_stage/size)*s .. +per_stage/size - 1 of
+ * their shape, so grids that differ in pp, dp or the other kinds share
+ * them.  SHAPE_CACHE shapes, least recently used replaced. */
+#define SHAPE_CACHE 16
+struct shape_entry {
+	int size, stride;
+	unsigned long stamp;	/* pipette_cluster_version; 0 = empty */
+	long used;
+	int n, cap;		/* groups built, allocated */
+	struct group_links *g;
+};
+
+/* Stage-to-stage links under the default placement by stage size ps:
+ * fwd[r] = r -> r + ps and bwd[r] = r + ps -> r over the whole cluster,
+ * which every pp of that stage size shares.  P2P_CACHE sizes, least
+ * recently used replaced. */
+#define P2P_CACHE 8
+struct p2p_entry {
+	int ps, n;
+	unsigned long stamp;	/* 0 = empty */
+	long used;
+	struct pipette_link *fwd, *bwd;
+};
+
+/* Intra-node ring bounds by (cluster, version, node, slot set): 2^12
+ * direct-mapped entries (160 KiB); a collision only recomputes. */
+#define INTRA_MEMO_BITS 12
+struct intra_memo {
+	const struct pipette_cluster *cl;
+	unsigned long version;
+	int node;
+	uint64_t mask;
+	double bw;
+};
+
 struct pipette_timer {
+	struct intra_memo *intra_memo;
+	struct shape_entry shapes[SHAPE_CACHE];
+	struct p2p_entry p2ps[P2P_CACHE];
 	struct pipette_sched *sched;
 	int cap_stages;
 	double *t_f, *t_b, *t_w, *comm_f, *comm_b, *inflight;
@@ -116,7 +156,10 @@ struct pipette_timer *pipette_timer_create(void)
 	if (!t)
 		return NULL;
 	t->sched = pipette_sched_create();
-	if (!t->sched) {
+	t->intra_memo = calloc((size_t)1 << INTRA_MEMO_BITS, sizeof(*t->intra_memo));
+	if (!t->sched || !t->intra_memo) {
+		pipette_sched_destroy(t->sched);
+		free(t->intra_memo);
 		free(t);
 		return NULL;
 	}
@@ -128,6 +171,13 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	if (!t)
 		return;
 	pipette_sched_destroy(t->sched);
+	free(t->intra_memo);
+	for (int i = 0; i < SHAPE_CACHE; i++)
+		free(t->shapes[i].g);
+	for (int i = 0; i < P2P_CACHE; i++) {
+		free(t->p2ps[i].fwd);
+		free(t->p2ps[i].bwd);
+	}
 	free(t->t_f);
 	free(t->t_b);
 	free(t->t_w);
@@ -231,11 +281,70 @@ static int cmp_int(const void *a, const void *b)
  * second-fastest link to the others: the minimum of that over the members
  * is the bound used here (exact when one GPU or one pair is slow).  A
  * link's figure is its slower direction.  gpus: n GPU indices. */
-static double intra_ring_bw(const struct placement *p, int *gpus, int n)
+static double run_ring_bw(const struct placement *p, const int *gpus, int n)
+{
+	double worst = HUGE_VAL;
+	int i, j;
+
+	for (i = 0; i < n && n > 1; i++) {
+		double best = 0, second = 0;
+
+		for (j = 0; j < n; j++) {
+			double ab, ba, bw;
+
+			if (j == i)
+				continue;
+			ab = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
+			ba = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
+			bw = ab < ba ? ab : ba;
+			if (bw > best) {
+				second = best;
+				best = bw;
+			} else if (bw > second) {
+				second = bw;
+			}
+		}
+		if (n == 2)
+			second = best;	/* two members: one link, both ways */
+		if (second < worst)
+			worst = second;
+	}
+	return worst;
+}
+
+/* The bound of one node's members (gpus, n of them, on one node), from the
+ * timer's memo when it has it: the figure depends only on the node and the
+ * set of its slots, which many groups and placements share. */
+static double node_ring_bw(struct pipette_timer *t, const struct placement *p,
+			   const int *gpus, int n)
+{
+	unsigned long version = pipette_cluster_version(p->cl);
+	int node = gpus[0] / p->G, i;
+	uint64_t mask = 0, h;
+	struct intra_memo *e;
+
+	if (p->G > 64 || !t->intra_memo)
+		return run_ring_bw(p, gpus, n);
+	for (i = 0; i < n; i++)
+		mask |= 1ULL << (gpus[i] % p->G);
+	h = (mask ^ (uint64_t)node * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+	e = &t->intra_memo[h >> (64 - INTRA_MEMO_BITS)];
+	if (e->cl == p->cl && e->version == version && e->node == node && e->mask == mask)
+		return e->bw;
+	e->cl = p->cl;
+	e->version = version;
+	e->node = node;
+	e->mask = mask;
+	e->bw = run_ring_bw(p, gpus, n);
+	return e->bw;
+}
+
+static double intra_ring_bw(struct pipette_timer *t, const struct placement *p, int *gpus,
+			    int n)
 {
 	double worst = HUGE_VAL;
 	uint64_t seen[PIPETTE_BW_MAX_NODES / 64];
-	int i, j, start, grouped = 1;
+	int i, start, grouped = 1;
 
 	/* Members of one node usually sit together already (TP groups); sort
 	 * only when a node's members are split into several runs. */
@@ -253,34 +362,12 @@ static double intra_ring_bw(const struct placement *p, int *gpus, int n)
 	if (!grouped)
 		qsort(gpus, (size_t)n, sizeof(int), cmp_int);
 	for (start = 0; start < n; start = i) {
-		int node = gpus[start] / p->G, end;
+		int node = gpus[start] / p->G;
 
-		for (end = start; end < n && gpus[end] / p->G == node; end++)
+		for (i = start; i < n && gpus[i] / p->G == node; i++)
 			;
-		for (i = start; i < end && end - start > 1; i++) {
-			double best = 0, second = 0;
-
-			for (j = start; j < end; j++) {
-				double ab, ba, bw;
-
-				if (j == i)
-					continue;
-				ab = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
-				ba = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
-				bw = ab < ba ? ab : ba;
-				if (bw > best) {
-					second = best;
-					best = bw;
-				} else if (bw > second) {
-					second = bw;
-				}
-			}
-			if (end - start == 2)
-				second = best;	/* two members: one link, both ways */
-			if (second < worst)
-				worst = second;
-		}
-		i = end;
+		if (i - start > 1)
+			worst = fmin(worst, node_ring_bw(t, p, gpus + start, i - start));
 	}
 	return worst;
 }
@@ -288,8 +375,8 @@ static double intra_ring_bw(const struct placement *p, int *gpus, int n)
 /* Ring over `ranks` (n entries): between nodes in rank order (the order
  * Megatron's groups and NCCL's inter-node rings follow), inside each node
  * the best ring of its members (intra_ring_bw). */
-static void ring_links(const struct placement *p, const int *ranks, int n, int *scratch,
-		       struct group_links *g)
+static void ring_links(struct pipette_timer *t, const struct placement *p, const int *ranks,
+		       int n, int *scratch, struct group_links *g)
 {
 	int i, first_node = -1, nodes = 0, same_first = 0, have_intra = 0;
 
@@ -324,7 +411,7 @@ static void ring_links(const struct placement *p, const int *ranks, int n, int *
 			nodes++;
 	}
 	if (have_intra)
-		g->intra_bw = intra_ring_bw(p, scratch, n);
+		g->intra_bw = intra_ring_bw(t, p, scratch, n);
 	g->bw = g->intra_bw < g->inter_bw ? g->intra_bw : g->inter_bw;
 	if (nodes > 1 && gpu_of(p, ranks[0]) / p->G == gpu_of(p, ranks[n - 1]) / p->G)
 		nodes--;	/* the ring closed inside the first node's run */
@@ -375,7 +462,60 @@ static void group_links_of(struct pipette_timer *t, const struct placement *p,
 
 	for (j = 0; j < size; j++)
 		t->ranks[j] = start + j * stride;
-	ring_links(p, t->ranks, size, t->scratch, g);
+	ring_links(t, p, t->ranks, size, t->scratch, g);
+}
+
+/* Links of global group gi of shape (size, stride) under the default
+ * placement. */
+static void global_group(struct pipette_timer *t, const struct placement *p, int size,
+			 int stride, int gi, struct group_links *g)
+{
+	int start = (gi / stride) * stride * size + gi % stride, j;
+
+	for (j = 0; j < size; j++)
+		t->ranks[j] = start + j * stride;
+	ring_links(t, p, t->ranks, size, t->scratch, g);
+}
+
+/* The first `need` global groups of a shape, from the shape cache (built
+ * as far as needed); NULL when out of memory. */
+static const struct group_links *shape_groups(struct pipette_timer *t,
+					      const struct placement *p, int size,
+					      int stride, int need)
+{
+	unsigned long stamp = pipette_cluster_version(p->cl);
+	struct shape_entry *e = NULL;
+	int i, victim = 0;
+
+	for (i = 0; i < SHAPE_CACHE && !e; i++) {
+		struct shape_entry *x = &t->shapes[i];
+
+		if (x->stamp == stamp && x->size == size && x->stride == stride)
+			e = x;
+		else if (x->used < t->shapes[victim].used)
+			victim = i;
+	}
+	if (!e) {
+		e = &t->shapes[victim];
+		e->stamp = stamp;
+		e->size = size;
+		e->stride = stride;
+		e->n = 0;
+	}
+	e->used = ++t->clock;
+	if (need > e->cap) {
+		struct group_links *g = realloc(e->g, (size_t)need * sizeof(*g));
+
+		if (!g) {
+			e->stamp = 0;
+			return NULL;
+		}
+		e->g = g;
+		e->cap = need;
+	}
+	for (; e->n < need; e->n++)
+		global_group(t, p, size, stride, e->n, &e->g[e->n]);
+	return e->g;
 }
 
 /* The cached grid of c, or NULL when caching is off for this call. */
@@ -419,15 +559,12 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 		return;
 	groups = per_stage / size;
 	if (e && !e->groups[kind]) {
-		e->groups[kind] = malloc((size_t)c->pp * groups * sizeof(struct group_links));
-		if (e->groups[kind]) {
-			int s2;
+		const struct group_links *all = shape_groups(t, p, size, stride, c->pp * groups);
 
+		e->groups[kind] = all ? malloc((size_t)c->pp * groups * sizeof(*all)) : NULL;
+		if (e->groups[kind]) {
 			e->per_stage[kind] = groups;
-			for (s2 = 0; s2 < c->pp; s2++)
-				for (i = 0; i < groups; i++)
-					group_links_of(t, p, c, s2, size, stride, i,
-						       &e->groups[kind][s2 * groups + i]);
+			memcpy(e->groups[kind], all, (size_t)c->pp * groups * sizeof(*all));
 		}
 	}
 	for (i = 0; i < groups; i++) {
@@ -444,6 +581,45 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 			*worst = g;
 		}
 	}
+}
+
+/* The p2p_entry of stage size ps, filled over the whole cluster; NULL when
+ * out of memory. */
+static const struct p2p_entry *p2p_links(struct pipette_timer *t, const struct placement *p,
+					 int ps)
+{
+	unsigned long stamp = pipette_cluster_version(p->cl);
+	int i, victim = 0, n = pipette_cluster_node_count(p->cl) * p->G - ps, r;
+	struct p2p_entry *e;
+
+	for (i = 0; i < P2P_CACHE; i++) {
+		e = &t->p2ps[i];
+		if (e->stamp == stamp && e->ps == ps) {
+			e->used = ++t->clock;
+			return e;
+		}
+		if (e->used < t->p2ps[victim].used)
+			victim = i;
+	}
+	e = &t->p2ps[victim];
+	free(e->fwd);
+	free(e->bwd);
+	memset(e, 0, sizeof(*e));
+	if (n <= 0)
+		return NULL;
+	e->fwd = malloc((size_t)n * sizeof(*e->fwd));
+	e->bwd = malloc((size_t)n * sizeof(*e->bwd));
+	if (!e->fwd || !e->bwd)
+		return NULL;
+	for (r = 0; r < n; r++) {
+		e->fwd[r] = pipette_cluster_link(p->cl, r, r + ps);
+		e->bwd[r] = pipette_cluster_link(p->cl, r + ps, r);
+	}
+	e->ps = ps;
+	e->n = n;
+	e->stamp = stamp;
+	e->used = ++t->clock;
+	return e;
 }
 
 /* Slowest of the parallel point-to-point links between stage s and s2. */
@@ -463,23 +639,21 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 		else if (s == (s2 + 1) % pp)
 			slot = 1, idx = s2;
 		if (slot >= 0 && !e->p2p) {
-			e->p2p = malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link));
+			const struct p2p_entry *pe = p2p_links(t, p, per_stage);
+
+			e->p2p = pe ? malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link))
+				 : NULL;
 			if (e->p2p) {
-				int a, k;
+				size_t a, k, row = (size_t)per_stage * (pp - 1);
 
-				for (a = 0; a < pp; a++)
-					for (k = 0; k < per_stage; k++) {
-						int b = (a + 1) % pp;
-
-						e->p2p[((size_t)0 * pp + a) * per_stage + k] =
-							pipette_cluster_link(p->cl,
-								gpu_of(p, per_stage * a + k),
-								gpu_of(p, per_stage * b + k));
-						e->p2p[((size_t)1 * pp + a) * per_stage + k] =
-							pipette_cluster_link(p->cl,
-								gpu_of(p, per_stage * b + k),
-								gpu_of(p, per_stage * a + k));
-					}
+				memcpy(e->p2p, pe->fwd, row * sizeof(*e->p2p));
+				memcpy(e->p2p + (size_t)pp * per_stage, pe->bwd, row * sizeof(*e->p2p));
+				for (a = pp - 1, k = 0; k < (size_t)per_stage; k++) {
+					e->p2p[a * per_stage + k] =
+						pipette_cluster_link(p->cl, per_stage * a + k, k);
+					e->p2p[((size_t)pp + a) * per_stage + k] =
+						pipette_cluster_link(p->cl, k, per_stage * a + k);
+				}
 			}
 		}
 		if (!e->p2p)

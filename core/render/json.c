@@ -165,6 +165,8 @@ static struct json_object *mapping_json(const struct pipette_plan *plan)
 	json_object_object_add(o, "gain", jd(pipette_plan_mapping_gain(plan)));
 	json_object_object_add(o, "evaluations", json_object_new_int64(plan->mstats.evaluations));
 	json_object_object_add(o, "exhaustive", json_object_new_boolean(plan->mstats.exhaustive));
+	json_object_object_add(o, "placement_bound_s",
+			       plan->mstats.bound_s > 0 ? jd(plan->mstats.bound_s) : NULL);
 	for (i = 0; i < plan->world; i++) {
 		struct json_object *e = json_object_new_object();
 		int g = plan->gpu_of_rank[i];
@@ -191,6 +193,8 @@ static struct json_object *ranked_json(const struct pipette_plan *plan)
 		json_object_object_add(r, "iteration_s", jd(e->time.iteration_s));
 		json_object_object_add(r, "block_iteration_s", jd(e->block_s));
 		json_object_object_add(r, "mapped", json_object_new_boolean(e->mapped));
+		json_object_object_add(r, "placement_bound_s",
+				       e->bound_s > 0 ? jd(e->bound_s) : NULL);
 		json_object_object_add(r, "tokens_per_s", jd(e->time.tokens_per_s));
 		json_object_object_add(r, "mfu", jd(e->time.mfu));
 		json_object_object_add(r, "peak_bytes", jd(e->peak_bytes));

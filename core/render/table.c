@@ -87,8 +87,13 @@ static void write_mapping(const struct pipette_plan *plan, FILE *f)
 		plan->mstats.block_s, plan->time.iteration_s, pipette_plan_mapping_gain(plan),
 		plan->mstats.evaluations,
 		plan->req.mapping == PIPETTE_MAP_BLOCK ? ", --mapping block"
-		: plan->mstats.exhaustive ? ", exhaustive over node orders"
+		: plan->mstats.exhaustive ? ", the optimum over node orders"
 					  : ", simulated annealing");
+	if (plan->mstats.bound_s > 0)
+		fprintf(f, "placement bound %.4f s (every link as fast as the cluster's fastest): "
+			"the planned mapping is within %.2f%% of it%s\n", plan->mstats.bound_s,
+			100 * (plan->time.iteration_s - plan->mstats.bound_s) / plan->time.iteration_s,
+			plan->mstats.exhaustive ? "" : ", the most a longer search could gain");
 	if (pipette_plan_mapping_negligible(plan))
 		fprintf(f, "the gain is negligible: on these links the placement changes the "
 			"iteration by less than %.0f%%\n", 100 * (PIPETTE_NEGLIGIBLE_GAIN - 1));
@@ -127,6 +132,40 @@ static void write_experts_line(const struct pipette_plan *plan, FILE *f)
 		pipette_moe_routed_factor(&plan->model, c) / plan->model.topk);
 }
 
+/* One row of the ranked table (position i). */
+static void write_ranked_row(const struct pipette_plan *plan, const struct plan_entry *e, int i,
+			     FILE *f)
+{
+	char split[32], shard[16], rc[16], mapped[24];
+
+	split_text(&e->cfg, split, sizeof(split));
+	/* FSDP stacks: the shard degree, k after it when the
+	 * parameters are kept gathered (no reshard after forward) */
+	if (plan->stack.fsdp)
+		snprintf(shard, sizeof(shard), "%d%s", e->cfg.dp_shard,
+			 e->cfg.reshard == PIPETTE_RESHARD_NEVER && e->cfg.dp_shard * e->cfg.cp > 1
+			 ? "k" : "");
+	else
+		snprintf(shard, sizeof(shard), "%s", e->cfg.distributed_optimizer ? "y" : "n");
+	if (e->cfg.recompute_every > 1)
+		snprintf(rc, sizeof(rc), "full/%d", e->cfg.recompute_every);
+	else
+		snprintf(rc, sizeof(rc), "%s", pipette_recompute_name(e->cfg.recompute));
+	if (e->mapped)
+		snprintf(mapped, sizeof(mapped), "%.4f", e->time.iteration_s);
+	else if (e->bound_s > 0)
+		snprintf(mapped, sizeof(mapped), ">=%.4f", e->bound_s);
+	else
+		snprintf(mapped, sizeof(mapped), "-");
+	fprintf(f, "%2d %3d %3d %4d %3d %3d %3d %3d %-14s %-9s %2s %3s %-9s %9s %10.4f "
+		"%10.0f %5.1f%% %.1f/%.1f\n", i + 1, e->cfg.tp, e->cfg.pp, e->cfg.dp,
+		e->cfg.cp, e->cfg.ep, pipette_config_chunks(&e->cfg), e->cfg.micro_batch,
+		pipette_schedule_name(e->cfg.schedule), rc,
+		e->cfg.sequence_parallel ? "y" : "n", shard, split, mapped,
+		e->block_s, e->time.tokens_per_s, 100 * e->time.mfu, e->peak_bytes / PIPETTE_GIB,
+		plan->mem.capacity_bytes / PIPETTE_GIB);
+}
+
 /* How an FSDP plan shards its data parallelism, why, and the same in
  * Megatron-FSDP's flags. */
 static void write_sharding(const struct pipette_plan *plan, FILE *f)
@@ -161,7 +200,7 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	const struct pipette_time *t = &plan->time;
 	const struct pipette_search_stats *st = &plan->sstats;
 	const struct pipette_stage_memory *pk = &plan->mem.peak;
-	char split[32], args[1024];
+	char args[1024];
 	int i;
 
 	fprintf(f, "pipette plan: %s on %d node%s x %d %s (%s)\n", plan->model.name,
@@ -173,34 +212,14 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		plan->stack.mem_fraction > 0 ? "" : " (the allocator's reserve counted)");
 	fprintf(f, "%2s %3s %3s %4s %3s %3s %3s %3s %-14s %-9s %2s %3s %-9s %9s %9s %10s %6s %s\n",
 		"#", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "SCHEDULE", "RECOMPUTE", "SP",
-		plan->stack.fsdp ? "SH" : "DO", "SPLIT", "ITER(s)", "DEFAULT", "TOKENS/s", "MFU", "MEM(GiB)");
-	for (i = 0; i < plan->n_ranked; i++) {
-		const struct plan_entry *e = &plan->ranked[i];
-
-		char shard[16], rc[16];
-
-		split_text(&e->cfg, split, sizeof(split));
-		/* FSDP stacks: the shard degree, k after it when the
-		 * parameters are kept gathered (no reshard after forward) */
-		if (plan->stack.fsdp)
-			snprintf(shard, sizeof(shard), "%d%s", e->cfg.dp_shard,
-				 e->cfg.reshard == PIPETTE_RESHARD_NEVER && e->cfg.dp_shard * e->cfg.cp > 1
-				 ? "k" : "");
-		else
-			snprintf(shard, sizeof(shard), "%s", e->cfg.distributed_optimizer ? "y" : "n");
-		if (e->cfg.recompute_every > 1)
-			snprintf(rc, sizeof(rc), "full/%d", e->cfg.recompute_every);
-		else
-			snprintf(rc, sizeof(rc), "%s", pipette_recompute_name(e->cfg.recompute));
-		fprintf(f, "%2d %3d %3d %4d %3d %3d %3d %3d %-14s %-9s %2s %3s %-9s %9.4f %9.4f "
-			"%10.0f %5.1f%% %.1f/%.1f%s\n", i + 1, e->cfg.tp, e->cfg.pp, e->cfg.dp,
-			e->cfg.cp, e->cfg.ep, pipette_config_chunks(&e->cfg), e->cfg.micro_batch,
-			pipette_schedule_name(e->cfg.schedule), rc,
-			e->cfg.sequence_parallel ? "y" : "n", shard, split, e->time.iteration_s,
-			e->block_s, e->time.tokens_per_s, 100 * e->time.mfu, e->peak_bytes / PIPETTE_GIB,
-			plan->mem.capacity_bytes / PIPETTE_GIB, e->mapped ? "" : "  (not mapped)");
-	}
-	fprintf(f, "(ITER: with its planned mapping; DEFAULT: ranks in the stack's own order%s)\n",
+		plan->stack.fsdp ? "SH" : "DO", "SPLIT", "MAPPED(s)", "DEFAULT(s)", "TOKENS/s", "MFU",
+		"MEM(GiB)");
+	for (i = 0; i < plan->n_ranked; i++)
+		write_ranked_row(plan, &plan->ranked[i], i, f);
+	fprintf(f, "(rows rank by MAPPED, then unmapped rows by DEFAULT; MAPPED: with the "
+		"configuration's own searched mapping, >= its placement bound where that bound "
+		"cannot beat row 1, - not mapped; DEFAULT: every row with ranks in the stack's "
+		"own order; TOKENS/s and MFU: at the row's best known time%s)\n",
 		plan->stack.fsdp ? "; SH: FSDP shard degree over DP, k = parameters kept "
 				   "gathered from forward to backward" : "");
 

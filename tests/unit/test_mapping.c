@@ -223,7 +223,8 @@ START_TEST(test_anneal_equals_exhaustive)
 		o.force_exhaustive = 1;
 		ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s2, &ex, &err), 0);
 		ck_assert(ex.exhaustive);
-		ck_assert_int_eq(ex.evaluations, 1 + 40320);
+		/* the block mapping, the placement bound, every order */
+		ck_assert_int_eq(ex.evaluations, 1 + 1 + 40320);
 		ck_assert_msg(fabs(sa.best_s - ex.best_s) <= 1e-12 * ex.best_s,
 			      "shape %d: annealing %.9f, exhaustive %.9f", shape, sa.best_s,
 			      ex.best_s);
@@ -231,10 +232,19 @@ START_TEST(test_anneal_equals_exhaustive)
 		if (shape == 0) {
 			struct pipette_mapping_stats df;
 
+			/* the default exact search: brute force's order, with
+			 * fewer estimates; then the slots, never worse */
+			pipette_mapping_opts_init(&o);
+			o.no_slots = 1;
+			ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s1, &df, &err), 0);
+			ck_assert(df.exhaustive);
+			ck_assert_int_lt(df.evaluations, 40320);
+			ck_assert_int_gt(df.bounds, 0);
+			ck_assert(df.best_s == ex.best_s);
+			ck_assert_mem_eq(s1, s2, sizeof(s1));
 			pipette_mapping_opts_init(&o);
 			ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s2, &df, &err), 0);
 			ck_assert(df.exhaustive);
-			ck_assert_int_gt(df.evaluations, 40320);
 			ck_assert(df.best_s <= ex.best_s);
 			assert_permutation(s2, 64, 64);
 		}
@@ -303,6 +313,77 @@ START_TEST(test_never_worse_and_deterministic)
 }
 END_TEST
 
+/* The exact search (branch and bound) returns brute force's mapping, the
+ * lexicographically smallest node order among those of least estimate,
+ * on random caches: 5 to 8 nodes of 4 GPUs, slow pairs, noisy figures
+ * and a slow switch, over pipeline-, data- and tensor-heavy shapes. */
+START_TEST(test_exact_equals_brute_force)
+{
+	static const char *const names[] = { "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8" };
+	static const int shapes[][3] = { { 4, 0, 1 }, { 2, 0, 2 }, { 4, 1, 0 }, { 1, 2, 0 } };
+	int seed, cases = 0, cut = 0;
+
+	for (seed = 1; seed <= 24; seed++) {
+		struct pipette_bw_gen g;
+		struct pipette_bwcache *bw;
+		struct pipette_cluster *cl;
+		struct pipette_model m;
+		struct pipette_config c;
+		struct pipette_mapping_opts o;
+		struct pipette_mapping_stats bb, bf;
+		struct pipette_err err;
+		int N = 5 + seed % 4, sh = seed % 4, s1[32], s2[32], k;
+		long orders = 1;
+
+		pipette_bw_gen_init(&g);
+		g.seed = 1000 + (unsigned long long)seed;
+		g.nodes = N;
+		g.gpus_per_node = 4;
+		g.prefix = "r";
+		g.inter_gbps = 45;
+		g.intra_gbps = 400;
+		g.slow_frac = 0.1 + 0.05 * (seed % 5);
+		g.switch_size = seed % 3 ? 4 : 0;
+		g.cross_factor = 0.8;
+		ck_assert_int_eq(pipette_bwcache_generate(&g, &bw, &err), 0);
+		cl = make(bw, names, N, 4);
+		ck_assert_int_eq(pipette_model_preset("llama2-7b", &m, &err), 0);
+		pipette_config_init(&c);
+		/* tp, then pp = N (0) or dp = N (0): all N nodes used */
+		c.tp = shapes[sh][0];
+		c.pp = shapes[sh][1] ? shapes[sh][1] : 4 * N / c.tp / (shapes[sh][2] ? shapes[sh][2] : 1);
+		c.dp = shapes[sh][2] ? shapes[sh][2] : 4 * N / c.tp / c.pp;
+		c.global_batch = 16L * c.dp;
+		c.seq_len = 2048;
+		if (pipette_config_check(&m, &c, &err)) {
+			pipette_cluster_destroy(cl);
+			pipette_bwcache_destroy(bw);
+			continue;	/* layers that do not split over pp */
+		}
+		pipette_mapping_opts_init(&o);
+		o.no_slots = 1;
+		ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s1, &bb, &err), 0);
+		o.force_exhaustive = 1;
+		ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, s2, &bf, &err), 0);
+		for (k = 2; k <= N; k++)
+			orders *= k;
+		ck_assert(bb.exhaustive && bf.exhaustive);
+		ck_assert_msg(bb.best_s == bf.best_s, "seed %d (%d nodes, tp %d pp %d dp %d): exact "
+			      "%.12f, brute force %.12f", seed, N, c.tp, c.pp, c.dp, bb.best_s,
+			      bf.best_s);
+		ck_assert_msg(!memcmp(s1, s2, sizeof(int) * 4 * (size_t)N),
+			      "seed %d: a different order of equal estimate", seed);
+		ck_assert(bb.bound_s > 0 && bb.bound_s <= bb.best_s);
+		cut += bb.evaluations < orders;
+		cases++;
+		pipette_cluster_destroy(cl);
+		pipette_bwcache_destroy(bw);
+	}
+	ck_assert_int_ge(cases, 12);
+	ck_assert_int_ge(cut, cases / 2);	/* the bound prunes */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mapping");
@@ -313,6 +394,7 @@ int main(void)
 	tcase_add_test(tc, test_slow_gpu_pair_off_tp);
 	tcase_add_test(tc, test_anneal_equals_exhaustive);
 	tcase_add_test(tc, test_never_worse_and_deterministic);
+	tcase_add_test(tc, test_exact_equals_brute_force);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
