@@ -120,9 +120,10 @@ struct p2p_entry {
 	struct pipette_link *fwd, *bwd;
 };
 
-/* Intra-node ring bounds by (cluster, version, node, slot set): 2^12
- * direct-mapped entries (160 KiB); a collision only recomputes. */
-#define INTRA_MEMO_BITS 12
+/* Intra-node ring bounds by (cluster, version, node, slot set): 2^15
+ * direct-mapped entries (1.3 MiB: a 4096-node cluster's nodes times a few
+ * slot sets); a collision only recomputes. */
+#define INTRA_MEMO_BITS 15
 struct intra_memo {
 	const struct pipette_cluster *cl;
 	unsigned long version;

@@ -11,15 +11,19 @@
  *     configuration and on a few pipeline-heavy ones (fails when they
  *     differ).
  *  3. Speed: full pipette_plan_compute for llama3-70b on 16 x 8 GPUs
- *     (hetero-16x8 example; target 0.2 s) and on 1024 x 8 GPUs (a
- *     generated heterogeneous cache; targets 5 s and 512 MiB), single
- *     thread, CPU time of this process (the machine may be shared).
- * Prints the figures; exits 1 on a quality failure, 0 otherwise. */
+ *     (hetero-16x8 example), CPU time of this process; then issue 17's
+ *     targets, each plan in a fresh child (CPU time and peak RSS from
+ *     wait4): hetero-8x8 (0.2 s, exact mapping) and generated 1024, 2048
+ *     and 4096-node caches (2 s / 256 MiB at 2048, 5 s / 512 MiB at 4096;
+ *     mapping gains no lower than 1.18 and 1.15 at 1024 and 2048).
+ * Prints the figures and the load average; exits 1 on a quality failure,
+ * or on a missed target when the load average is below 1. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,6 +163,142 @@ out:
 	return rv;
 }
 
+/* The 1-minute load average, or -1. */
+static double loadavg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+/* In a child: write the bench's generated cache of `nodes` x 8 GPUs (the
+ * examples' figures: H100 nominal x 0.9, 5% slow pairs, 16-node leaf
+ * switches, one slow switch, one degraded node; seed = nodes) to path. */
+static int write_generated(int nodes, const char *path)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		pipette_bw_gen_init(&g);
+		g.seed = (unsigned long long)nodes;
+		g.nodes = nodes;
+		g.gpus_per_node = 8;
+		g.prefix = "node";
+		g.inter_gbps = 45;
+		g.intra_gbps = 405;
+		g.slow_frac = 0.05;
+		g.switch_size = 16;
+		g.cross_factor = 0.9;
+		g.slow_switch = 5;
+		g.slow_switch_factor = 0.6;
+		g.degraded_node = 77;
+		_exit(pipette_bwcache_generate(&g, &bw, &err) || pipette_bwcache_save(bw, path, &err));
+	}
+	return pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	       WEXITSTATUS(status);
+}
+
+/* In a child: one full plan of llama3-70b on `nodes` x 8 GPUs from the
+ * cache at path; its CPU time and peak RSS from wait4, its mapping gain
+ * through a pipe. */
+static int child_plan(const char *path, int nodes, long gb, long seq, double *cpu,
+		      double *rss_mib, double *gain)
+{
+	int fd[2], status;
+	pid_t pid;
+	struct rusage ru;
+
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct pipette_plan *plan;
+		double c, g;
+
+		close(fd[0]);
+		if (plan_for("llama3-70b", path, nodes, gb, seq, &plan, &c))
+			_exit(1);
+		g = pipette_plan_mapping_gain(plan);
+		_exit(write(fd[1], &g, sizeof(g)) != sizeof(g));
+	}
+	close(fd[1]);
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) || read(fd[0], gain, sizeof(*gain)) != sizeof(*gain)) {
+		close(fd[0]);
+		return -1;
+	}
+	close(fd[0]);
+	*cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+	*rss_mib = ru.ru_maxrss / 1024.0;
+	return 0;
+}
+
+/* The targets of issue 17, each in a fresh process: the 8 x 8 example
+ * (0.2 s), and generated 1024, 2048 and 4096-node clusters (gains no lower
+ * than 1.18 and 1.15 at 1024 and 2048; 2 s and 256 MiB at 2048, 5 s and
+ * 512 MiB at 4096).  A miss fails only when the machine is idle enough
+ * (load average below 1) for the figures to mean it. */
+static int speed_targets(void)
+{
+	static const struct { int nodes; long gb; double cpu, mib, gain; } run[] = {
+		{ 1024, 2048, 0, 0, 1.18 }, { 2048, 4096, 2, 256, 1.15 }, { 4096, 8192, 5, 512, 0 },
+	};
+	double load = loadavg(), cpu, mib, gain;
+	char path[1024];
+	size_t i;
+	int miss = 0;
+
+	snprintf(path, sizeof(path), "%s/hetero-8x8-h100.json", EXAMPLES_DIR);
+	if (child_plan(path, 8, 256, 4096, &cpu, &mib, &gain))
+		return 1;
+	printf("  8 x 8 GPUs (hetero-8x8, llama3-70b, exact mapping): %.3f s, %.0f MiB, gain "
+	       "%.4f  (target 0.2 s: %s)\n", cpu, mib, gain, cpu <= 0.2 ? "met" : "MISSED");
+	miss |= cpu > 0.2;
+	for (i = 0; i < sizeof(run) / sizeof(run[0]); i++) {
+		char tmp[] = "/tmp/bench_plan_XXXXXX.json";
+		int fd = mkstemps(tmp, 5), bad;
+
+		if (fd < 0)
+			return 1;
+		close(fd);
+		bad = write_generated(run[i].nodes, tmp) ||
+		      child_plan(tmp, run[i].nodes, run[i].gb, 8192, &cpu, &mib, &gain);
+		unlink(tmp);
+		if (bad) {
+			fprintf(stderr, "bench_plan: the %d-node run failed\n", run[i].nodes);
+			return 1;
+		}
+		printf("  %d x 8 GPUs (generated, gb %ld): %.3f s, peak RSS %.0f MiB, mapping gain "
+		       "%.4f", run[i].nodes, run[i].gb, cpu, mib, gain);
+		if (run[i].cpu > 0) {
+			printf("  (targets %.0f s, %.0f MiB: %s)", run[i].cpu, run[i].mib,
+			       cpu <= run[i].cpu && mib <= run[i].mib ? "met" : "MISSED");
+			miss |= cpu > run[i].cpu || mib > run[i].mib;
+		}
+		if (run[i].gain > 0) {
+			printf("  (gain target %.2f: %s)", run[i].gain,
+			       gain >= run[i].gain ? "met" : "MISSED");
+			miss |= gain < run[i].gain;
+		}
+		printf("\n");
+	}
+	printf("  load average %.2f: %s\n", load, miss ? (load >= 0 && load < 1
+		? "a target was missed on an idle machine (fails)"
+		: "a target was missed on a loaded machine (not failed)") : "every target met");
+	return miss && load >= 0 && load < 1;
+}
+
 int main(void)
 {
 	/* pinned: tp, pp, dp of shapes that cross nodes with PP and DP */
@@ -258,49 +398,6 @@ int main(void)
 	printf("  16 x 8 GPUs, torchtitan, llama3-8b (FSDP/HSDP searched): %.3f s\n", cpu);
 	pipette_plan_destroy(plan);
 	bench_stack = "";
-	{
-		struct pipette_bw_gen g;
-		struct pipette_bwcache *bw;
-		struct pipette_err err;
-		struct rusage ru;
-		char tmp[] = "/tmp/bench_plan_XXXXXX.json";
-		int fd;
-
-		pipette_bw_gen_init(&g);
-		g.seed = 1024;
-		g.nodes = 1024;
-		g.gpus_per_node = 8;
-		g.prefix = "node";
-		g.inter_gbps = 45;	/* the examples' figures: H100 nominal x 0.9 */
-		g.intra_gbps = 405;
-		g.slow_frac = 0.05;
-		g.switch_size = 16;
-		g.cross_factor = 0.9;
-		g.slow_switch = 5;
-		g.slow_switch_factor = 0.6;
-		g.degraded_node = 77;
-		if (pipette_bwcache_generate(&g, &bw, &err)) {
-			fprintf(stderr, "bench_plan: %s\n", err.msg);
-			return 1;
-		}
-		fd = mkstemps(tmp, 5);
-		if (fd < 0 || pipette_bwcache_save(bw, tmp, &err)) {
-			fprintf(stderr, "bench_plan: cannot write %s\n", tmp);
-			return 1;
-		}
-		close(fd);
-		pipette_bwcache_destroy(bw);
-		if (plan_for("llama3-70b", tmp, 1024, 2048, 8192, &plan, &cpu)) {
-			unlink(tmp);
-			return 1;
-		}
-		unlink(tmp);
-		getrusage(RUSAGE_SELF, &ru);
-		printf("  1024 x 8 GPUs (generated):   %.3f s, peak RSS %.0f MiB  (targets 5 s, "
-		       "512 MiB: %s); mapping gain %.4f\n", cpu, ru.ru_maxrss / 1024.0,
-		       cpu <= 5 && ru.ru_maxrss <= 512 * 1024 ? "met" : "MISSED",
-		       pipette_plan_mapping_gain(plan));
-		pipette_plan_destroy(plan);
-	}
+	fail |= speed_targets();
 	return fail;
 }
