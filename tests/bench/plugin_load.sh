@@ -38,11 +38,18 @@ if [ ! -f "$PLUGIN" ]; then
     exit 0
 fi
 started=0
+private=0
+if [ -z "${PIPETTE_SLURM_BASE:-}" ]; then
+    # A cluster of its own, as tests/integration/run.sh does: never one that
+    # another checkout's tests are using.
+    eval "$(SLURM_LOCAL_NODES=$N bash "$SL" private)" || exit 1
+    private=1
+fi
 if ! bash "$SL" status >/dev/null 2>&1; then
     started=1
     if ! SLURM_LOCAL_NODES=$N SLURM_LOCAL_GPUS=$G bash "$SL" start >/dev/null 2>&1; then
         echo "plugin_load: skipped: the local Slurm cluster did not start (tests/integration/slurm-local.sh start)"
-        bash "$SL" stop >/dev/null 2>&1
+        bash "$SL" "$([ "$private" = 1 ] && echo clean || echo stop)" >/dev/null 2>&1
         exit 0
     fi
 fi
@@ -50,7 +57,11 @@ eval "$(bash "$SL" env)"
 CONF=$SLURM_LOCAL_PLUGSTACK_DIR/pipette-bench-load.conf
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/pipette-bench-load.XXXXXX")
 chmod 0755 "$TMP"
-cleanup() { rm -f "$CONF"; rm -rf "$TMP"; [ "$started" = 1 ] && bash "$SL" stop >/dev/null; }
+cleanup() {
+    rm -f "$CONF"; rm -rf "$TMP"
+    if [ "$private" = 1 ]; then bash "$SL" clean >/dev/null
+    elif [ "$started" = 1 ]; then bash "$SL" stop >/dev/null; fi
+}
 trap cleanup EXIT
 mkdir -p "$SLURM_LOCAL_PLUGSTACK_DIR"
 printf 'required %s gpu=H100 bandwidth=%s\n' "$PLUGIN" "$SRC/etc/examples/hetero-8x8-h100.json" > "$CONF"

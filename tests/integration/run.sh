@@ -6,15 +6,14 @@
 # the last line, and exits non-zero if anything failed.
 #
 # Environment: PIPETTE_BUILDDIR (the build tree: the plugin and the `pipette`
-# binary; set by `make check-integration`), PIPETTE_SLURM_BASE and the
-# SLURM_LOCAL_* knobs of slurm-local.sh, PIPETTE_TEST_TIMEOUT (per command),
+# binary; set by `make check-integration`), PIPETTE_SLURM_BASE (unset: a
+# private cluster, see below) and the SLURM_LOCAL_* knobs of slurm-local.sh, PIPETTE_TEST_TIMEOUT (per command),
 # PIPETTE_TEST_FILE_TIMEOUT (per test file, default 600 s),
 # PIPETTE_SKIP_INTEGRATION (non-empty: skip everything, exit 77).
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 sl() { bash "$HERE/slurm-local.sh" "$@"; }
-export PIPETTE_SLURM_BASE=${PIPETTE_SLURM_BASE:-/tmp/pipette-slurm}
 export SLURM_LOCAL_NODES=${SLURM_LOCAL_NODES:-4}
 export SLURM_LOCAL_GPUS=${SLURM_LOCAL_GPUS:-8}
 export PIPETTE_BUILDDIR=${PIPETTE_BUILDDIR:-}
@@ -34,9 +33,22 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
+# Without PIPETTE_SLURM_BASE the run gets a cluster of its own (a fresh base
+# and free ports, removed again on exit), so it never joins a cluster that
+# another checkout or a benchmark started.  With it, a cluster already
+# running there is used as it is and left running.
 started=0
+private=0
+if [ -z "${PIPETTE_SLURM_BASE:-}" ]; then
+    eval "$(sl private)" || { echo "0 passed, 1 failed"; exit 1; }
+    private=1
+fi
 if ! sl status >/dev/null 2>&1; then started=1; fi
-if [ "$started" = 1 ]; then
+if [ "$private" = 1 ]; then
+    trap 'sl clean' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+elif [ "$started" = 1 ]; then
     trap 'sl stop' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM

@@ -4,7 +4,7 @@
 # nodes are several slurmd on 127.0.0.1 (loopback mode) or one network+UTS
 # namespace per node (netns mode). Everything lives under $PIPETTE_SLURM_BASE.
 #
-# Usage: slurm-local.sh start|stop|restart|status|env|exec CMD...|clean
+# Usage: slurm-local.sh start|stop|restart|status|env|exec CMD...|clean|private
 #
 # Facts behind the choices, with their sources: tests/integration/README.md,
 # "Why the cluster is set up this way" and what was checked on this
@@ -199,11 +199,28 @@ make_devices() {
 }
 
 # ---- /etc/hosts ---------------------------------------------------------
+# The /etc/hosts lines of this cluster end with "$MARK $BASE", so that two
+# clusters (two bases) can run side by side and one's stop leaves the
+# other's names resolving; the first line for a name wins, and in loopback
+# mode every cluster maps nodeN to the same address anyway.
+hosts_tag() { echo "$MARK $BASE"; }
+
+hosts_ours() {
+    local line tag; tag=$(hosts_tag)
+    while IFS= read -r line; do
+        [ "${line%" $tag"}" != "$line" ] && echo "$line"
+    done < /etc/hosts
+    return 0
+}
+
 hosts_remove() {
     [ -w /etc/hosts ] || return 0
-    grep -qF "$MARK" /etc/hosts || return 0
-    local t; t=$(mktemp)
-    grep -vF "$MARK" /etc/hosts > "$t" || true
+    [ -n "$(hosts_ours)" ] || return 0
+    local t line tag; tag=$(hosts_tag)
+    t=$(mktemp)
+    while IFS= read -r line; do
+        [ "${line%" $tag"}" = "$line" ] && printf '%s\n' "$line"
+    done < /etc/hosts > "$t"
     cat "$t" > /etc/hosts      # in place: /etc/hosts may be a bind mount
     rm -f "$t"
 }
@@ -212,12 +229,20 @@ hosts_add() {
     [ "$HOSTS" = 1 ] || return 0
     [ -w /etc/hosts ] || { say "warning: /etc/hosts is not writable; node names will not resolve"; return 0; }
     local i want t
-    want=$(for ((i = 1; i <= NODES; i++)); do echo "$(node_addr "$i") node$i $MARK"; done)
-    [ "$(grep -F "$MARK" /etc/hosts 2>/dev/null || true)" = "$want" ] && return 0
+    want=$(for ((i = 1; i <= NODES; i++)); do echo "$(node_addr "$i") node$i $(hosts_tag)"; done)
+    [ "$(hosts_ours)" = "$want" ] && return 0
     hosts_remove
+    # Before any other cluster's lines (the newest cluster's names win, as
+    # netns mode needs), after everything else (localhost keeps 127.0.0.1).
+    local line done=0
     t=$(mktemp)
-    cat /etc/hosts > "$t"
-    echo "$want" >> "$t"
+    while IFS= read -r line; do
+        if [ $done = 0 ] && [ "${line#*"$MARK "}" != "$line" ]; then
+            echo "$want"; done=1
+        fi
+        printf '%s\n' "$line"
+    done < /etc/hosts > "$t"
+    [ $done = 1 ] || echo "$want" >> "$t"
     cat "$t" > /etc/hosts
     rm -f "$t"
 }
@@ -468,6 +493,49 @@ cmd_env() {
     fi
 }
 
+# listening_ports: every local TCP port in LISTEN state (IPv4 and IPv6), one
+# per line, from /proc/net/tcp{,6} (state 0A; the port is hex after the colon).
+listening_ports() {
+    local f local_addr st
+    for f in /proc/net/tcp /proc/net/tcp6; do
+        [ -r "$f" ] || continue
+        while read -r _ local_addr _ st _; do
+            [ "$st" = 0A ] && echo $((16#${local_addr##*:}))
+        done < <(tail -n +2 "$f")
+    done | sort -un
+}
+
+# free_block FROM COUNT TAKEN: the first port >= FROM such that COUNT ports
+# from it are neither listening nor in TAKEN (a space-separated list).
+free_block() {
+    local p=$1 n=$2 taken=" $3 " k ok
+    while [ "$p" -lt 65000 ]; do
+        ok=1
+        for ((k = 0; k < n; k++)); do
+            case $taken in *" $((p + k)) "*) ok=0; break ;; esac
+        done
+        [ $ok = 1 ] && { echo "$p"; return 0; }
+        p=$((p + k + 1))
+    done
+    die "no $n free TCP ports above $1"
+}
+
+# A cluster of its own: a fresh base directory and ports nothing listens on,
+# so that a test run never joins a cluster another checkout started (its
+# plugstack names another build of the plugin).  Prints export lines for
+# PIPETTE_SLURM_BASE, SLURM_LOCAL_CTLD_PORT and SLURM_LOCAL_PORT_BASE.
+cmd_private() {
+    local base taken ctld nb
+    base=$(mktemp -d /tmp/pipette-slurm.XXXXXX) || die "mktemp failed"
+    chmod 0755 "$base"
+    taken=$(listening_ports | tr '\n' ' ')
+    ctld=$(free_block 16817 1 "$taken")
+    nb=$(free_block 17000 $((NODES + 1)) "$taken $ctld")
+    echo "export PIPETTE_SLURM_BASE='$base'"
+    echo "export SLURM_LOCAL_CTLD_PORT=$ctld"
+    echo "export SLURM_LOCAL_PORT_BASE=$nb"
+}
+
 cmd_clean() {
     cmd_stop
     [ -d "$BASE" ] || return 0
@@ -490,5 +558,6 @@ case ${1:-} in
               SLURM_CONF=$CONF exec "$@"
           fi ;;
     clean) cmd_clean ;;
-    *) echo "usage: $0 start|stop|restart|status|env|exec CMD...|clean" >&2; exit 2 ;;
+    private) cmd_private ;;
+    *) echo "usage: $0 start|stop|restart|status|env|exec CMD...|clean|private" >&2; exit 2 ;;
 esac

@@ -16,7 +16,7 @@ want=$(for ((i = 1; i <= N; i++)); do echo "node$i idle gpu:$G"; done)
 assert_eq "$want" "$(sort -V <<<"$OUT")" "sinfo: $N nodes idle with gpu:$G"
 
 # --- node names resolve (MASTER_ADDR=node1 must work) --------------------
-assert_match '^[0-9.]+ +node1$' "$(getent hosts node1 | tr -s ' ')" "node1 resolves through /etc/hosts"
+assert_match '^[0-9.]+ +node1$' "$(getent hosts node1 | head -n 1 | tr -s ' ')" "node1 resolves through /etc/hosts"
 
 # --- netns mode: every node is its own UTS namespace ---------------------
 if [ "${SLURM_LOCAL_MODE:-loopback}" = netns ]; then
