@@ -250,31 +250,46 @@ static int exhaustive(struct mapper *mp)
 
 /* ---- exact search by branch and bound (small clusters) -------------------
  *
- * Positions 0 .. blocks-1 of the node order are filled one at a time.  The
- * bound of a partial order is the estimate on an optimistic cluster of
- * positions: links between two placed positions are the real ones, every
- * link that touches an open position is the best (fastest, shortest) the
- * remaining nodes could give it, and an open position's GPUs get, pair by
- * pair, the best intra-node link of the remaining nodes.  The estimate only
- * grows when a link slows (collectives, point-to-point and the pipeline's
- * max-plus recurrence are monotone in each link), so the bound is below
- * every completion.  Children are expanded best bound first; a subtree is
- * cut when its bound exceeds the incumbent by more than BOUND_SLACK (the
- * floating-point margin of that monotonicity), so no order that could tie
- * the optimum is ever cut, and leaves keep the exact rule of
- * keep_if_best_exact: the result is brute force's, at a fraction of its
- * estimates (tests/unit/test_mapping.c checks both on random caches). */
+ * The search assigns the nodes one at a time, weakest first (slowest
+ * intra-node link, then slowest link to another node), each to an open
+ * position of the node order, or, when the configuration leaves nodes
+ * idle, to none.  Weak nodes first: the bound below is loose exactly where
+ * a slow node is still unassigned (every open position is credited with
+ * the fastest remaining one), so placing the slow nodes first makes it
+ * tight near the root, where a cut saves the most: filling positions in
+ * turn took ~22,000 estimates per configuration on hetero-8x8 (llama3-70b,
+ * the 8-node case of tests/bench/bench_plan.c), weakest node first ~300.
+ *
+ * The bound of a partial assignment is the estimate on an optimistic
+ * cluster of positions: links between two assigned positions are the real
+ * ones, every link that touches an open position is the best (fastest,
+ * shortest) the unassigned nodes could give it, and an open position's
+ * GPUs get, pair by pair, the best intra-node link of the unassigned
+ * nodes.  The estimate only grows when a link slows (collectives,
+ * point-to-point and the pipeline's max-plus recurrence are monotone in
+ * each link), so the bound is below every completion.  Children are
+ * expanded best bound first; a subtree is cut when its bound exceeds the
+ * incumbent by more than BOUND_SLACK (the floating-point margin of that
+ * monotonicity), so no order that could tie the optimum is ever cut, and
+ * leaves keep the exact rule of keep_if_best_exact: the result is brute
+ * force's whatever the branching order (tests/unit/test_mapping.c checks
+ * both on random caches). */
 #define BOUND_SLACK 1e-9
-/* Positions left below which the search estimates every completion
- * rather than bounding (tests/bench/bench_plan.c: fewest estimates). */
-#define LEAF_DEPTH 3
+/* Nodes left below which the search estimates every completion rather
+ * than bounding: fewest estimates over tests/unit/test_mapping.c's random
+ * caches (45,705, 45,424 and 52,752 at 1, 2 and 3) and on the README's
+ * 8-node case (761, 758, 824). */
+#define LEAF_DEPTH 2
 
 struct bnb {
 	struct pipette_cluster *pos;	/* optimistic cluster of positions */
 	struct pipette_link *inter;	/* real node links, N x N */
 	struct pipette_link *intra;	/* real intra links, N x G x G */
-	char *used;			/* node placed */
+	int *at;			/* node at position p, -1 open */
+	char *used;			/* node assigned (to a position or idle) */
+	int *weak;			/* nodes in branching order */
 	int *ident;			/* identity sigma over the world */
+	int idle_left;			/* nodes still allowed to stay idle */
 	long bounds;
 };
 
@@ -285,31 +300,34 @@ static struct pipette_link link_best(struct pipette_link a, struct pipette_link 
 
 #define NO_LINK ((struct pipette_link){ 0, HUGE_VAL })
 
-/* Links of the optimistic cluster for positions 0 .. d-1 placed; -1 when
- * out of memory. */
-static int bnb_links(const struct mapper *mp, struct bnb *b, int d)
+/* Links of the optimistic cluster for the assignment in b->at. */
+static int bnb_links(const struct mapper *mp, struct bnb *b)
 {
 	int N = mp->N, G = mp->G, p, q, x, y, a, c;
 	struct pipette_link out[PIPETTE_MAPPING_EXACT_MAX], in[PIPETTE_MAPPING_EXACT_MAX];
 	struct pipette_link open = NO_LINK;
 
-	for (p = 0; p < d; p++) {
+	for (p = 0; p < mp->blocks; p++) {
 		out[p] = in[p] = NO_LINK;
+		if (b->at[p] < 0)
+			continue;
 		for (x = 0; x < N; x++)
 			if (!b->used[x]) {
-				out[p] = link_best(out[p], b->inter[mp->order[p] * N + x]);
-				in[p] = link_best(in[p], b->inter[x * N + mp->order[p]]);
+				out[p] = link_best(out[p], b->inter[b->at[p] * N + x]);
+				in[p] = link_best(in[p], b->inter[x * N + b->at[p]]);
 			}
 	}
 	for (x = 0; x < N; x++)
 		for (y = 0; y < N; y++)
 			if (x != y && !b->used[x] && !b->used[y])
 				open = link_best(open, b->inter[x * N + y]);
-	for (p = 0; p < N; p++)
-		for (q = 0; q < N; q++) {
+	for (p = 0; p < mp->blocks; p++)
+		for (q = 0; q < mp->blocks; q++) {
+			int u = b->at[p], w = b->at[q];
+
 			if (p != q && pipette_cluster_set_node_link(b->pos, p, q,
-				p < d && q < d ? b->inter[mp->order[p] * N + mp->order[q]]
-				: p < d ? out[p] : q < d ? in[q] : open))
+				u >= 0 && w >= 0 ? b->inter[u * N + w]
+				: u >= 0 ? out[p] : w >= 0 ? in[q] : open))
 				return -1;
 		}
 	for (a = 0; a < G; a++)
@@ -321,18 +339,18 @@ static int bnb_links(const struct mapper *mp, struct bnb *b, int d)
 			for (x = 0; x < N; x++)
 				if (!b->used[x])
 					l = link_best(l, b->intra[((size_t)x * G + a) * G + c]);
-			for (p = 0; p < N; p++)
-				pipette_cluster_set_intra_link(b->pos, p, a, c, p < d
-					? b->intra[((size_t)mp->order[p] * G + a) * G + c] : l);
+			for (p = 0; p < mp->blocks; p++)
+				pipette_cluster_set_intra_link(b->pos, p, a, c, b->at[p] >= 0
+					? b->intra[((size_t)b->at[p] * G + a) * G + c] : l);
 		}
 	return 0;
 }
 
-static int bnb_bound(struct mapper *mp, struct bnb *b, int d, double *lb)
+static int bnb_bound(struct mapper *mp, struct bnb *b, double *lb)
 {
 	struct pipette_time tm;
 
-	if (bnb_links(mp, b, d))
+	if (bnb_links(mp, b))
 		return pipette_fail(mp->err, "out of memory");
 	mp->evals++;
 	b->bounds++;
@@ -345,45 +363,66 @@ static int bnb_bound(struct mapper *mp, struct bnb *b, int d, double *lb)
 	return 0;
 }
 
-/* A complete order: the unused nodes follow in ascending order. */
+/* A complete assignment: the node order, idle nodes after it ascending. */
 static int bnb_leaf(struct mapper *mp, struct bnb *b)
 {
-	int k = mp->blocks, x;
+	int k = mp->blocks, x, p;
 	double f;
 
-	for (x = 0; x < mp->N; x++)
-		if (!b->used[x])
+	for (p = 0; p < mp->blocks; p++)
+		mp->order[p] = b->at[p];
+	for (x = 0; x < mp->N; x++) {
+		for (p = 0; p < mp->blocks && b->at[p] != x; p++)
+			;
+		if (p == mp->blocks)
 			mp->order[k++] = x;
+	}
 	if (evaluate(mp, &f))
 		return -1;
 	keep_if_best_exact(mp, f);
 	return 0;
 }
 
-/* Every completion of positions d .. blocks-1 with the nodes left. */
+/* Put node x at position p (p < 0: idle), or take it back. */
+static void bnb_put(struct bnb *b, int x, int p)
+{
+	b->used[x] = 1;
+	if (p >= 0)
+		b->at[p] = x;
+	else
+		b->idle_left--;
+}
+
+static void bnb_take(struct bnb *b, int x, int p)
+{
+	b->used[x] = 0;
+	if (p >= 0)
+		b->at[p] = -1;
+	else
+		b->idle_left++;
+}
+
+/* Every completion from the d-th node of the branching order on. */
 static int bnb_leaves(struct mapper *mp, struct bnb *b, int d)
 {
-	int x;
+	int x, p, rv = 0;
 
-	if (d == mp->blocks)
+	if (d == mp->N)
 		return bnb_leaf(mp, b);
-	for (x = 0; x < mp->N; x++) {
-		if (b->used[x])
+	x = b->weak[d];
+	for (p = b->idle_left > 0 ? -1 : 0; p < mp->blocks && !rv; p++) {
+		if (p >= 0 && b->at[p] >= 0)
 			continue;
-		mp->order[d] = x;
-		b->used[x] = 1;
-		if (bnb_leaves(mp, b, d + 1)) {
-			b->used[x] = 0;
-			return -1;
-		}
-		b->used[x] = 0;
+		bnb_put(b, x, p);
+		rv = bnb_leaves(mp, b, d + 1);
+		bnb_take(b, x, p);
 	}
-	return 0;
+	return rv;
 }
 
 struct child {
 	double lb;
-	int node;
+	int pos;
 };
 
 static int cmp_child(const void *a, const void *b)
@@ -392,40 +431,81 @@ static int cmp_child(const void *a, const void *b)
 
 	if (x->lb != y->lb)
 		return x->lb < y->lb ? -1 : 1;
-	return x->node - y->node;
+	return x->pos - y->pos;
 }
 
 static int bnb_visit(struct mapper *mp, struct bnb *b, int d)
 {
-	struct child ch[PIPETTE_MAPPING_EXACT_MAX];
-	int n = 0, x, k;
+	struct child ch[PIPETTE_MAPPING_EXACT_MAX + 1];
+	int n = 0, x = b->weak[d], p, k;
 
 	/* Near the leaves a bound costs as much as the orders it could cut:
-	 * with LEAF_DEPTH positions or fewer left, every completion is
-	 * estimated (in lexicographic order; unused nodes ascend). */
-	if (mp->blocks - d <= LEAF_DEPTH)
+	 * with LEAF_DEPTH nodes or fewer left, every completion is
+	 * estimated. */
+	if (mp->N - d <= LEAF_DEPTH)
 		return bnb_leaves(mp, b, d);
-	for (x = 0; x < mp->N; x++) {
-		if (b->used[x])
+	for (p = b->idle_left > 0 ? -1 : 0; p < mp->blocks; p++) {
+		if (p >= 0 && b->at[p] >= 0)
 			continue;
-		mp->order[d] = x;
-		b->used[x] = 1;
-		if (bnb_bound(mp, b, d + 1, &ch[n].lb)) {
-			b->used[x] = 0;
+		bnb_put(b, x, p);
+		ch[n].pos = p;
+		if (bnb_bound(mp, b, &ch[n++].lb)) {
+			bnb_take(b, x, p);
 			return -1;
 		}
-		b->used[x] = 0;
-		ch[n++].node = x;
+		bnb_take(b, x, p);
 	}
 	qsort(ch, (size_t)n, sizeof(ch[0]), cmp_child);
 	for (k = 0; k < n && ch[k].lb <= mp->best * (1 + BOUND_SLACK); k++) {
-		mp->order[d] = ch[k].node;
-		b->used[ch[k].node] = 1;
-		if (bnb_visit(mp, b, d + 1))
+		int rv;
+
+		bnb_put(b, x, ch[k].pos);
+		rv = bnb_visit(mp, b, d + 1);
+		bnb_take(b, x, ch[k].pos);
+		if (rv)
 			return -1;
-		b->used[ch[k].node] = 0;
 	}
 	return 0;
+}
+
+/* How weak node x is, for the branching order: the sum of its links to
+ * the other nodes, both ways, then its slowest intra-node link (GB/s;
+ * lower is weaker).  The sum beat the slowest link (57,153 against
+ * 45,424 estimates over tests/unit/test_mapping.c's random caches; 1,186
+ * against 758 on the README's 8-node case). */
+struct weakness {
+	double inter, intra;
+	int node;
+};
+
+static int cmp_weak(const void *a, const void *b)
+{
+	const struct weakness *x = a, *y = b;
+
+	if (x->inter != y->inter)
+		return x->inter < y->inter ? -1 : 1;
+	if (x->intra != y->intra)
+		return x->intra < y->intra ? -1 : 1;
+	return x->node - y->node;
+}
+
+static void bnb_order(const struct mapper *mp, struct bnb *b)
+{
+	struct weakness w[PIPETTE_MAPPING_EXACT_MAX];
+	int N = mp->N, G = mp->G, x, y, k;
+
+	for (x = 0; x < N; x++) {
+		w[x] = (struct weakness){ 0, HUGE_VAL, x };
+		for (y = 0; y < N; y++)
+			if (y != x)
+				w[x].inter += b->inter[x * N + y].gbps + b->inter[y * N + x].gbps;
+		for (k = 0; k < G * G; k++)
+			if (k % (G + 1))
+				w[x].intra = fmin(w[x].intra, b->intra[(size_t)x * G * G + k].gbps);
+	}
+	qsort(w, (size_t)N, sizeof(w[0]), cmp_weak);
+	for (x = 0; x < N; x++)
+		b->weak[x] = w[x].node;
 }
 
 /* The exact node order by branch and bound, from the incumbent in mp->best
@@ -439,13 +519,18 @@ static int branch_and_bound(struct mapper *mp, long *bounds)
 	memset(&b, 0, sizeof(b));
 	b.inter = malloc((size_t)N * N * sizeof(*b.inter));
 	b.intra = malloc((size_t)N * G * G * sizeof(*b.intra));
+	b.at = malloc((size_t)N * sizeof(int));
 	b.used = calloc((size_t)N, 1);
+	b.weak = malloc((size_t)N * sizeof(int));
 	b.ident = malloc((size_t)mp->world * sizeof(int));
-	b.pos = pipette_cluster_create_blank(N, G, mp->gpu, NO_LINK, &e2);
-	if (!b.inter || !b.intra || !b.used || !b.ident || !b.pos) {
+	b.pos = pipette_cluster_create_blank(mp->blocks, G, mp->gpu, NO_LINK, &e2);
+	if (!b.inter || !b.intra || !b.at || !b.used || !b.weak || !b.ident || !b.pos) {
 		pipette_fail(mp->err, "out of memory");
 		goto out;
 	}
+	b.idle_left = N - mp->blocks;
+	for (x = 0; x < N; x++)
+		b.at[x] = -1;
 	for (x = 0; x < mp->world; x++)
 		b.ident[x] = x;
 	for (x = 0; x < N; x++)
@@ -456,6 +541,7 @@ static int branch_and_bound(struct mapper *mp, long *bounds)
 			for (c = 0; c < G; c++)
 				b.intra[((size_t)x * G + a) * G + c] =
 					pipette_cluster_link(mp->cl, x * G + a, x * G + c);
+	bnb_order(mp, &b);
 	rv = bnb_visit(mp, &b, 0);
 	restore_best(mp);
 	*bounds = b.bounds;
@@ -463,7 +549,9 @@ out:
 	pipette_cluster_destroy(b.pos);
 	free(b.inter);
 	free(b.intra);
+	free(b.at);
 	free(b.used);
+	free(b.weak);
 	free(b.ident);
 	return rv;
 }
@@ -899,7 +987,7 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	} else if (mp.bound > 0 && mp.best <= mp.bound) {
 		st->exhaustive = 1;	/* the block mapping meets the bound */
 	} else if (mp.world % mp.G == 0 && mp.N >= 2) {
-		if (o->force_exhaustive && mp.blocks == mp.N && mp.N <= 10) {
+		if (o->force_exhaustive && mp.N <= 10) {
 			if (exhaustive(&mp))
 				goto out;
 			st->exhaustive = 1;

@@ -316,14 +316,18 @@ END_TEST
 /* The exact search (branch and bound) returns brute force's mapping, the
  * lexicographically smallest node order among those of least estimate,
  * on random caches: 5 to 8 nodes of 4 GPUs, slow pairs, noisy figures
- * and a slow switch, over pipeline-, data- and tensor-heavy shapes. */
+ * and a slow switch, over pipeline-, data- and tensor-heavy shapes, and
+ * one that leaves a node idle (its GPUs unused: brute force orders all N
+ * nodes, the idle one last among equals). */
 START_TEST(test_exact_equals_brute_force)
 {
 	static const char *const names[] = { "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8" };
-	static const int shapes[][3] = { { 4, 0, 1 }, { 2, 0, 2 }, { 4, 1, 0 }, { 1, 2, 0 } };
-	int seed, cases = 0, cut = 0;
+	/* tp, pp, dp; 0: whatever uses all N nodes, -1: all nodes but one */
+	static const int shapes[][3] = { { 4, 0, 1 }, { 2, 0, 2 }, { 4, 1, 0 }, { 1, 2, 0 },
+					 { 4, 1, -1 } };
+	int seed, cases = 0, cut = 0, idle = 0;
 
-	for (seed = 1; seed <= 24; seed++) {
+	for (seed = 1; seed <= 30; seed++) {
 		struct pipette_bw_gen g;
 		struct pipette_bwcache *bw;
 		struct pipette_cluster *cl;
@@ -332,7 +336,7 @@ START_TEST(test_exact_equals_brute_force)
 		struct pipette_mapping_opts o;
 		struct pipette_mapping_stats bb, bf;
 		struct pipette_err err;
-		int N = 5 + seed % 4, sh = seed % 4, s1[32], s2[32], k;
+		int N = 5 + seed % 4, sh = seed % 5, s1[32], s2[32], k, used;
 		long orders = 1;
 
 		pipette_bw_gen_init(&g);
@@ -349,10 +353,10 @@ START_TEST(test_exact_equals_brute_force)
 		cl = make(bw, names, N, 4);
 		ck_assert_int_eq(pipette_model_preset("llama2-7b", &m, &err), 0);
 		pipette_config_init(&c);
-		/* tp, then pp = N (0) or dp = N (0): all N nodes used */
+		used = N - (shapes[sh][1] < 0 || shapes[sh][2] < 0);
 		c.tp = shapes[sh][0];
-		c.pp = shapes[sh][1] ? shapes[sh][1] : 4 * N / c.tp / (shapes[sh][2] ? shapes[sh][2] : 1);
-		c.dp = shapes[sh][2] ? shapes[sh][2] : 4 * N / c.tp / c.pp;
+		c.pp = shapes[sh][1] > 0 ? shapes[sh][1] : 4 * used / c.tp / shapes[sh][2];
+		c.dp = shapes[sh][2] > 0 ? shapes[sh][2] : 4 * used / c.tp / c.pp;
 		c.global_batch = 16L * c.dp;
 		c.seq_len = 2048;
 		if (pipette_config_check(&m, &c, &err)) {
@@ -371,15 +375,17 @@ START_TEST(test_exact_equals_brute_force)
 		ck_assert_msg(bb.best_s == bf.best_s, "seed %d (%d nodes, tp %d pp %d dp %d): exact "
 			      "%.12f, brute force %.12f", seed, N, c.tp, c.pp, c.dp, bb.best_s,
 			      bf.best_s);
-		ck_assert_msg(!memcmp(s1, s2, sizeof(int) * 4 * (size_t)N),
+		ck_assert_msg(!memcmp(s1, s2, sizeof(int) * (size_t)pipette_config_world(&c)),
 			      "seed %d: a different order of equal estimate", seed);
 		ck_assert(bb.bound_s > 0 && bb.bound_s <= bb.best_s);
 		cut += bb.evaluations < orders;
+		idle += pipette_config_world(&c) < 4 * N;
 		cases++;
 		pipette_cluster_destroy(cl);
 		pipette_bwcache_destroy(bw);
 	}
-	ck_assert_int_ge(cases, 12);
+	ck_assert_int_ge(cases, 15);
+	ck_assert_int_ge(idle, 3);
 	ck_assert_int_ge(cut, cases / 2);	/* the bound prunes */
 }
 END_TEST
