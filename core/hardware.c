@@ -68,22 +68,22 @@
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
 static const struct pipette_gpu_spec gpus[] = {
 	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * PIPETTE_MIB, 900.0,
-	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0 },
+	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0, 0, 0 },
 	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * PIPETTE_MIB, 1555.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0 },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0 },
 	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * PIPETTE_MIB, 2039.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0 },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0 },
 	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H100] [PROBE-H]", 1979.0 },
+	  "[H100] [PROBE-H]", 1979.0, 0, 0 },
 	{ "H800-SXM-80GB", "h800,h800-80gb,h800-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 200.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H800] [PROBE-H]", 1979.0 },
+	  "[H800] [PROBE-H]", 1979.0, 0, 0 },
 	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
 	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H200] [PROBE-H]", 1979.0 },
+	  "[H200] [PROBE-H]", 1979.0, 0, 0 },
 	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
-	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0 },
+	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0, 0, 0 },
 };
 
 size_t pipette_gpu_count(void)
@@ -159,6 +159,12 @@ int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 
 	if (!(root = pipette_json_read(path, "calibration", PROBE_JSON_MAX, 32, NULL, err)))
 		return -1;
+	if (!json_object_object_get_ex(root, "gemm", &gemm) &&
+	    json_object_object_get_ex(root, "site", &list)) {
+		*out = *base;	/* the site's factors alone (calib.h) */
+		json_object_put(root);
+		return 0;
+	}
 	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
 	    json_number(gemm, "max_tflops", &rmax) || json_number(gemm, "half_gflop", &half)) {
 		pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "

@@ -37,6 +37,10 @@ struct pipette_gpu_spec {
 	const char *source;
 	/* dense FP8 tensor-core peak (0: no FP8 tensor cores) */
 	double fp8_tflops;
+	/* The site's calibration (calib.h): the measured over the modelled
+	 * time of computation and of exposed communication on this GPU type
+	 * under the plan's stack; 0 = none (1). */
+	double site_compute, site_comm;
 };
 
 size_t pipette_gpu_count(void);
@@ -51,8 +55,10 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
  * and gemm.half_gflop of the fitted curve, gpus[].hbm_gbps): the GEMM
  * ceiling becomes the measured rate over the peak times the share of a raw
  * GEMM rate that Megatron attains end to end (hardware.c), the half point
- * the measured one, HBM bandwidth the median measured.  Errors name the
- * file and the key. */
+ * the measured one, HBM bandwidth the median measured.  A file with the
+ * site's factors ("site", `pipette calibrate`, calib.h) and no "gemm"
+ * leaves the table's figures as they are.  Errors name the file and the
+ * key. */
 int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *probe_json,
 			  struct pipette_gpu_spec *out, struct pipette_err *err);
 

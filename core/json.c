@@ -2,7 +2,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int is_space(char c)
 {
@@ -121,4 +125,38 @@ struct json_object *pipette_json_read(const char *path, const char *what, size_t
 		memcpy(sha256, f.sha256, PIPETTE_SHA256_LEN);
 	pipette_file_free(&f);
 	return root;
+}
+
+int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
+			    unsigned mode, int replace, struct pipette_err *err)
+{
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							     JSON_C_TO_STRING_NOSLASHESCAPE);
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0, len;
+	int fd, rc = 0, e;
+
+	if (!text)
+		return pipette_fail(err, "%s: %s: out of memory", what, path);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.tmp-XXXXXX", (int)dirlen, path) >= sizeof(tmp))
+		return pipette_fail(err, "%s: %s: path too long", what, path);
+	if ((fd = mkstemp(tmp)) < 0)
+		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
+				    strerror(errno));
+	len = strlen(text);
+	if (fchmod(fd, (mode_t)mode) || write(fd, text, len) != (ssize_t)len ||
+	    write(fd, "\n", 1) != 1 || fsync(fd))
+		rc = -1;
+	e = errno;
+	if (close(fd))
+		rc = -1;
+	if (!rc && (replace ? rename(tmp, path) : link(tmp, path)))
+		rc = -1, e = errno;
+	if (rc || !replace)
+		unlink(tmp);
+	if (rc)
+		return pipette_fail(err, "%s: %s: cannot write: %s", what, path,
+				    e == EEXIST ? "exists" : strerror(e));
+	return 0;
 }

@@ -11,6 +11,7 @@ core_libpipette_la_SOURCES = \
 	core/readfile.c core/readfile.h \
 	core/model.c core/model.h \
 	core/hardware.c core/hardware.h \
+	core/calib.c core/calib.h \
 	core/config.c core/config.h \
 	core/stack.c core/stack.h \
 	core/memory.c core/memory.h \
@@ -55,4 +56,5 @@ noinst_LTLIBRARIES += core/libpipette_experts.la
 core_libpipette_experts_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 core_libpipette_experts_la_SOURCES = core/experts_ilp.c
 pipette_SOURCES += core/cli/cmd_experts.c
+pipette_SOURCES += core/cli/cmd_calibrate.c
 pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)

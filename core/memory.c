@@ -388,6 +388,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 	out->activations_bytes = act;
 	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + st->act_temp_factor * act;
 	transient = act + st->act_temp_factor * act;
+	out->transient_bytes = transient;
 	if (st->mem_fraction <= 0)
 		out->reserve_bytes = fmax(st->reserve_floor_bytes, st->reserve_fraction * transient);
 	out->total_bytes = out->params_bytes + out->grads_bytes + out->optimizer_bytes +

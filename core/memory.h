@@ -34,6 +34,7 @@ struct pipette_stage_memory {
 	double activations_bytes;
 	double other_bytes;	/* CUDA context, NCCL buffers, temporaries */
 	double reserve_bytes;	/* the allocator's reserve the stack's rule adds */
+	double transient_bytes;	/* activations and temporaries: what the reserve is a share of */
 	double stage_params;	/* parameters this GPU holds unsharded (after TP/EP) */
 	double expert_params;	/* of them, the routed experts' */
 	double layer_params;	/* of them, the largest transformer layer's */

@@ -255,6 +255,7 @@ static int compute_hash(struct pipette_plan *p)
 		z->dp_stages, z->fused_embedding);
 	fprintf(f, "moe=%u,%d,%d,%.6g,%d,%.6g\n", c->recompute_modules, (int)c->moe.dispatcher,
 		c->moe.ep_overlap, c->moe.capacity_factor, c->moe.pad, c->moe.imbalance);
+	fprintf(f, "site=%.6g,%.6g,%.6g\n", p->site.compute, p->site.comm, p->site.reserve_fraction);
 	fprintf(f, "predicted=%.4f,%.2f,%.4f\n", p->time.iteration_s, p->mem.peak_bytes / PIPETTE_GIB,
 		pipette_plan_mapping_gain(p));
 	for (i = 0; i < p->nodes; i++)
@@ -291,6 +292,29 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* --calibration: the probe's GEMM and HBM figures and the site's factors
+ * for this GPU type and stack (calib.h), whichever the file has.  The
+ * reserve a site fits replaces the stack's share, never its floor
+ * (reserve_floor_bytes, stack.c): a calibration cannot make a plan that
+ * the allocator's floor would not hold. */
+static int calibrate(struct pipette_plan *p, const char *path, struct pipette_err *err)
+{
+	int rv;
+
+	if (pipette_gpu_calibrate(p->gpu, path, &p->gpu_calibrated, err))
+		return -1;
+	rv = pipette_site_factors_load(path, p->gpu->name, p->stack.name, &p->site, err);
+	if (rv < 0)
+		return -1;
+	if (rv == 0) {
+		p->gpu_calibrated.site_compute = p->site.compute;
+		p->gpu_calibrated.site_comm = p->site.comm;
+		if (p->site.reserve_fraction >= 0)
+			p->stack.reserve_fraction = p->site.reserve_fraction;
+	}
+	return 0;
+}
+
 /* The inputs: the model (resolving the request's defaults with it), the
  * GPU type, the bandwidth cache checked against its pin, and the cluster
  * built from them. */
@@ -306,7 +330,7 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 		      p->model.source_sha256 : NULL, req->pin_model_sha256, err))
 		return -1;
 	if ((p->gpu = pipette_gpu_lookup(req->gpu, err)) && req->calibration[0]) {
-		if (pipette_gpu_calibrate(p->gpu, req->calibration, &p->gpu_calibrated, err))
+		if (calibrate(p, req->calibration, err))
 			p->gpu = NULL;
 		else
 			p->gpu = &p->gpu_calibrated;
@@ -566,6 +590,7 @@ int pipette_plan_compute(const struct pipette_request *req,
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
+	pipette_site_factors_init(&p->site);
 	if (copy_cluster_spec(p, cs, err) || load_inputs(p, req, &bw, &cl, err) ||
 	    search(p, cl, &sr, err))
 		goto out;
@@ -670,6 +695,11 @@ int pipette_plan_mapping_negligible(const struct pipette_plan *plan)
 double pipette_plan_mapping_gain(const struct pipette_plan *plan)
 {
 	return plan->time.iteration_s > 0 ? plan->mstats.block_s / plan->time.iteration_s : 1;
+}
+
+const struct pipette_time *pipette_plan_time(const struct pipette_plan *plan)
+{
+	return &plan->time;
 }
 
 const char *pipette_plan_hash(const struct pipette_plan *plan)

@@ -108,6 +108,8 @@ int pipette_plan_rank_at(const struct pipette_plan *plan, int node, int slot);
 /* Predicted iteration time of the plan (its mapping), of the same
  * configuration in Megatron's default order, and their ratio (>= 1). */
 double pipette_plan_iteration_s(const struct pipette_plan *plan);
+/* The chosen configuration's predicted time, every term. */
+const struct pipette_time *pipette_plan_time(const struct pipette_plan *plan);
 double pipette_plan_block_iteration_s(const struct pipette_plan *plan);
 double pipette_plan_mapping_gain(const struct pipette_plan *plan);
 /* A mapping gain below this is negligible: smaller than the time model's

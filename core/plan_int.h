@@ -3,6 +3,7 @@
 #ifndef PIPETTE_PLAN_INT_H
 #define PIPETTE_PLAN_INT_H
 
+#include "calib.h"
 #include "hardware.h"
 #include "mapping.h"
 #include "memory.h"
@@ -27,6 +28,7 @@ struct pipette_plan {
 	struct pipette_stack stack;	/* resolved; every config points here */
 	const struct pipette_gpu_spec *gpu;
 	struct pipette_gpu_spec gpu_calibrated;
+	struct pipette_site_factors site;	/* applied from --calibration; 1, 1, -1 none */
 	int nodes, G, world;
 	char **names;
 	int *gpu_ids;

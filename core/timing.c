@@ -1470,6 +1470,37 @@ static double embed_sync_s(struct pipette_timer *t, const struct placement *pl,
 	return pipette_allreduce_s(ranks, bytes, l.gbps, l.lat_us);
 }
 
+/* The site's calibration (calib.h): T = T_model + (compute - 1) C +
+ * (comm - 1) E, C the computation (passes, bubble, optimizer step) and E
+ * the exposed communication, the form the factors were fitted in; the
+ * terms are scaled with it, so that the breakdown still adds up. */
+static void site_correct(const struct pipette_gpu_spec *gpu, struct pipette_time *out)
+{
+	double a = gpu->site_compute > 0 ? gpu->site_compute : 1.0;
+	double b = gpu->site_comm > 0 ? gpu->site_comm : 1.0;
+	double c = out->compute_s + out->bubble_s + out->optimizer_s;
+
+	out->model_s = out->iteration_s;
+	out->model_compute_s = c;
+	out->model_comm_s = out->exposed_comm_s;
+	if (a == 1.0 && b == 1.0)
+		return;
+	out->iteration_s += (a - 1) * c + (b - 1) * out->exposed_comm_s;
+	out->makespan_s += (a - 1) * (out->compute_s + out->bubble_s) +
+			   (b - 1) * (out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
+				      out->pp_exposed_s);
+	out->compute_s *= a;
+	out->bubble_s *= a;
+	out->optimizer_s *= a;
+	out->tp_comm_s *= b;
+	out->cp_comm_s *= b;
+	out->ep_comm_s *= b;
+	out->pp_exposed_s *= b;
+	out->dp_exposed_s *= b;
+	out->embed_sync_s *= b;
+	out->exposed_comm_s *= b;
+}
+
 int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
 			  const struct pipette_gpu_spec *gpu,
 			  const struct pipette_config *c,
@@ -1547,6 +1578,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	out->iteration_s = out->makespan_s + dp_exposed + out->embed_sync_s + out->optimizer_s;
 	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
 			      out->pp_exposed_s + out->dp_exposed_s + out->embed_sync_s;
+	site_correct(gpu, out);
 	out->model_flops = pipette_model_flops(m, c);
 	out->tokens_per_s = (double)c->global_batch * c->seq_len / out->iteration_s;
 	out->tflops_per_gpu = out->model_flops / (out->iteration_s * world) / 1e12;

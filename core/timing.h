@@ -40,6 +40,10 @@ struct pipette_time {
 	double optimizer_s;
 	double exposed_comm_s;	/* all communication not hidden by compute */
 	double makespan_s;	/* the simulated pipeline */
+	/* The model's own figures, before the site's calibration (calib.h):
+	 * its step time, its computation (compute, bubble and optimizer) and
+	 * its exposed communication; what an observation records. */
+	double model_s, model_compute_s, model_comm_s;
 	/* Throughput.  Model FLOPs exclude recomputation (72 BsLh^2 form of
 	 * Narayanan et al., generalised to GQA/SwiGLU/MoE). */
 	double model_flops;

@@ -9,6 +9,11 @@ check_PROGRAMS += tests/unit/test_model tests/unit/test_memory tests/unit/test_c
 TESTS += tests/unit/test_model tests/unit/test_memory tests/unit/test_cli \
 	tests/unit/test_timing
 
+check_PROGRAMS += tests/unit/test_calib
+TESTS += tests/unit/test_calib
+tests_unit_test_calib_SOURCES = tests/unit/test_calib.c
+tests_unit_test_calib_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_calib_LDADD = $(TEST_LDADD)
 tests_unit_test_model_SOURCES = tests/unit/test_model.c
 tests_unit_test_model_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_model_LDADD = $(TEST_LDADD)

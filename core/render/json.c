@@ -88,6 +88,10 @@ struct json_object *pipette_time_json(const struct pipette_time *t)
 	json_object_object_add(o, "embed_sync_s", jd(t->embed_sync_s));
 	json_object_object_add(o, "optimizer_s", jd(t->optimizer_s));
 	json_object_object_add(o, "exposed_comm_s", jd(t->exposed_comm_s));
+	/* the model's own figures, before the site's calibration (calib.h) */
+	json_object_object_add(o, "model_s", jd(t->model_s));
+	json_object_object_add(o, "model_compute_s", jd(t->model_compute_s));
+	json_object_object_add(o, "model_comm_s", jd(t->model_comm_s));
 	return o;
 }
 
@@ -105,6 +109,7 @@ static struct json_object *stage_mem_json(const struct pipette_stage_memory *s, 
 	json_object_object_add(o, "activations_bytes", jd(s->activations_bytes));
 	json_object_object_add(o, "other_bytes", jd(s->other_bytes));
 	json_object_object_add(o, "reserve_bytes", jd(s->reserve_bytes));
+	json_object_object_add(o, "transient_bytes", jd(s->transient_bytes));
 	json_object_object_add(o, "total_bytes", jd(s->total_bytes));
 	return o;
 }
@@ -148,6 +153,23 @@ static struct json_object *predicted_json(const struct pipette_plan *plan)
 	json_object_object_add(mem, "per_stage", a);
 	json_object_object_add(pr, "memory", mem);
 	return pr;
+}
+
+/* The site's factors the plan applied (calib.h); null when none. */
+static struct json_object *site_json(const struct pipette_plan *plan)
+{
+	struct json_object *o;
+
+	if (!plan->site.observations && plan->site.compute == 1.0 && plan->site.comm == 1.0 &&
+	    plan->site.reserve_fraction < 0)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "compute_factor", jd(plan->site.compute));
+	json_object_object_add(o, "comm_factor", jd(plan->site.comm));
+	json_object_object_add(o, "reserve_fraction", plan->site.reserve_fraction >= 0
+			       ? jd(plan->site.reserve_fraction) : NULL);
+	json_object_object_add(o, "observations", json_object_new_int64(plan->site.observations));
+	return o;
 }
 
 static struct json_object *mapping_json(const struct pipette_plan *plan)
@@ -256,6 +278,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
 	json_object_object_add(root, "megatron_args", json_object_new_string(args));
 	json_object_object_add(root, "predicted", predicted_json(plan));
+	json_object_object_add(root, "site_calibration", site_json(plan));
 	json_object_object_add(root, "mapping", mapping_json(plan));
 	json_object_object_add(root, "ranked", ranked_json(plan));
 	json_object_object_add(root, "search", search_json(&plan->sstats));

@@ -1,0 +1,303 @@
+/* Unit tests: the site's calibration (calib.h): the fit, the store, the
+ * calibration file and what a plan does with it. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calib.h"
+#include "plan.h"
+#include "timing.h"
+#include "check_run.h"
+
+/* Observations of known factors: compute and exposed communication in
+ * different mixes, the measured time exactly a C + b E. */
+static void synth(struct pipette_observation *o, int n, double a, double b, double comm_share)
+{
+	int i;
+
+	memset(o, 0, sizeof(*o) * (size_t)n);
+	for (i = 0; i < n; i++) {
+		double c = 1.0 + 0.7 * i, e = c * comm_share * (1 + (i % 3));
+
+		snprintf(o[i].name, sizeof(o[i].name), "obs%d.json", i);
+		strcpy(o[i].gpu, "H100-SXM-80GB");
+		strcpy(o[i].stack, "megatron");
+		o[i].compute_s = c;
+		o[i].comm_s = e;
+		o[i].model_s = c + e;
+		o[i].measured_s = a * c + b * e;
+	}
+}
+
+static int idx[64] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+
+START_TEST(test_fit_recovers_factors)
+{
+	struct pipette_observation o[8];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i;
+
+	synth(o, 8, 1.15, 1.7, 0.1);
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 8, &f, &err), 0);
+	ck_assert(f.comm_fitted);
+	ck_assert_double_eq_tol(f.f.compute, 1.15, 1e-9);
+	ck_assert_double_eq_tol(f.f.comm, 1.7, 1e-9);
+	ck_assert(f.err_before > 0.1);
+	ck_assert(f.err_after < 1e-9);
+	ck_assert(f.loo && f.loo_after < f.loo_before);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(f.outlier[i], 0);
+	ck_assert(f.f.reserve_fraction < 0);	/* no memory reported */
+	pipette_calib_fit_free(&f);
+}
+END_TEST
+
+/* One job measured 40% slow (a node throttled): named, weighed down, and
+ * the factors stay within 1% of the truth. */
+START_TEST(test_fit_outlier_named)
+{
+	struct pipette_observation o[10];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i;
+
+	synth(o, 10, 0.9, 1.3, 0.15);
+	o[4].measured_s *= 1.4;
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 10, &f, &err), 0);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(f.outlier[i], i == 4);
+	ck_assert_double_eq_tol(f.f.compute, 0.9, 0.009);
+	ck_assert_double_eq_tol(f.f.comm, 1.3, 0.013);
+	pipette_calib_fit_free(&f);
+}
+END_TEST
+
+/* No observation exposes communication: its factor is not identifiable
+ * and stays 1; the compute factor is still fitted. */
+START_TEST(test_fit_comm_not_identifiable)
+{
+	struct pipette_observation o[5];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+
+	synth(o, 5, 1.08, 2.0, 0.0);
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 5, &f, &err), 0);
+	ck_assert(!f.comm_fitted);
+	ck_assert_double_eq(f.f.comm, 1.0);
+	ck_assert_double_eq_tol(f.f.compute, 1.08, 1e-9);
+	pipette_calib_fit_free(&f);
+}
+END_TEST
+
+/* The reserve: the largest share a stage's reserved peak implies, over
+ * the observations that are not outliers; never negative. */
+START_TEST(test_fit_reserve)
+{
+	struct pipette_observation o[4];
+	struct pipette_obs_stage st[4][2];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i;
+
+	synth(o, 4, 1.0, 1.0, 0.1);
+	for (i = 0; i < 4; i++) {
+		st[i][0] = (struct pipette_obs_stage){ 40e9, 10e9, 40e9 + 10e9 * 0.1 * (i + 1) };
+		st[i][1] = (struct pipette_obs_stage){ 40e9, 10e9, 30e9 };	/* below: 0 */
+		o[i].stages = st[i];
+		o[i].nstages = 2;
+	}
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 4, &f, &err), 0);
+	ck_assert_double_eq_tol(f.f.reserve_fraction, 0.4, 1e-9);
+	ck_assert_int_eq(f.reserve_obs, 8);
+	pipette_calib_fit_free(&f);
+}
+END_TEST
+
+START_TEST(test_fit_implausible)
+{
+	struct pipette_observation o[4];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+
+	synth(o, 4, 9.0, 1.0, 0.1);
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 4, &f, &err), -1);
+	ck_assert_msg(strstr(err.msg, "outside"), "%s", err.msg);
+	pipette_calib_fit_free(&f);
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 0, &f, &err), -1);
+}
+END_TEST
+
+static char tmpdir[64];
+
+static void write_text(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void make_tmpdir(void)
+{
+	strcpy(tmpdir, "/tmp/test_calib.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void rm_tmpdir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+#define OBS(meas) "{\"schema\": \"pipette-obs/1\", \"gpu\": \"H100-SXM-80GB\", " \
+	"\"stack\": \"megatron\", \"predicted\": {\"iteration_s\": 2.0, \"compute_s\": 1.5, " \
+	"\"comm_s\": 0.5}, \"measured\": {\"iteration_s\": " meas "}, \"stages\": " \
+	"[{\"base_bytes\": 1e10, \"transient_bytes\": 1e10, \"measured_reserved_bytes\": 0}]}"
+
+START_TEST(test_store)
+{
+	struct pipette_observation *o;
+	struct pipette_err err;
+	char path[256];
+	int n;
+
+	make_tmpdir();
+	write_text("b.json", OBS("2.5"));
+	write_text("a.json", OBS("2.2"));
+	write_text("notes.txt", "not an observation");
+	write_text(".tmp-x.json", "{ half");	/* a writer's temporary file */
+	ck_assert_msg(pipette_obs_load_dir(tmpdir, &o, &n, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(o[0].name, "a.json");	/* name order */
+	ck_assert_double_eq(o[0].measured_s, 2.2);
+	ck_assert_double_eq(o[1].compute_s, 1.5);
+	pipette_obs_free(o, n);
+
+	write_text("c.json", OBS("\"fast\""));
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
+	ck_assert_msg(strstr(err.msg, "c.json: measured: iteration_s: expected a number, got a "
+			     "string"), "%s", err.msg);
+	write_text("c.json", OBS("-1"));
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
+	ck_assert_msg(strstr(err.msg, "c.json: measured: iteration_s: -1 is outside"), "%s",
+		      err.msg);
+	snprintf(path, sizeof(path), "%s/c.json", tmpdir);
+	unlink(path);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);	/* never blocks on it */
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
+	ck_assert_msg(strstr(err.msg, "is a FIFO"), "%s", err.msg);
+	unlink(path);
+	write_text("c.json", "{\"schema\": \"pipette-obs/2\"}");
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
+	ck_assert_msg(strstr(err.msg, "schema"), "%s", err.msg);
+	ck_assert_int_eq(pipette_obs_load_dir("/nonexistent-dir", &o, &n, &err), -1);
+	ck_assert_msg(strstr(err.msg, "/nonexistent-dir"), "%s", err.msg);
+	rm_tmpdir();
+}
+END_TEST
+
+START_TEST(test_site_file)
+{
+	struct pipette_site_factors f;
+	struct pipette_err err;
+	char path[256];
+
+	make_tmpdir();
+	snprintf(path, sizeof(path), "%s/cal.json", tmpdir);
+	write_text("cal.json", "{\"site\": [{\"gpu\": \"A100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 1.3, \"comm_factor\": 1.1}, {\"gpu\": \"H100-SXM-80GB\", "
+		   "\"stack\": \"megatron\", \"compute_factor\": 1.2, \"comm_factor\": 0.9, "
+		   "\"reserve_fraction\": 0.3, \"observations\": 12}]}");
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err), 0);
+	ck_assert_double_eq(f.compute, 1.2);
+	ck_assert_double_eq(f.comm, 0.9);
+	ck_assert_double_eq(f.reserve_fraction, 0.3);
+	ck_assert_int_eq(f.observations, 12);
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "nemo", &f, &err), 1);
+	ck_assert_double_eq(f.compute, 1.0);
+	ck_assert(f.reserve_fraction < 0);
+	write_text("cal.json", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 12, \"comm_factor\": 1}]}");
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err),
+			 -1);
+	ck_assert_msg(strstr(err.msg, "site[0]: compute_factor: 12 is outside"), "%s", err.msg);
+	write_text("cal.json", "{\"site\": {}}");
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err),
+			 -1);
+	ck_assert_msg(strstr(err.msg, "site: expected an array, got an object"), "%s", err.msg);
+	write_text("cal.json", "{\"gemm\": {}}");
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err), 1);
+	rm_tmpdir();
+}
+END_TEST
+
+/* A plan under the site's factors: T = T_model + (a - 1) C + (b - 1) E,
+ * the reserve share replaced, the floor kept, and another plan hash. */
+START_TEST(test_plan_applies_factors)
+{
+	static const char *const names[] = { "node1", "node2", "node3", "node4" };
+	struct pipette_cluster_spec cs = { 4, names, 8, NULL };
+	struct pipette_request req;
+	struct pipette_plan *p0 = NULL, *p1 = NULL;
+	struct pipette_err err;
+	char path[256], h0[32];
+	const struct pipette_time *t;
+
+	make_tmpdir();
+	snprintf(path, sizeof(path), "%s/cal.json", tmpdir);
+	write_text("cal.json", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 1.25, \"comm_factor\": 1.8, \"reserve_fraction\": 0.5}]}");
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "H100");
+	req.global_batch = 64;
+	req.seq_len = 4096;
+	req.pins.tp = 2;
+	req.pins.pp = 2;
+	req.pins.dp = 8;
+	req.pins.micro_batch = 1;
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p0, &err) == 0, "%s", err.msg);
+	snprintf(h0, sizeof(h0), "%s", pipette_plan_hash(p0));
+	snprintf(req.calibration, sizeof(req.calibration), "%s", path);
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &p1, &err) == 0, "%s", err.msg);
+	t = pipette_plan_time(p1);
+	ck_assert(t->model_comm_s > 0);
+	ck_assert_double_eq_tol(t->iteration_s, t->model_s + 0.25 * t->model_compute_s +
+				0.8 * t->model_comm_s, 1e-9 * t->iteration_s);
+	ck_assert_double_eq_tol(t->model_s, pipette_plan_time(p0)->iteration_s,
+				1e-9 * t->model_s);
+	ck_assert_str_ne(h0, pipette_plan_hash(p1));
+	pipette_plan_destroy(p0);
+	pipette_plan_destroy(p1);
+	rm_tmpdir();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("calib");
+	TCase *tc = tcase_create("calib");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fit_recovers_factors);
+	tcase_add_test(tc, test_fit_outlier_named);
+	tcase_add_test(tc, test_fit_comm_not_identifiable);
+	tcase_add_test(tc, test_fit_reserve);
+	tcase_add_test(tc, test_fit_implausible);
+	tcase_add_test(tc, test_store);
+	tcase_add_test(tc, test_site_file);
+	tcase_add_test(tc, test_plan_applies_factors);
+	suite_add_tcase(s, tc);
+	return check_run(s);
+}
