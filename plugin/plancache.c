@@ -640,7 +640,14 @@ int pipette_plancache_lock(struct pipette_plancache *c, const char *key, long wa
 	if (rc < 0)
 		return pipette_fail(err, "%.300s/" LOCK_NAME ": cannot lock: %s", c->dir,
 				    strerror(errno));
-	return rc == 0 ? 1 : 2;
+	if (rc == 1)
+		return 2;
+	/* The planner let go: its entry is there, or it failed.  Let go at
+	 * once, so that the waiters read the entry together, or, when there
+	 * is none, each plans at once as without the cache instead of one
+	 * after another, each holding up the rest. */
+	pipette_plancache_unlock(c, key);
+	return 1;
 }
 
 void pipette_plancache_unlock(struct pipette_plancache *c, const char *key)

@@ -339,8 +339,8 @@ int pipette_plancache_check_stat(const struct stat *st, unsigned uid, const char
 				 struct pipette_err *err);
 /* One planner per key: 0 = this process holds the key's lock and plans
  * (pipette_plancache_unlock after storing); 1 = another held it and has
- * let go, so its entry may be there now; 2 = still held after wait_ms;
- * -1 = no lock (err says why). */
+ * let go, so its entry may be there now (this process does not hold the
+ * lock); 2 = still held after wait_ms; -1 = no lock (err says why). */
 int pipette_plancache_lock(struct pipette_plancache *c, const char *key, long wait_ms,
 			   struct pipette_err *err);
 void pipette_plancache_unlock(struct pipette_plancache *c, const char *key);

@@ -466,7 +466,7 @@ START_TEST(test_lock_bounded_wait)
 	char root[64];
 	struct pipette_plancache c;
 	struct pipette_err err;
-	int go[2], status;
+	int go[2], back[2], status;
 	pid_t pid;
 	char b;
 	double t0;
@@ -476,6 +476,7 @@ START_TEST(test_lock_bounded_wait)
 	ck_assert_int_eq(pipette_plancache_lock(&c, KEY_A, 1000, &err), 0);
 	ck_assert_int_eq(pipette_plancache_lock(&c, KEY_B, 1000, &err), 0);	/* other key */
 	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(back), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -490,14 +491,23 @@ START_TEST(test_lock_bounded_wait)
 			_exit(1);
 		if (write(go[1], "w", 1) != 1)
 			_exit(2);
-		/* Released while waiting: the waiter learns it at once. */
+		/* Released while waiting: the waiter learns it at once ... */
 		t0 = now_s();
 		rc = pipette_plancache_lock(&w, KEY_A, 10000, &err);
-		_exit(rc == 1 && now_s() - t0 < 5.0 ? 0 : 3);
+		if (rc != 1 || now_s() - t0 > 5.0)
+			_exit(3);
+		/* ... and does not keep the lock: the parent takes it while
+		 * this process lives. */
+		if (write(go[1], "r", 1) != 1 || read(back[0], &b, 1) != 1)
+			_exit(4);
+		_exit(0);
 	}
 	ck_assert_int_eq(read(go[0], &b, 1), 1);
 	usleep(200 * 1000);
 	pipette_plancache_unlock(&c, KEY_A);
+	ck_assert_int_eq(read(go[0], &b, 1), 1);
+	ck_assert_int_eq(pipette_plancache_lock(&c, KEY_A, 0, &err), 0);
+	ck_assert_int_eq(write(back[1], "d", 1), 1);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "waiter status %d", status);
 	pipette_plancache_close(&c);
