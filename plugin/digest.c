@@ -19,8 +19,12 @@
  *
  * The same machinery keys the plan cache (plancache.c, step.c): the key
  * is the SHA-256 of a text naming every input of a step's result text,
- * the files by the content srun pinned (or, without a pin, by the content
- * this node reads: hashed, not parsed). */
+ * the files by the content srun pinned.  A file srun did not pin (no
+ * digest: the batch step, srun --export=NONE; or "-") is pinned by this
+ * node to the content it hashes for the key (digest_complete),
+ * and the planner is held to that pin like to srun's: a plan is only ever
+ * stored under the key of the bytes it was planned from, even when the
+ * file is replaced between the key and the planner's read. */
 #define _GNU_SOURCE	/* dl_iterate_phdr */
 #include <elf.h>
 #include <limits.h>
@@ -73,19 +77,31 @@ void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX +
 	pipette_hash_short(sha, out);
 }
 
+/* The digest's field of the bandwidth cache (which 1) or of the model
+ * config (2): the hash of the file's content, "-" for none or unreadable. */
+static void input_file_hex(const struct pipette_opts *o, const struct pipette_site *s,
+			   int which, char out[PIPETTE_HASH_HEX + 1])
+{
+	char path[PATH_MAX];
+
+	strcpy(out, "-");
+	if (which == 1)
+		file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES,
+			 out);
+	else if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
+					   sizeof(path), NULL) >= 1)
+		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, out);
+}
+
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
 			 char *out, size_t len)
 {
 	char opts[PIPETTE_HASH_HEX + 1], bw[PIPETTE_HASH_HEX + 1], model[PIPETTE_HASH_HEX + 1];
-	char path[PATH_MAX];
 	int w;
 
 	pipette_opts_hash(o, opts);
-	file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES, bw);
-	strcpy(model, "-");
-	if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
-				      sizeof(path), NULL) >= 1)
-		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, model);
+	input_file_hex(o, s, 1, bw);
+	input_file_hex(o, s, 2, model);
 	w = snprintf(out, len, "1:%s:%s:%s", opts, bw, model);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
@@ -156,6 +172,40 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 		memcpy(req->pin_model_sha256, f[2], n[2]);
 		req->pin_model_sha256[n[2]] = '\0';
 	}
+	return 0;
+}
+
+/* The pins of the plan cache: srun's digest with every file it did not
+ * pin ("-", or no digest at all) pinned to the content this node reads
+ * now; srun's digest as is when it pinned both files. */
+static int digest_complete(const char *digest, const struct pipette_opts *o,
+			   const struct pipette_site *s, char out[PIPETTE_DIGEST_MAX],
+			   struct pipette_err *err)
+{
+	char mine[3][PIPETTE_HASH_HEX + 1];
+	const char *f[3];
+	size_t n[3];
+	int i, w;
+
+	if (!digest || !digest[0]) {
+		if (pipette_input_digest(o, s, out, PIPETTE_DIGEST_MAX))
+			return pipette_fail(err, "the digest of this node's inputs: too long");
+		return 0;
+	}
+	if (digest_fields(digest, f, n, err))
+		return -1;
+	/* Only the files srun did not pin are read (the bandwidth cache of a
+	 * large cluster is megabytes: tests/bench/plugin_load.sh). */
+	for (i = 1; i < 3; i++)
+		if (f[i][0] == '-') {
+			input_file_hex(o, s, i, mine[i]);
+			f[i] = mine[i];
+			n[i] = strlen(mine[i]);
+		}
+	w = snprintf(out, PIPETTE_DIGEST_MAX, "1:%.*s:%.*s:%.*s", (int)n[0], f[0], (int)n[1],
+		     f[1], (int)n[2], f[2]);
+	if (w < 0 || w >= PIPETTE_DIGEST_MAX)
+		return pipette_fail(err, PIPETTE_DIGEST_VAR ": too long");
 	return 0;
 }
 
@@ -243,8 +293,10 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		strlen(s->test_cache_swap), s->test_cache_swap);
 }
 
-/* The files of the step: the bandwidth cache and the model config. */
-static int files_text(FILE *t, const struct pipette_step *st, struct pipette_err *err)
+/* The files of the step, the bandwidth cache and the model config, by
+ * the pins of digest. */
+static int files_text(FILE *t, const struct pipette_step *st, const char *digest,
+		      struct pipette_err *err)
 {
 	const struct pipette_opts *o = st->opts;
 	const struct pipette_site *s = st->site;
@@ -253,9 +305,9 @@ static int files_text(FILE *t, const struct pipette_step *st, struct pipette_err
 	char path[PATH_MAX];
 	int r;
 
-	if (st->digest && st->digest[0] && digest_fields(st->digest, f, n, err))
+	if (digest_fields(digest, f, n, err))
 		return -1;
-	fprintf(t, "digest=%s\n", st->digest ? st->digest : "");
+	fprintf(t, "digest=%s\n", digest);
 	if (!bw[0])
 		fputs("bandwidth=none\n", t);
 	else if (key_file(t, "bandwidth cache", bw, f[1], n[1], PIPETTE_BW_MAX_FILE_BYTES, err))
@@ -272,15 +324,20 @@ static int files_text(FILE *t, const struct pipette_step *st, struct pipette_err
 }
 
 int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HEX + 1],
-		     struct pipette_err *err)
+		     char pin[PIPETTE_DIGEST_MAX], struct pipette_err *err)
 {
 	struct build_id b = { .addr = (const void *)pipette_plan_key, .hex = "none" };
 	unsigned char sha[PIPETTE_SHA256_LEN];
-	char opts[4 * PIPETTE_PATH_MAX], *text = NULL;
+	char opts[4 * PIPETTE_PATH_MAX], *text = NULL, mine[PIPETTE_DIGEST_MAX];
 	size_t len = 0;
-	FILE *t = open_memstream(&text, &len);
+	FILE *t;
 	int i, rv = -1;
 
+	if (!pin)
+		pin = mine;
+	if (digest_complete(st->digest, st->opts, st->site, pin, err))
+		return -1;
+	t = open_memstream(&text, &len);
 	if (!t)
 		return pipette_fail(err, "plan cache key: out of memory");
 	dl_iterate_phdr(find_build_id, &b);
@@ -289,7 +346,7 @@ int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HE
 		"dry_run=%d\n", PACKAGE_VERSION, b.hex, opts, st->opts->explain,
 		st->opts->dry_run);
 	site_text(t, st->site);
-	if (files_text(t, st, err))
+	if (files_text(t, st, pin, err))
 		goto out;
 	fprintf(t, "nodes=%d\n", st->nnodes);
 	for (i = 0; i < st->nnodes; i++)

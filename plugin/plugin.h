@@ -364,10 +364,15 @@ struct pipette_step {
 	time_t now;			/* for max_age's warning (the key) */
 };
 /* The plan cache's key of the step (PIPETTE_PLAN_KEY_HEX hex digits):
- * everything the result text depends on (digest.c).  -1 when an input it
- * must hash cannot be read (the plan will fail on it too). */
+ * everything the result text depends on (digest.c), the files by the pins
+ * of srun's digest, each file srun did not pin pinned to the content this
+ * node reads now.  pin (NULL: not wanted) receives that digest: the
+ * planner must be held to it (pipette_pin_inputs), so that what is stored
+ * under the key is the plan of the key's inputs.  -1 when srun's digest
+ * is malformed or an input the key needs cannot be read (the plan will
+ * fail on it too). */
 int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HEX + 1],
-		     struct pipette_err *err);
+		     char pin[PIPETTE_DIGEST_MAX], struct pipette_err *err);
 /* Write this node's result (outcome.c's records, END last): from the
  * plan cache when the site has one and it holds the step's plan, else
  * computed (and stored).  Every problem of the cache is a notice (M), and

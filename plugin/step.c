@@ -34,6 +34,10 @@ struct cache_use {
 	int open;
 	int noted;			/* a refused entry was reported */
 	char key[PIPETTE_PLAN_KEY_HEX + 1];
+	/* The pins the key covers and the planner is held to: srun's digest,
+	 * completed by this node's reads (digest.c).  Without the cache, the
+	 * pins are srun's alone. */
+	char pin[PIPETTE_DIGEST_MAX];
 };
 
 static void notice(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -80,11 +84,34 @@ static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE 
 	return rv;
 }
 
+/* Plan under the pins of `pin`.  When they hold more than srun's (the
+ * cache's key pinned a file srun did not) and that file changed since it
+ * was hashed, plan again from what it holds now, as without the cache:
+ * *fresh then stays 0, since the plan is not the key's. */
+static int plan_pinned(const struct pipette_step *st, const char *pin,
+		       struct pipette_request *req, const struct pipette_cluster_spec *spec,
+		       struct pipette_plan **plan, int *fresh, struct pipette_err *err)
+{
+	const char *srun = st->digest ? st->digest : "";
+
+	if (pipette_plan_compute(req, spec, plan, err) == 0) {
+		*fresh = 1;
+		return 0;
+	}
+	if (!strcmp(pin, srun) || pipette_err_code(err) != PIPETTE_E_CHANGED)
+		return -1;
+	req->pin_bandwidth_sha256[0] = req->pin_model_sha256[0] = '\0';
+	if (pipette_pin_inputs(srun, st->opts, req, err))
+		return -1;
+	return pipette_plan_compute(req, spec, plan, err);
+}
+
 /* The plan, or NULL with fallback=block when even the fall-back failed
  * (the step then starts untouched); warnings go to out.  *fresh: planned
- * from the request as given (what the cache may keep). */
-static int compute(const struct pipette_step *st, FILE *out, struct pipette_plan **plan,
-		   int *fresh, struct pipette_err *err)
+ * from the request as given, under the pins of the cache's key (what the
+ * cache may keep). */
+static int compute(const struct pipette_step *st, const char *pin, FILE *out,
+		   struct pipette_plan **plan, int *fresh, struct pipette_err *err)
 {
 	struct pipette_cluster_spec spec = {
 		.nodes = st->nnodes,
@@ -103,15 +130,13 @@ static int compute(const struct pipette_step *st, FILE *out, struct pipette_plan
 	*plan = NULL;
 	*fresh = 0;
 	if (pipette_request_build(st->opts, st->site, st->launch, &req, err) ||
-	    pipette_pin_inputs(st->digest, st->opts, &req, err)) {
+	    pipette_pin_inputs(pin, st->opts, &req, err)) {
 		if (!st->site->fallback_block)
 			return -1;
 		goto untouched;
 	}
-	if (pipette_plan_compute(&req, &spec, plan, err) == 0) {
-		*fresh = 1;
+	if (plan_pinned(st, pin, &req, &spec, plan, fresh, err) == 0)
 		return 0;
-	}
 	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
 		return -1;
 	/* fallback=block: retry on nominal links in Slurm's order; if even
@@ -152,8 +177,8 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 
 /* Plan, and write the step's text into *body.  *planned: there is a plan
  * (0: fallback=block starts the step untouched). */
-static int build_body(const struct pipette_step *st, char **body, size_t *len, int *planned,
-		      int *fresh, struct pipette_err *err)
+static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
+		      int *planned, int *fresh, struct pipette_err *err)
 {
 	struct pipette_plan *plan = NULL;
 	FILE *f = open_memstream(body, len);
@@ -162,7 +187,7 @@ static int build_body(const struct pipette_step *st, char **body, size_t *len, i
 	*planned = 0;
 	if (!f)
 		return pipette_fail(err, "writing the result: out of memory");
-	if (compute(st, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
+	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
 	    pipette_outcome_end(f) == 0)
 		rv = 0;
 	*planned = plan != NULL;
@@ -202,15 +227,19 @@ static void cache_open(const struct pipette_step *st, struct cache_use *cu, FILE
 
 	memset(cu, 0, sizeof(*cu));
 	cu->c.dirfd = cu->c.lockfd = -1;
+	(void)pipette_strlcpy(cu->pin, st->digest ? st->digest : "", sizeof(cu->pin));
 	if (!st->site->plan_cache[0])
 		return;
-	if (pipette_plan_key(st, cu->key, &err)) {
-		/* The planner will fail on the same input and say so. */
-		return;
-	}
 	if (pipette_plancache_open(&cu->c, st->site->plan_cache, st->cache_owner, st->uid,
 				   &err)) {
 		notice(out, "plan cache %s; planning without the cache", err.msg);
+		return;
+	}
+	if (pipette_plan_key(st, cu->key, cu->pin, &err)) {
+		/* An input that cannot be read or a malformed digest: the
+		 * planner fails on it and says so. */
+		(void)pipette_strlcpy(cu->pin, st->digest ? st->digest : "", sizeof(cu->pin));
+		pipette_plancache_close(&cu->c);
 		return;
 	}
 	cu->open = 1;
@@ -250,7 +279,7 @@ static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, F
 	size_t blen = 0;
 	int fresh = 0, rv;
 
-	if (build_body(st, &body, &blen, planned, &fresh, err))
+	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, err))
 		return -1;
 	if (cu->open && fresh) {
 		if (pipette_plancache_put(&cu->c, cu->key, body, blen, &e))

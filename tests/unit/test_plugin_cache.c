@@ -783,7 +783,7 @@ START_TEST(test_step_degrades)
 	{
 		char key[PIPETTE_PLAN_KEY_HEX + 1];
 
-		ck_assert_int_eq(pipette_plan_key(&f.st, key, &err), 0);
+		ck_assert_int_eq(pipette_plan_key(&f.st, key, NULL, &err), 0);
 		entry_path(&c, key, path, sizeof(path));
 		/* Corrupt: one byte of the stored entry flipped. */
 		body = slurp(path, &len);
@@ -850,7 +850,7 @@ START_TEST(test_step_planted_entry)
 	strcpy(f.site.plan_cache, root);
 	free(step_run(&f.st));
 	open_cache(root, &c);
-	ck_assert_int_eq(pipette_plan_key(&f.st, key, &err), 0);
+	ck_assert_int_eq(pipette_plan_key(&f.st, key, NULL, &err), 0);
 	entry_path(&c, key, path, sizeof(path));
 	ck_assert_int_eq(chown(path, 4242, 4242), 0);
 	text = step_run(&f.st);
@@ -919,11 +919,95 @@ END_TEST
 
 /* ---- the key ------------------------------------------------------------ */
 
+/* The entries (*.plan) in the user's directory of root. */
+static int count_entries(const char *root)
+{
+	struct pipette_plancache c;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	open_cache(root, &c);
+	d = opendir(c.dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += strlen(de->d_name) > 5 && !strcmp(de->d_name + strlen(de->d_name) - 5, ".plan");
+	closedir(d);
+	pipette_plancache_close(&c);
+	return n;
+}
+
+/* Without srun's pin the key hashes the bandwidth cache as this node reads
+ * it; replaced before the planner reads it (the test_cache_swap hook holds
+ * node 1 until then), the step gets the plan of the new file, as without
+ * the cache, and nothing is stored under the key of the old one. */
+START_TEST(test_key_pins_what_it_hashed)
+{
+	char root[64], dir[] = "/tmp/pipette-pin-XXXXXX", bw[96], next[96];
+	char *a, *b, *p, *fresh, *first, *text, *rest;
+	struct fixture f;
+	size_t len;
+	pid_t pid;
+	int status;
+
+	make_root(root);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(bw, sizeof(bw), "%s/bw.json", dir);
+	snprintf(next, sizeof(next), "%s/next.json", dir);
+	a = slurp(UNIFORM, &len);
+	/* The second version: a slow node1-node2 link (as in
+	 * tests/integration/test_plugin_reliability.sh). */
+	b = strdup(a);
+	ck_assert_ptr_nonnull(b);
+	p = strstr(b, "[null, 45, 45, 45]");
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "[null,  3, 45, 45]", 18);
+	fixture(&f, "", PIPETTE_LAUNCH_SRUN, 1);
+	strcpy(f.site.bandwidth, bw);
+	spit(bw, b, len, 0644);
+	fresh = step_run(&f.st);
+	spit(bw, a, len, 0644);
+	first = step_run(&f.st);
+	ck_assert_str_ne(first, fresh);		/* the two versions plan differently */
+	strcpy(f.site.plan_cache, root);
+	strcpy(f.site.test_cache_swap, next);
+	spit(next, b, len, 0644);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* After the key (milliseconds), before the planner's read. */
+		usleep(300 * 1000);
+		_exit(rename(next, bw) == 0 ? 0 : 1);
+	}
+	text = step_run(&f.st);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rest = without(text, "MI");
+	ck_assert_str_eq(rest, fresh);
+	ck_assert_int_eq(count_entries(root), 0);
+	/* Unchanged from the key to the read: stored as before. */
+	free(text);
+	text = step_run(&f.st);
+	ck_assert_int_eq(count_lines(text, "was stored in"), 1);
+	ck_assert_int_eq(count_entries(root), 1);
+	free(text);
+	free(rest);
+	free(first);
+	free(fresh);
+	free(a);
+	free(b);
+	unlink(bw);
+	rmdir(dir);
+	rm_rf(root);
+}
+END_TEST
+
+
 static void key_of(const struct pipette_step *st, char *out)
 {
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_plan_key(st, out, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_plan_key(st, out, NULL, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(strlen(out), PIPETTE_PLAN_KEY_HEX);
 }
 
@@ -973,7 +1057,7 @@ START_TEST(test_key_covers_inputs)
 #undef DIFFERS
 	/* srun's pin stands for the file: the key needs no read of it. */
 	unlink(bw);
-	ck_assert_int_eq(pipette_plan_key(&f.st, k, &err), -1);
+	ck_assert_int_eq(pipette_plan_key(&f.st, k, NULL, &err), -1);
 	ck_assert_msg(strstr(err.msg, bw), "%s", err.msg);
 	f.st.digest = "1:0123456789abcdef:fedcba9876543210:-";
 	key_of(&f.st, k);
@@ -1056,6 +1140,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_step_degrades);
 	tcase_add_test(tc, test_step_planted_entry);
 	tcase_add_test(tc, test_concurrent_steps_plan_once);
+	tcase_add_test(tc, test_key_pins_what_it_hashed);
 	tcase_add_test(tc, test_key_covers_inputs);
 	tcase_add_test(tc, test_body_refuses_tampering);
 	suite_add_tcase(s, tc);
