@@ -90,28 +90,34 @@ int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipett
 			*err = s.err;
 		return -1;
 	}
-	if (t->master_port > 0) {
-		char port[24];
-		int got;
+	return pipette_apply_port(pipette_plan_launch(plan), t->master_port, env, err);
+}
 
-		snprintf(port, sizeof(port), "%ld", t->master_port);
-		/* 1 = the user set MASTER_PORT: theirs wins (enroot's convention) */
-		if (env->set(env->ctx, "MASTER_PORT", port, 0, err) < 0)
-			return -1;
-		/* torchrun reads its port from PET_MASTER_PORT only: the port
-		 * MASTER_PORT now holds, the user's or ours */
-		if (pipette_plan_launch(plan) != PIPETTE_LAUNCH_TORCHRUN)
-			return 0;
-		/* unknown while recording in the planner child (1): the
-		 * replay substitutes MASTER_PORT's value then (outcome.c) */
-		got = env->get(env->ctx, "MASTER_PORT", port, sizeof(port), err);
-		if (got < 0)
-			return -1;
-		if (got == 1)
-			snprintf(port, sizeof(port), "%ld", t->master_port);
-		if (env->set(env->ctx, "PET_MASTER_PORT", port, 0, err) < 0)
-			return -1;
-	}
+int pipette_apply_port(enum pipette_launch_mode launch, long master_port,
+		       const struct pipette_env_ops *env, struct pipette_err *err)
+{
+	char port[24];
+	int got;
+
+	if (master_port <= 0)
+		return 0;
+	snprintf(port, sizeof(port), "%ld", master_port);
+	/* 1 = the user set MASTER_PORT: theirs wins (enroot's convention) */
+	if (env->set(env->ctx, "MASTER_PORT", port, 0, err) < 0)
+		return -1;
+	/* torchrun reads its port from PET_MASTER_PORT only: the port
+	 * MASTER_PORT now holds, the user's or ours */
+	if (launch != PIPETTE_LAUNCH_TORCHRUN)
+		return 0;
+	/* unknown while recording in the planner child (1): the replay
+	 * substitutes MASTER_PORT's value then (outcome.c) */
+	got = env->get(env->ctx, "MASTER_PORT", port, sizeof(port), err);
+	if (got < 0)
+		return -1;
+	if (got == 1)
+		snprintf(port, sizeof(port), "%ld", master_port);
+	if (env->set(env->ctx, "PET_MASTER_PORT", port, 0, err) < 0)
+		return -1;
 	return 0;
 }
 

@@ -65,6 +65,26 @@ static int copy_value(char *dst, size_t size, const char *key, const char *v,
 	return 0;
 }
 
+/* plan_cache=DIR: an absolute path, with room for "/UID/KEY.plan" and
+ * the temporary files beside it, none of whose components is "." or "..",
+ * so that the directory messages name is the one used. */
+static int plan_cache_value(struct pipette_site *s, const char *v, struct pipette_err *err)
+{
+	const char *p;
+
+	if (copy_value(s->plan_cache, sizeof(s->plan_cache) - 128, "plan_cache", v, err))
+		return -1;
+	if (v[0] != '/')
+		return pipette_fail(err, "plugstack argument plan_cache: '%.64s': expected an "
+				    "absolute path", v);
+	for (p = v; p; p = strchr(p + 1, '/'))
+		if (!strncmp(p, "/./", 3) || !strncmp(p, "/../", 4) || !strcmp(p, "/.") ||
+		    !strcmp(p, "/.."))
+			return pipette_fail(err, "plugstack argument plan_cache: '%.64s': a '.' or "
+					    "'..' component", v);
+	return 0;
+}
+
 static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err *err)
 {
 	char key[32];
@@ -101,6 +121,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 					  "plugstack argument port_range", err);
 	if (!strcmp(key, "test_cache_swap"))
 		return copy_value(s->test_cache_swap, sizeof(s->test_cache_swap), key, v, err);
+	if (!strcmp(key, "plan_cache"))
+		return plan_cache_value(s, v, err);
 	if (!strcmp(key, "plan_memory"))
 		return pipette_parse_long(v, 64, 1048576, &s->plan_memory_mib,
 					  "plugstack argument plan_memory (MiB)", err);
@@ -152,7 +174,7 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
 			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
 			    "attention, default, fallback, plan_memory, plan_cpu, plan_timeout, "
-			    "emulate_nodes, test_cache_swap)", arg, key);
+			    "plan_cache, emulate_nodes, test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

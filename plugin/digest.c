@@ -15,11 +15,25 @@
  * each field PIPETTE_HASH_HEX hex digits of a SHA-256, or "-" when srun
  * could not read the file (then that file is not pinned).  Launches
  * without srun's local context (the batch step, srun --export=NONE) carry
- * no digest and are not protected: spank-pipette(8) says so. */
+ * no digest and are not protected: spank-pipette(8) says so.
+ *
+ * The same machinery keys the plan cache (plancache.c, step.c): the key
+ * is the SHA-256 of a text naming every input of a step's result text,
+ * the files by the content srun pinned.  A file srun did not pin (no
+ * digest: the batch step, srun --export=NONE; or "-") is pinned by this
+ * node to the content it hashes for the key (digest_complete),
+ * and the planner is held to that pin like to srun's: a plan is only ever
+ * stored under the key of the bytes it was planned from, even when the
+ * file is replaced between the key and the planner's read. */
+#define _GNU_SOURCE	/* dl_iterate_phdr */
+#include <elf.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "autoconf.h"
 #include "bwcache.h"
 #include "model.h"
 #include "plugin.h"
@@ -63,19 +77,31 @@ void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX +
 	pipette_hash_short(sha, out);
 }
 
+/* The digest's field of the bandwidth cache (which 1) or of the model
+ * config (2): the hash of the file's content, "-" for none or unreadable. */
+static void input_file_hex(const struct pipette_opts *o, const struct pipette_site *s,
+			   int which, char out[PIPETTE_HASH_HEX + 1])
+{
+	char path[PATH_MAX];
+
+	strcpy(out, "-");
+	if (which == 1)
+		file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES,
+			 out);
+	else if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
+					   sizeof(path), NULL) >= 1)
+		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, out);
+}
+
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
 			 char *out, size_t len)
 {
 	char opts[PIPETTE_HASH_HEX + 1], bw[PIPETTE_HASH_HEX + 1], model[PIPETTE_HASH_HEX + 1];
-	char path[PATH_MAX];
 	int w;
 
 	pipette_opts_hash(o, opts);
-	file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES, bw);
-	strcpy(model, "-");
-	if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
-				      sizeof(path), NULL) >= 1)
-		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, model);
+	input_file_hex(o, s, 1, bw);
+	input_file_hex(o, s, 2, model);
 	w = snprintf(out, len, "1:%s:%s:%s", opts, bw, model);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
@@ -94,16 +120,14 @@ static int field_ok(const char *f, size_t n)
 	return 1;
 }
 
-int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
-		       struct pipette_request *req, struct pipette_err *err)
+/* The three fields of a digest, checked: options, bandwidth cache, model
+ * config; each PIPETTE_HASH_HEX hex digits or "-". */
+static int digest_fields(const char *digest, const char *f[3], size_t n[3],
+			 struct pipette_err *err)
 {
-	const char *f[3], *p;
-	size_t n[3];
-	char mine[PIPETTE_HASH_HEX + 1];
+	const char *p;
 	int i;
 
-	if (!digest || !digest[0])
-		return 0;
 	if (strncmp(digest, "1:", 2))
 		return pipette_fail(err, PIPETTE_DIGEST_VAR " '%.40s': not a digest of this "
 				    "version of pipette (srun and the nodes run different "
@@ -120,6 +144,20 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 			return pipette_fail(err, PIPETTE_DIGEST_VAR " '%.40s': malformed", digest);
 		p = end + 1;
 	}
+	return 0;
+}
+
+int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
+		       struct pipette_request *req, struct pipette_err *err)
+{
+	const char *f[3];
+	size_t n[3];
+	char mine[PIPETTE_HASH_HEX + 1];
+
+	if (!digest || !digest[0])
+		return 0;
+	if (digest_fields(digest, f, n, err))
+		return -1;
 	pipette_opts_hash(o, mine);
 	if (n[0] != PIPETTE_HASH_HEX || memcmp(f[0], mine, PIPETTE_HASH_HEX))
 		return pipette_fail_code(err, PIPETTE_E_CHANGED, "the options this node "
@@ -135,4 +173,198 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 		req->pin_model_sha256[n[2]] = '\0';
 	}
 	return 0;
+}
+
+/* The pins of the plan cache: srun's digest with every file it did not
+ * pin ("-", or no digest at all) pinned to the content this node reads
+ * now; srun's digest as is when it pinned both files. */
+static int digest_complete(const char *digest, const struct pipette_opts *o,
+			   const struct pipette_site *s, char out[PIPETTE_DIGEST_MAX],
+			   struct pipette_err *err)
+{
+	char mine[3][PIPETTE_HASH_HEX + 1];
+	const char *f[3];
+	size_t n[3];
+	int i, w;
+
+	if (!digest || !digest[0]) {
+		if (pipette_input_digest(o, s, out, PIPETTE_DIGEST_MAX))
+			return pipette_fail(err, "the digest of this node's inputs: too long");
+		return 0;
+	}
+	if (digest_fields(digest, f, n, err))
+		return -1;
+	/* Only the files srun did not pin are read (the bandwidth cache of a
+	 * large cluster is megabytes: tests/bench/plugin_load.sh). */
+	for (i = 1; i < 3; i++)
+		if (f[i][0] == '-') {
+			input_file_hex(o, s, i, mine[i]);
+			f[i] = mine[i];
+			n[i] = strlen(mine[i]);
+		}
+	w = snprintf(out, PIPETTE_DIGEST_MAX, "1:%.*s:%.*s:%.*s", (int)n[0], f[0], (int)n[1],
+		     f[1], (int)n[2], f[2]);
+	if (w < 0 || w >= PIPETTE_DIGEST_MAX)
+		return pipette_fail(err, PIPETTE_DIGEST_VAR ": too long");
+	return 0;
+}
+
+/* ---- the plan cache's key ------------------------------------------------ */
+
+struct build_id {
+	const void *addr;	/* an address inside the object */
+	char hex[2 * 64 + 1];
+};
+
+/* The GNU build ID of the loaded object that holds b->addr: it changes
+ * with every change of the code, the planner's included (libpipette is
+ * linked into the plugin), where the version number may not. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct build_id *b = data;
+	uintptr_t a = (uintptr_t)b->addr;
+	int i, mine = 0;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
+			mine = 1;
+	}
+	for (i = 0; mine && i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+
+		while (ph->p_type == PT_NOTE && p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
+			const unsigned char *desc = (const unsigned char *)p + sizeof(*nh) +
+						    ((nh->n_namesz + 3) & ~3u);
+			unsigned k;
+
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(p + sizeof(*nh), "GNU", 4) && nh->n_descsz <= 64) {
+				for (k = 0; k < nh->n_descsz; k++)
+					sprintf(b->hex + 2 * k, "%02x", desc[k]);
+				return 1;
+			}
+			p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return mine;
+}
+
+/* The hash a file has in the key: srun's pin when it has one, else the
+ * content read here (never parsed). */
+static int key_file(FILE *t, const char *what, const char *path, const char *pin, size_t pin_n,
+		    size_t max, struct pipette_err *err)
+{
+	struct pipette_file f;
+	char hex[PIPETTE_HASH_HEX + 1];
+
+	if (pin && pin_n == PIPETTE_HASH_HEX) {
+		fprintf(t, "%s=%zu:%s\nsha=%.*s\n", what, strlen(path), path, (int)pin_n, pin);
+		return 0;
+	}
+	if (pipette_read_file(path, what, max, &f, err))
+		return -1;
+	pipette_hash_short(f.sha256, hex);
+	pipette_file_free(&f);
+	fprintf(t, "%s=%zu:%s\nsha=%s\n", what, strlen(path), path, hex);
+	return 0;
+}
+
+/* Every field of the site's configuration, by name. */
+static void site_text(FILE *t, const struct pipette_site *s)
+{
+	fprintf(t, "site.bandwidth=%zu:%s\nsite.gpu=%s\nsite.mem_fraction=%.17g\n"
+		"site.master_port=%ld\nsite.port_range=%ld\nsite.models=%zu:%s\n"
+		"site.budget=%ld\nsite.max_age=%.17g\nsite.attention=%d,%d\nsite.stack=%s\n"
+		"site.stack_options=%s\nsite.default=%d\nsite.fallback_block=%d\n"
+		"site.plan_limits=%ld,%ld,%ld\nsite.emulate_nodes=%zu:%s\n"
+		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n",
+		strlen(s->bandwidth), s->bandwidth, s->gpu, s->mem_fraction, s->master_port,
+		s->port_range, strlen(s->models), s->models, s->budget, s->max_age_days,
+		(int)s->attention, s->attention_given, s->stack, s->stack_options, s->default_on,
+		s->fallback_block, s->plan_memory_mib, s->plan_cpu_s, s->plan_timeout_s,
+		strlen(s->emulate_nodes), s->emulate_nodes, strlen(s->plan_cache), s->plan_cache,
+		strlen(s->test_cache_swap), s->test_cache_swap);
+}
+
+/* The files of the step, the bandwidth cache and the model config, by
+ * the pins of digest. */
+static int files_text(FILE *t, const struct pipette_step *st, const char *digest,
+		      struct pipette_err *err)
+{
+	const struct pipette_opts *o = st->opts;
+	const struct pipette_site *s = st->site;
+	const char *f[3] = { NULL, NULL, NULL }, *bw = o->bandwidth[0] ? o->bandwidth : s->bandwidth;
+	size_t n[3] = { 0, 0, 0 };
+	char path[PATH_MAX];
+	int r;
+
+	if (digest_fields(digest, f, n, err))
+		return -1;
+	fprintf(t, "digest=%s\n", digest);
+	if (!bw[0])
+		fputs("bandwidth=none\n", t);
+	else if (key_file(t, "bandwidth cache", bw, f[1], n[1], PIPETTE_BW_MAX_FILE_BYTES, err))
+		return -1;
+	r = pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
+				      sizeof(path), err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		fprintf(t, "model=preset:%s\n", o->model);
+		return 0;
+	}
+	return key_file(t, "model config", path, f[2], n[2], PIPETTE_MODEL_MAX_FILE_BYTES, err);
+}
+
+int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HEX + 1],
+		     char pin[PIPETTE_DIGEST_MAX], struct pipette_err *err)
+{
+	struct build_id b = { .addr = (const void *)pipette_plan_key, .hex = "none" };
+	unsigned char sha[PIPETTE_SHA256_LEN];
+	char opts[4 * PIPETTE_PATH_MAX], *text = NULL, mine[PIPETTE_DIGEST_MAX];
+	size_t len = 0;
+	FILE *t;
+	int i, rv = -1;
+
+	if (!pin)
+		pin = mine;
+	if (digest_complete(st->digest, st->opts, st->site, pin, err))
+		return -1;
+	t = open_memstream(&text, &len);
+	if (!t)
+		return pipette_fail(err, "plan cache key: out of memory");
+	dl_iterate_phdr(find_build_id, &b);
+	opts_text(st->opts, opts, sizeof(opts));
+	fprintf(t, "pipette plan cache key 1\nversion=%s\nbuild=%s\n%sexplain=%d\n"
+		"dry_run=%d\n", PACKAGE_VERSION, b.hex, opts, st->opts->explain,
+		st->opts->dry_run);
+	site_text(t, st->site);
+	if (files_text(t, st, pin, err))
+		goto out;
+	fprintf(t, "nodes=%d\n", st->nnodes);
+	for (i = 0; i < st->nnodes; i++)
+		fprintf(t, "%zu:%s\n", strlen(st->nodes[i]), st->nodes[i]);
+	fprintf(t, "gpus_per_node=%d\nlaunch=%d\nbatch=%d\n", st->ngpus, (int)st->launch,
+		st->batch);
+	/* max_age's warning depends on the time: entries last the hour. */
+	if (st->site->max_age_days > 0)
+		fprintf(t, "hour=%lld\n", (long long)(st->now / 3600));
+	if (fflush(t) != 0 || ferror(t)) {
+		pipette_fail(err, "plan cache key: out of memory");
+		goto out;
+	}
+	pipette_sha256(text, len, sha);
+	pipette_sha256_hex(sha, out);
+	rv = 0;
+out:
+	fclose(t);
+	free(text);
+	return rv;
 }

@@ -8,9 +8,14 @@
  * replays it.  One record per line, so no value may hold a newline (none
  * can: apply.c refuses control characters):
  *
- *   E <message>                       the step cannot run (the only record)
- *   W <text>                          a warning for the user
- *   L <text>                          a line of the plan for the user
+ *   E <message>                       the step cannot run (after M and I
+ *                                     records, the only record)
+ *   W <text>                          a warning for the user (node 0 says it)
+ *   L <text>                          a line of the plan for the user (node 0)
+ *   M <text>                          a warning of this node (every node
+ *                                     says it: the plan cache's problems)
+ *   I <text>                          where the plan came from (the plan
+ *                                     cache; --pipette-explain, admins' log)
  *   J <overwrite> NAME=VALUE          a variable of every task
  *   T <task> <overwrite> NAME=VALUE   a variable of local task <task>
  *   END                               the result is complete
@@ -38,17 +43,32 @@ static int put_lines(FILE *out, char tag, const char *text)
 	return 0;
 }
 
-int pipette_outcome_error(FILE *out, const char *msg)
+/* A message as one record: a newline inside it would start a new one. */
+static int put_message(FILE *out, char tag, const char *msg)
 {
 	char line[PIPETTE_ERR_MAX];
 	size_t i;
 
-	/* One line: a newline inside a message would start a new record. */
 	(void)pipette_strlcpy(line, msg, sizeof(line));
 	for (i = 0; line[i]; i++)
 		if (line[i] == '\n' || line[i] == '\r')
 			line[i] = ' ';
-	return fprintf(out, "E %s\nEND\n", line) < 0 ? -1 : 0;
+	return fprintf(out, "%c %s\n", tag, line) < 0 ? -1 : 0;
+}
+
+int pipette_outcome_error(FILE *out, const char *msg)
+{
+	return put_message(out, 'E', msg) || pipette_outcome_end(out) ? -1 : 0;
+}
+
+int pipette_outcome_notice(FILE *out, const char *msg)
+{
+	return put_message(out, 'M', msg);
+}
+
+int pipette_outcome_info(FILE *out, const char *msg)
+{
+	return put_message(out, 'I', msg);
 }
 
 int pipette_outcome_warnings(FILE *out, const char *text)
@@ -115,18 +135,18 @@ int pipette_outcome_record_task(FILE *out, const struct pipette_plan *plan,
 	return pipette_apply_task_only(plan, t, &env, err);
 }
 
+int pipette_outcome_record_port(FILE *out, enum pipette_launch_mode launch, int task,
+				long master_port, struct pipette_err *err)
+{
+	struct recorder r = { .out = out, .task = task };
+	struct pipette_env_ops env = { .get = record_get, .set = record_set, .ctx = &r };
+
+	return pipette_apply_port(launch, master_port, &env, err);
+}
+
 /* ---- reading (in slurmstepd) ------------------------------------------- */
 
-/* One record: its tag, and for J/T lines the task (-1 for J), the
- * overwrite flag and NAME=VALUE split in place. */
-struct record {
-	char tag;
-	long task;
-	int overwrite;
-	char *name, *value, *text;
-};
-
-static int parse_record(char *line, struct record *r)
+int pipette_outcome_parse_record(char *line, const char *tags, struct pipette_record *r)
 {
 	char *p, *end;
 
@@ -136,11 +156,11 @@ static int parse_record(char *line, struct record *r)
 		r->tag = '.';
 		return 0;
 	}
-	if (!line[0] || line[1] != ' ' || !strchr("EWLJT", line[0]))
+	if (!line[0] || line[1] != ' ' || !strchr(tags, line[0]))
 		return -1;
 	r->tag = line[0];
 	p = line + 2;
-	if (r->tag == 'E' || r->tag == 'W' || r->tag == 'L') {
+	if (r->tag != 'J' && r->tag != 'T') {
 		r->text = p;
 		return 0;
 	}
@@ -165,12 +185,12 @@ static int parse_record(char *line, struct record *r)
 /* Walk the records, checking each, and call fn on each.  Each line is
  * copied before it is split, so the text stays intact for the next walk. */
 static int walk(const struct pipette_outcome *o,
-		int (*fn)(void *ctx, const struct record *r), void *ctx,
+		int (*fn)(void *ctx, const struct pipette_record *r), void *ctx,
 		struct pipette_err *err)
 {
 	const char *p = o->text, *nl;
 	char line[PIPETTE_OUTCOME_LINE_MAX];
-	struct record r;
+	struct pipette_record r;
 	int ended = 0, n = 0;
 
 	while (*p) {
@@ -185,7 +205,7 @@ static int walk(const struct pipette_outcome *o,
 					    n + 1);
 		memcpy(line, p, len);
 		line[len] = '\0';
-		if (parse_record(line, &r))
+		if (pipette_outcome_parse_record(line, "EWLMIJT", &r))
 			return pipette_fail(err, "the planner's result is malformed (record %d)",
 					    n + 1);
 		if (r.tag == '.')
@@ -200,7 +220,7 @@ static int walk(const struct pipette_outcome *o,
 	return 0;
 }
 
-static int find_error(void *ctx, const struct record *r)
+static int find_error(void *ctx, const struct pipette_record *r)
 {
 	struct pipette_outcome *o = ctx;
 
@@ -220,23 +240,24 @@ int pipette_outcome_parse(char *text, struct pipette_outcome *o, struct pipette_
 }
 
 struct say_ctx {
-	void (*say)(void *ctx, int warning, const char *line);
+	const char *tags;
+	void (*say)(void *ctx, char tag, const char *line);
 	void *ctx;
 };
 
-static int say_one(void *ctx, const struct record *r)
+static int say_one(void *ctx, const struct pipette_record *r)
 {
 	const struct say_ctx *s = ctx;
 
-	if (r->tag == 'W' || r->tag == 'L')
-		s->say(s->ctx, r->tag == 'W', r->text);
+	if (r->text && strchr(s->tags, r->tag))
+		s->say(s->ctx, r->tag, r->text);
 	return 0;
 }
 
-void pipette_outcome_say(const struct pipette_outcome *o,
-			 void (*say)(void *ctx, int warning, const char *line), void *ctx)
+void pipette_outcome_say(const struct pipette_outcome *o, const char *tags,
+			 void (*say)(void *ctx, char tag, const char *line), void *ctx)
 {
-	struct say_ctx s = { say, ctx };
+	struct say_ctx s = { tags, say, ctx };
 
 	(void)walk(o, say_one, &s, NULL);
 }
@@ -248,7 +269,7 @@ struct replay_ctx {
 	int set;
 };
 
-static int replay_one(void *ctx, const struct record *r)
+static int replay_one(void *ctx, const struct pipette_record *r)
 {
 	struct replay_ctx *c = ctx;
 	const char *value = r->value;

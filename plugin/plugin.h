@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "error.h"
 #include "limits.h"
@@ -25,6 +27,8 @@
 /* Longest option value or input variable accepted (a path, a pin list). */
 #define PIPETTE_VALUE_MAX (PIPETTE_PATH_MAX - 1)
 /* ---- site configuration: plugstack.conf arguments (args.c) ------------- */
+/* Every field is part of the plan cache's key (digest.c, site_text): add
+ * a new one there too. */
 struct pipette_site {
 	char bandwidth[PIPETTE_PATH_MAX];	/* site cache ("" = nominal links) */
 	char gpu[64];				/* default GPU type ("" = core's) */
@@ -47,7 +51,9 @@ struct pipette_site {
 	/* Benchmarks only: plan for this hostlist instead of the step's nodes
 	 * (tests/bench/plugin_launch.sh); "" in production. */
 	char emulate_nodes[PIPETTE_PATH_MAX];
-	/* Tests only (tests/integration/test_plugin_consistency.sh): node 0
+	/* The root of the per-user plan caches ("" = no cache; plancache.c). */
+	char plan_cache[PIPETTE_PATH_MAX];
+	/* Tests only (tests/integration/test_plugin_reliability.sh): node 0
 	 * renames this file over the bandwidth cache after it has planned, and
 	 * the other nodes wait for that before they plan; "" in production. */
 	char test_cache_swap[PIPETTE_PATH_MAX];
@@ -199,6 +205,10 @@ int pipette_apply_task(const struct pipette_plan *plan, const struct pipette_tas
 /* The per-task variables alone. */
 int pipette_apply_task_only(const struct pipette_plan *plan, const struct pipette_task_ctx *t,
 			    const struct pipette_env_ops *env, struct pipette_err *err);
+/* MASTER_PORT (never over the user's) and, in torchrun mode,
+ * PET_MASTER_PORT; nothing when master_port is 0. */
+int pipette_apply_port(enum pipette_launch_mode launch, long master_port,
+		       const struct pipette_env_ops *env, struct pipette_err *err);
 
 /* ---- planning in a child process (child.c) ----------------------------- */
 /* What the planner child may use; 0 = no limit (the site's keys
@@ -229,11 +239,28 @@ int pipette_child_run(const struct pipette_child_limits *lim, pipette_child_fn f
 int pipette_outcome_error(FILE *out, const char *msg);
 int pipette_outcome_warnings(FILE *out, const char *text);
 int pipette_outcome_lines(FILE *out, const char *text);
+/* A warning of this node that every node says (the plan cache's), and a
+ * line about where the plan came from (--pipette-explain; admins' log). */
+int pipette_outcome_notice(FILE *out, const char *msg);
+int pipette_outcome_info(FILE *out, const char *msg);
 int pipette_outcome_record_job(FILE *out, const struct pipette_plan *plan,
 			       struct pipette_err *err);
 int pipette_outcome_record_task(FILE *out, const struct pipette_plan *plan,
 				const struct pipette_task_ctx *t, struct pipette_err *err);
+/* MASTER_PORT of local task `task` (and torchrun's PET_MASTER_PORT). */
+int pipette_outcome_record_port(FILE *out, enum pipette_launch_mode launch, int task,
+				long master_port, struct pipette_err *err);
 int pipette_outcome_end(FILE *out);
+/* One record, split in place: its tag ('.' for END), for J/T lines the
+ * task (-1 for J), the overwrite flag and NAME=VALUE, else the text.  -1
+ * when it is malformed or its tag is not one of `tags`. */
+struct pipette_record {
+	char tag;
+	long task;
+	int overwrite;
+	char *name, *value, *text;
+};
+int pipette_outcome_parse_record(char *line, const char *tags, struct pipette_record *r);
 /* Reading, in slurmstepd: the whole text is checked first. */
 struct pipette_outcome {
 	char *text;			/* not owned */
@@ -241,11 +268,116 @@ struct pipette_outcome {
 	char error[PIPETTE_ERR_MAX];
 };
 int pipette_outcome_parse(char *text, struct pipette_outcome *o, struct pipette_err *err);
-/* Each W (warning = 1) and L line, in order. */
-void pipette_outcome_say(const struct pipette_outcome *o,
-			 void (*say)(void *ctx, int warning, const char *line), void *ctx);
+/* Each record whose tag is in `tags` (W, L, M, I), in order. */
+void pipette_outcome_say(const struct pipette_outcome *o, const char *tags,
+			 void (*say)(void *ctx, char tag, const char *line), void *ctx);
 /* Set the job variables and those of local task `task` (-1: job only). */
 int pipette_outcome_apply(const struct pipette_outcome *o, long task,
 			  const struct pipette_env_ops *env, struct pipette_err *err);
+
+/* ---- the step's result for all its nodes (stepbody.c) ------------------- */
+/* What the plan cache stores: one text for every node of a step, in the
+ * records of outcome.c plus "N NODE", which starts the task records of
+ * NODE.  The W and L lines come first (the caller's), then: */
+/* the job variables (J), and for each of the step's nodes "N NODE" and
+ * the T records of its tasks_per_node tasks, with the GPU slots 0..G-1
+ * in place of Slurm's GPUs and without MASTER_PORT (both differ between
+ * steps that share the plan). */
+int pipette_step_body_write(FILE *out, const struct pipette_plan *plan, char *const *nodes,
+			    int nnodes, int gpus_per_node, int tasks_per_node,
+			    struct pipette_err *err);
+/* This node's records from a step's text, every record checked (names of
+ * the environment contract, values without control characters): the W,
+ * L and J lines, and node's T records with the GPU slots replaced by
+ * Slurm's GPUs of this node (node NULL: none).  No END. */
+int pipette_step_body_node(const char *body, const char *node, char *const *gpus, int ngpus,
+			   FILE *out, struct pipette_err *err);
+
+/* ---- the per-user plan cache (plancache.c) ------------------------------ */
+/* A key is the whole SHA-256 of the inputs (digest.c), in hex. */
+#define PIPETTE_PLAN_KEY_HEX 64
+/* An entry's body: the step text of the largest step pipette plans
+ * (4096 nodes x 8 GPUs, PIPETTE_MAX_NODES, one task per GPU) is about 8
+ * MiB at the 255 bytes per task measured on the 1024-node bench
+ * (tests/bench/plugin_load.sh); twice that. */
+#define PIPETTE_PLANCACHE_ENTRY_MAX (16u << 20)
+/* What one user's directory may hold; the oldest entries go first.  A few
+ * hundred steps' plans of the 4- to 128-node examples are a few MiB; 64
+ * MiB leaves room for several 1024-node plans (1.6 MiB each, bench) and
+ * stays small beside a node's /tmp. */
+#define PIPETTE_PLANCACHE_MAX_ENTRIES 256
+#define PIPETTE_PLANCACHE_MAX_BYTES (64ull << 20)
+struct pipette_plancache {
+	int dirfd;				/* ROOT/UID; -1: closed */
+	int lockfd;				/* its lock file; -1 until used */
+	unsigned uid;				/* the owner everything must have */
+	char dir[PIPETTE_PATH_MAX + 16];	/* "ROOT/UID", for messages */
+};
+/* Open ROOT/UID, making it (mode 0700) if it is missing.  ROOT must be a
+ * directory owned by root_owner (0 but in tests), sticky or writable by
+ * its owner alone; ROOT/UID a directory owned by uid, writable by it
+ * alone; neither a symbolic link.  -1: the path and the reason in err. */
+int pipette_plancache_open(struct pipette_plancache *c, const char *root, unsigned root_owner,
+			   unsigned uid, struct pipette_err *err);
+void pipette_plancache_close(struct pipette_plancache *c);
+/* The body stored under key: 0 and the body (malloc'd, NUL-terminated);
+ * 1 when there is no entry; -1 when there is one but it is refused (not a
+ * regular file, a symbolic link, another owner, writable by others, too
+ * large, another key, truncated, a checksum mismatch): err names the path
+ * and the reason. */
+int pipette_plancache_get(struct pipette_plancache *c, const char *key, char **body,
+			  size_t *len, struct pipette_err *err);
+/* Store body under key (a temporary file, fsync, rename), then bound the
+ * directory; -1 (path and reason in err) leaves no entry behind. */
+int pipette_plancache_put(struct pipette_plancache *c, const char *key, const char *body,
+			  size_t len, struct pipette_err *err);
+/* Remove the oldest entries beyond PIPETTE_PLANCACHE_MAX_ENTRIES or
+ * _MAX_BYTES, never keep's, and temporary files killed writers left. */
+void pipette_plancache_prune(struct pipette_plancache *c, const char *keep);
+/* The checks on an entry's inode (an fstat), before a byte is read. */
+int pipette_plancache_check_stat(const struct stat *st, unsigned uid, const char *path,
+				 struct pipette_err *err);
+/* One planner per key: 0 = this process holds the key's lock and plans
+ * (pipette_plancache_unlock after storing); 1 = another held it and has
+ * let go, so its entry may be there now (this process does not hold the
+ * lock); 2 = still held after wait_ms; -1 = no lock (err says why). */
+int pipette_plancache_lock(struct pipette_plancache *c, const char *key, long wait_ms,
+			   struct pipette_err *err);
+void pipette_plancache_unlock(struct pipette_plancache *c, const char *key);
+
+/* ---- one node's result for a step (step.c), in the planner child -------- */
+struct pipette_step {
+	const struct pipette_opts *opts;
+	const struct pipette_site *site;
+	const char *digest;		/* srun's pin of the inputs, "" = none */
+	char *const *nodes;		/* the step's nodes, in Slurm's order */
+	int nnodes;
+	int node_id;			/* this node's index in nodes */
+	char *const *gpus;		/* this node's GPUs, as Slurm gave them */
+	int ngpus;
+	enum pipette_launch_mode launch;
+	int batch;			/* the batch step: job variables only */
+	long local_tasks;		/* this node's tasks */
+	long master_port;		/* the step's MASTER_PORT (0: none) */
+	unsigned uid;			/* the job's user, the cache's owner */
+	unsigned cache_owner;		/* the owner of plan_cache's root: 0 */
+	time_t now;			/* for max_age's warning (the key) */
+};
+/* The plan cache's key of the step (PIPETTE_PLAN_KEY_HEX hex digits):
+ * everything the result text depends on (digest.c), the files by the pins
+ * of srun's digest, each file srun did not pin pinned to the content this
+ * node reads now.  pin (NULL: not wanted) receives that digest: the
+ * planner must be held to it (pipette_pin_inputs), so that what is stored
+ * under the key is the plan of the key's inputs.  -1 when srun's digest
+ * is malformed or an input the key needs cannot be read (the plan will
+ * fail on it too). */
+int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HEX + 1],
+		     char pin[PIPETTE_DIGEST_MAX], struct pipette_err *err);
+/* Write this node's result (outcome.c's records, END last): from the
+ * plan cache when the site has one and it holds the step's plan, else
+ * computed (and stored).  Every problem of the cache is a notice (M), and
+ * the plan is then computed as without one.  0 when the result is
+ * written, an error being a result too. */
+int pipette_step_result(const struct pipette_step *st, FILE *out);
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/hostlist.h"
@@ -228,133 +229,55 @@ static int read_layout(spank_t sp, const struct pipette_env_ops *env, struct pip
 	return pipette_launch_decide(per_node, rs.ngpus, &rs.launch, err);
 }
 
-/* Copy a renderer's output into the result as plan lines. */
-static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE *),
-		      const struct pipette_plan *plan)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int rv = -1;
-
-	if (!f)
-		return -1;
-	if (write(plan, f) == 0 && fflush(f) == 0)
-		rv = pipette_outcome_lines(out, text);
-	fclose(f);
-	free(text);
-	return rv;
-}
-
-/* The plan, or NULL with fallback=block when even the fall-back failed
- * (the step then starts untouched); warnings go to out. */
-static int compute(FILE *out, struct pipette_plan **plan, struct pipette_err *err)
-{
-	const struct pipette_state *st = pipette_state();
-	struct pipette_cluster_spec spec = {
-		.nodes = rs.nnodes,
-		.node_names = (const char *const *)rs.nodes,
-		.gpus_per_node = rs.ngpus,
-		/* Canonical slots 0..G-1, not this node's GPU indices: every
-		 * node then plans from identical inputs even when nodes got
-		 * different GPU indices; apply.c maps slots back to Slurm's
-		 * list. */
-		.gpu_ids = NULL,
-	};
-	struct pipette_request req;
-	struct pipette_err first;
-	char msg[PIPETTE_ERR_MAX + 128];
-
-	*plan = NULL;
-	if (pipette_request_build(&st->opts, &st->site, rs.launch, &req, err) ||
-	    pipette_pin_inputs(rs.digest, &st->opts, &req, err)) {
-		if (!st->site.fallback_block)
-			return -1;
-		goto untouched;
-	}
-	if (pipette_plan_compute(&req, &spec, plan, err) == 0)
-		return 0;
-	if (!st->site.fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
-		return -1;
-	/* fallback=block: retry on nominal links in Slurm's order; if even
-	 * that fails, start the step untouched.  Never fail the job, unless
-	 * the nodes would disagree (an input changed under them). */
-	first = *err;
-	req.mapping = PIPETTE_MAP_BLOCK;
-	req.bandwidth[0] = '\0';
-	if (pipette_plan_compute(&req, &spec, plan, err) == 0) {
-		snprintf(msg, sizeof(msg), "%s; planned on nominal links in Slurm's order "
-			 "instead (fallback=block)", first.msg);
-		return pipette_outcome_warnings(out, msg);
-	}
-	*err = first;
-untouched:
-	snprintf(msg, sizeof(msg), "%s; starting without a plan in Slurm's order "
-		 "(fallback=block)", err->msg);
-	return pipette_outcome_warnings(out, msg);
-}
-
-/* Every local task's variables: all of them in srun mode, the node's one
- * task in torchrun mode. */
-static int record_tasks(FILE *out, const struct pipette_plan *plan, struct pipette_err *err)
-{
-	const struct pipette_site *site = &pipette_state()->site;
-	struct pipette_task_ctx t = { 0 };
-	uint32_t k, n = rs.launch == PIPETTE_LAUNCH_SRUN ? rs.local_tasks : 1;
-
-	t.node = pipette_plan_node_index(plan, rs.nodes[rs.node_id]);
-	if (t.node < 0)
-		return pipette_fail(err, "node %s is not in the plan", rs.nodes[rs.node_id]);
-	t.gpus = rs.gpus;
-	t.ngpus = rs.ngpus;
-	t.master_port = pipette_master_port(site->master_port, site->port_range, rs.job_id,
-					    rs.step_id);
-	for (k = 0; k < n; k++) {
-		t.local_task = (int)k;
-		if (pipette_outcome_record_task(out, plan, &t, err))
-			return -1;
-	}
-	return 0;
-}
-
-/* In the planner child: compute the plan and write everything the tasks
- * and the user will get. */
+/* In the planner child: this node's result (step.c), from the plan
+ * cache or computed. */
 static int plan_in_child(void *arg, FILE *out)
 {
-	const struct pipette_opts *o = &pipette_state()->opts;
-	struct pipette_plan *plan = NULL;
-	struct pipette_err err;
-	int rv = -1;
+	const struct pipette_state *st = pipette_state();
+	const struct pipette_site *site = &st->site;
+	struct pipette_step step = {
+		.opts = &st->opts,
+		.site = site,
+		.digest = rs.digest,
+		.nodes = rs.nodes,
+		.nnodes = rs.nnodes,
+		.node_id = (int)rs.node_id,
+		.gpus = rs.gpus,
+		.ngpus = rs.ngpus,
+		.launch = rs.launch,
+		.batch = rs.batch,
+		.local_tasks = rs.local_tasks,
+		.master_port = pipette_master_port(site->master_port, site->port_range, rs.job_id,
+						   rs.step_id),
+		.uid = (unsigned)geteuid(),
+		.cache_owner = 0,	/* the cache's root must be root's */
+		.now = time(NULL),
+	};
 
 	(void)arg;
-	pipette_test_hook_before(&pipette_state()->site, rs.node_id);
-	if (compute(out, &plan, &err))
-		return pipette_outcome_error(out, err.msg);
-	pipette_test_hook_after(&pipette_state()->site, rs.node_id);
-	if (!plan)
-		return pipette_outcome_end(out);	/* fallback=block, untouched */
-	if (pipette_outcome_warnings(out, pipette_plan_warnings(plan)))
-		goto out;
-	if ((o->explain == 1 || o->dry_run == 1) &&
-	    plan_lines(out, pipette_plan_write_table, plan))
-		goto out;
-	if (o->dry_run == 1 && plan_lines(out, pipette_plan_write_env, plan))
-		goto out;
-	if (pipette_outcome_record_job(out, plan, &err) ||
-	    (!rs.batch && record_tasks(out, plan, &err))) {
-		rv = pipette_outcome_error(out, err.msg);
-		goto out;
-	}
-	rv = pipette_outcome_end(out);
-out:
-	pipette_plan_destroy(plan);
-	return rv;
+	return pipette_step_result(&step, out);
 }
 
-static void say(void *ctx, int warning, const char *line)
+/* What the planner said: node 0 shows the plan's warnings and lines
+ * (every node has the same), every node its own plan cache warnings; where
+ * the plan came from goes to the admins' log, and to the user with
+ * --pipette-explain. */
+static void say(void *ctx, char tag, const char *line)
 {
-	(void)ctx;
-	slurm_spank_log(warning ? "pipette: warning: %s" : "pipette: %s", line);
+	const int *first = ctx;
+
+	if (tag == 'M') {
+		slurm_spank_log("pipette: warning: %s: %s", node_name(NULL), line);
+		return;
+	}
+	if (tag == 'I') {
+		slurm_debug("pipette: %s: %s", node_name(NULL), line);
+		if (*first && pipette_state()->opts.explain == 1)
+			slurm_spank_log("pipette: %s", line);
+		return;
+	}
+	if (*first)
+		slurm_spank_log(tag == 'W' ? "pipette: warning: %s" : "pipette: %s", line);
 }
 
 static int run_planner(struct pipette_err *err)
@@ -369,16 +292,17 @@ static int run_planner(struct pipette_err *err)
 		.gid = (unsigned)getegid(),
 	};
 	size_t len;
+	int first = rs.node_id == 0;
 
 	if (pipette_child_run(&lim, plan_in_child, NULL, &rs.result, &len, err) ||
 	    pipette_outcome_parse(rs.result, &rs.outcome, err))
 		goto fail;
+	pipette_outcome_say(&rs.outcome, "MI", say, &first);
 	if (rs.outcome.failed) {
 		pipette_fail(err, "%s", rs.outcome.error);
 		goto fail;
 	}
-	if (rs.node_id == 0)
-		pipette_outcome_say(&rs.outcome, say, NULL);
+	pipette_outcome_say(&rs.outcome, "WL", say, &first);
 	return 0;
 fail:
 	/* An allocation the limit refused shows as "out of memory". */

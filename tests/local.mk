@@ -141,10 +141,23 @@ check_PROGRAMS += tests/unit/test_plugin_child
 TESTS += tests/unit/test_plugin_child
 tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
-	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c
+	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
+	plugin/step.c plugin/stepbody.c plugin/plancache.c
 tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
+
+# spank_pipette's plan cache: the per-user directory and its checks, the
+# step's shared text, a node's result through the cache, the key.
+check_PROGRAMS += tests/unit/test_plugin_cache
+TESTS += tests/unit/test_plugin_cache
+tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c \
+	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
+	plugin/outcome.c plugin/digest.c plugin/hooks.c \
+	plugin/step.c plugin/stepbody.c plugin/plancache.c
+tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
 
 # Launch output against the flags and rules of each stack's parser
 # (tests/data/stacks), schedules per stack, the stacks' memory facts.

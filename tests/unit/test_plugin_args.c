@@ -69,6 +69,7 @@ START_TEST(test_site_defaults)
 	ck_assert(s.mem_fraction == 0.0);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_FLASH);
 	ck_assert(s.max_age_days == 0.0);	/* never warns about a cache's age */
+	ck_assert_str_eq(s.plan_cache, "");	/* no plan cache: every step plans */
 }
 END_TEST
 
@@ -77,11 +78,13 @@ START_TEST(test_site_all_keys)
 	char *av[] = { "bandwidth=/etc/pipette/bw.json", "gpu=H100", "mem_fraction=0.75",
 		       "master_port=30000", "port_range=100", "models=/etc/pipette/models",
 		       "budget=5000", "default=off", "fallback=block",
-		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5" };
+		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5",
+		       "plan_cache=/var/cache/pipette/plans" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 12, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 13, av, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(s.plan_cache, "/var/cache/pipette/plans");
 	ck_assert(s.max_age_days == 30.5);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(s.bandwidth, "/etc/pipette/bw.json");
@@ -157,6 +160,36 @@ START_TEST(test_site_errors)
 	longv[sizeof(longv) - 1] = '\0';
 	memcpy(longv, "models=", 7);
 	site_rejects(longv, "longer than");
+	/* plan_cache: an absolute path that names itself, with room for
+	 * UID/KEY.plan below it. */
+	site_rejects("plan_cache=", "plugstack argument plan_cache: empty value");
+	site_rejects("plan_cache=var/cache/pipette", "plugstack argument plan_cache: "
+		     "'var/cache/pipette': expected an absolute path");
+	site_rejects("plan_cache=/var/cache/../tmp", "plugstack argument plan_cache: "
+		     "'/var/cache/../tmp': a '.' or '..' component");
+	site_rejects("plan_cache=/var/./cache", "a '.' or '..' component");
+	site_rejects("plan_cache=/var/cache/..", "a '.' or '..' component");
+	site_rejects("plan_cache=/tmp\n/x", "control character");
+	memcpy(longv, "plan_cache=/", 12);
+	longv[12 + 950] = '\0';	/* 951 bytes: fits PIPETTE_PATH_MAX, not with UID/KEY */
+	site_rejects(longv, "plugstack argument plan_cache: value longer than");
+}
+
+START_TEST(test_site_plan_cache_paths)
+{
+	static const char *const good[] = { "plan_cache=/", "plan_cache=/tmp",
+					     "plan_cache=/var/cache/pipette/",
+					     "plan_cache=/srv/..cache/.plans" };
+	struct pipette_site s;
+	struct pipette_err err;
+	char *av[1];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		av[0] = (char *)good[i];
+		ck_assert_msg(pipette_site_parse(&s, 1, av, &err) == 0, "%s: %s", good[i], err.msg);
+		ck_assert_str_eq(s.plan_cache, good[i] + strlen("plan_cache="));
+	}
 }
 END_TEST
 
@@ -638,6 +671,7 @@ int main(void)
 	tcase_add_test(tc, test_site_booleans);
 	tcase_add_test(tc, test_site_errors);
 	tcase_add_test(tc, test_site_port_range_end);
+	tcase_add_test(tc, test_site_plan_cache_paths);
 	tcase_add_test(tc, test_fix_all_knobs);
 	tcase_add_test(tc, test_fix_partial_leaves_rest_unset);
 	tcase_add_test(tc, test_fix_hostile);

@@ -1,0 +1,353 @@
+/* spank_pipette: one node's result for a step, in the planner child
+ * (remote.c runs pipette_step_result under child.c's limits).
+ *
+ * Without a plan cache the child plans and writes the result.  With one
+ * (plugstack plan_cache=ROOT), the step's result for every node is kept
+ * in the user's directory under a key that covers every input of the
+ * result text (digest.c), so a job's later steps with the same inputs
+ * read it instead of planning:
+ *
+ *   look the key up                      a hit: done
+ *   take the key's lock (bounded wait)   one planner per key; those that
+ *                                        waited look again
+ *   plan, store, let go of the lock
+ *
+ * Steps that start together thus plan once.  The wait is bounded by half
+ * of plan_timeout, which leaves the waiter time to plan itself within the
+ * limit if the planner it waited for was slow; a waiter whose planner
+ * left no entry (it failed) plans at once, without the lock, as every
+ * node would without the cache.  Whatever goes wrong with the cache (the
+ * directory's owner or mode, a planted, truncated or corrupt entry, a
+ * full disk) is one notice naming the path and the reason, and the plan
+ * is then computed as without the cache: the cache can cost a step time,
+ * never its plan.  Only plans computed from the request as given are
+ * stored, never a fall-back or an error. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+struct cache_use {
+	struct pipette_plancache c;
+	int open;
+	int noted;			/* a refused entry was reported */
+	char key[PIPETTE_PLAN_KEY_HEX + 1];
+	/* The pins the key covers and the planner is held to: srun's digest,
+	 * completed by this node's reads (digest.c).  Without the cache, the
+	 * pins are srun's alone. */
+	char pin[PIPETTE_DIGEST_MAX];
+};
+
+static void notice(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void notice(FILE *out, const char *fmt, ...)
+{
+	char msg[PIPETTE_ERR_MAX + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	(void)pipette_outcome_notice(out, msg);
+}
+
+static void info(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void info(FILE *out, const char *fmt, ...)
+{
+	char msg[PIPETTE_ERR_MAX + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	(void)pipette_outcome_info(out, msg);
+}
+
+/* Copy a renderer's output into the result as plan lines. */
+static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE *),
+		      const struct pipette_plan *plan)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rv = -1;
+
+	if (!f)
+		return -1;
+	if (write(plan, f) == 0 && fflush(f) == 0)
+		rv = pipette_outcome_lines(out, text);
+	fclose(f);
+	free(text);
+	return rv;
+}
+
+/* Plan under the pins of `pin`.  When they hold more than srun's (the
+ * cache's key pinned a file srun did not) and that file changed since it
+ * was hashed, plan again from what it holds now, as without the cache:
+ * *fresh then stays 0, since the plan is not the key's. */
+static int plan_pinned(const struct pipette_step *st, const char *pin,
+		       struct pipette_request *req, const struct pipette_cluster_spec *spec,
+		       struct pipette_plan **plan, int *fresh, struct pipette_err *err)
+{
+	const char *srun = st->digest ? st->digest : "";
+
+	if (pipette_plan_compute(req, spec, plan, err) == 0) {
+		*fresh = 1;
+		return 0;
+	}
+	if (!strcmp(pin, srun) || pipette_err_code(err) != PIPETTE_E_CHANGED)
+		return -1;
+	req->pin_bandwidth_sha256[0] = req->pin_model_sha256[0] = '\0';
+	if (pipette_pin_inputs(srun, st->opts, req, err))
+		return -1;
+	return pipette_plan_compute(req, spec, plan, err);
+}
+
+/* The plan, or NULL with fallback=block when even the fall-back failed
+ * (the step then starts untouched); warnings go to out.  *fresh: planned
+ * from the request as given, under the pins of the cache's key (what the
+ * cache may keep). */
+static int compute(const struct pipette_step *st, const char *pin, FILE *out,
+		   struct pipette_plan **plan, int *fresh, struct pipette_err *err)
+{
+	struct pipette_cluster_spec spec = {
+		.nodes = st->nnodes,
+		.node_names = (const char *const *)st->nodes,
+		.gpus_per_node = st->ngpus,
+		/* Canonical slots 0..G-1, not this node's GPU indices: every
+		 * node then plans from identical inputs even when nodes got
+		 * different GPU indices; stepbody.c maps slots back to
+		 * Slurm's list. */
+		.gpu_ids = NULL,
+	};
+	struct pipette_request req;
+	struct pipette_err first;
+	char msg[PIPETTE_ERR_MAX + 128];
+
+	*plan = NULL;
+	*fresh = 0;
+	if (pipette_request_build(st->opts, st->site, st->launch, &req, err) ||
+	    pipette_pin_inputs(pin, st->opts, &req, err)) {
+		if (!st->site->fallback_block)
+			return -1;
+		goto untouched;
+	}
+	if (plan_pinned(st, pin, &req, &spec, plan, fresh, err) == 0)
+		return 0;
+	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
+		return -1;
+	/* fallback=block: retry on nominal links in Slurm's order; if even
+	 * that fails, start the step untouched.  Never fail the job, unless
+	 * the nodes would disagree (an input changed under them). */
+	first = *err;
+	req.mapping = PIPETTE_MAP_BLOCK;
+	req.bandwidth[0] = '\0';
+	if (pipette_plan_compute(&req, &spec, plan, err) == 0) {
+		snprintf(msg, sizeof(msg), "%s; planned on nominal links in Slurm's order "
+			 "instead (fallback=block)", first.msg);
+		return pipette_outcome_warnings(out, msg);
+	}
+	*err = first;
+untouched:
+	snprintf(msg, sizeof(msg), "%s; starting without a plan in Slurm's order "
+		 "(fallback=block)", err->msg);
+	return pipette_outcome_warnings(out, msg);
+}
+
+/* The plan's part of the step's text: warnings, the table and variables
+ * for --pipette-explain and --pipette-dry-run, every node's records. */
+static int plan_text(const struct pipette_step *st, FILE *f, const struct pipette_plan *plan,
+		     struct pipette_err *err)
+{
+	const struct pipette_opts *o = st->opts;
+	int per_node = st->launch == PIPETTE_LAUNCH_SRUN ? st->ngpus : 1;
+
+	if (pipette_outcome_warnings(f, pipette_plan_warnings(plan)) ||
+	    ((o->explain == 1 || o->dry_run == 1) &&
+	     plan_lines(f, pipette_plan_write_table, plan)) ||
+	    (o->dry_run == 1 && plan_lines(f, pipette_plan_write_env, plan)))
+		return pipette_fail(err, "writing the result: out of memory");
+	if (st->batch)
+		return pipette_outcome_record_job(f, plan, err);
+	return pipette_step_body_write(f, plan, st->nodes, st->nnodes, st->ngpus, per_node, err);
+}
+
+/* Plan, and write the step's text into *body.  *planned: there is a plan
+ * (0: fallback=block starts the step untouched). */
+static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
+		      int *planned, int *fresh, struct pipette_err *err)
+{
+	struct pipette_plan *plan = NULL;
+	FILE *f = open_memstream(body, len);
+	int rv = -1;
+
+	*planned = 0;
+	if (!f)
+		return pipette_fail(err, "writing the result: out of memory");
+	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
+	    pipette_outcome_end(f) == 0)
+		rv = 0;
+	*planned = plan != NULL;
+	pipette_plan_destroy(plan);
+	if (fclose(f) != 0 && rv == 0)
+		rv = pipette_fail(err, "writing the result: out of memory");
+	if (rv) {
+		free(*body);
+		*body = NULL;
+	}
+	return rv;
+}
+
+/* This node's records of the step's text (no END). */
+static int node_records(const struct pipette_step *st, const char *body, int planned,
+			char **text, size_t *len, struct pipette_err *err)
+{
+	const char *node = planned && !st->batch ? st->nodes[st->node_id] : NULL;
+	FILE *f = open_memstream(text, len);
+	int rv;
+
+	if (!f)
+		return pipette_fail(err, "writing the result: out of memory");
+	rv = pipette_step_body_node(body, node, st->gpus, st->ngpus, f, err);
+	if (fclose(f) != 0 && rv == 0)
+		rv = pipette_fail(err, "writing the result: out of memory");
+	if (rv) {
+		free(*text);
+		*text = NULL;
+	}
+	return rv;
+}
+
+static void cache_open(const struct pipette_step *st, struct cache_use *cu, FILE *out)
+{
+	struct pipette_err err;
+
+	memset(cu, 0, sizeof(*cu));
+	cu->c.dirfd = cu->c.lockfd = -1;
+	(void)pipette_strlcpy(cu->pin, st->digest ? st->digest : "", sizeof(cu->pin));
+	if (!st->site->plan_cache[0])
+		return;
+	if (pipette_plancache_open(&cu->c, st->site->plan_cache, st->cache_owner, st->uid,
+				   &err)) {
+		notice(out, "plan cache %s; planning without the cache", err.msg);
+		return;
+	}
+	if (pipette_plan_key(st, cu->key, cu->pin, &err)) {
+		/* An input that cannot be read or a malformed digest: the
+		 * planner fails on it and says so. */
+		(void)pipette_strlcpy(cu->pin, st->digest ? st->digest : "", sizeof(cu->pin));
+		pipette_plancache_close(&cu->c);
+		return;
+	}
+	cu->open = 1;
+}
+
+/* A hit: this node's records in *text.  A refused entry is reported once. */
+static int lookup(const struct pipette_step *st, struct cache_use *cu, FILE *out, char **text,
+		  size_t *len)
+{
+	struct pipette_err err;
+	char *body = NULL;
+	size_t blen;
+	int rc = pipette_plancache_get(&cu->c, cu->key, &body, &blen, &err);
+
+	if (rc == 0 && node_records(st, body, 1, text, len, &err) == 0) {
+		free(body);
+		info(out, "plan cache: the plan of this step comes from %s/%s.plan", cu->c.dir,
+		     cu->key);
+		return 1;
+	}
+	if (rc == 0)
+		pipette_fail_prefix(&err, "%s/%s.plan: ", cu->c.dir, cu->key);
+	free(body);
+	if (rc != 1 && !cu->noted) {
+		notice(out, "plan cache entry %s; the plan is computed afresh", err.msg);
+		cu->noted = 1;
+	}
+	return 0;
+}
+
+/* Plan, store what may be kept, and take this node's records. */
+static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, FILE *out,
+			  char **text, size_t *len, int *planned, struct pipette_err *err)
+{
+	struct pipette_err e;
+	char *body = NULL;
+	size_t blen = 0;
+	int fresh = 0, rv;
+
+	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, err))
+		return -1;
+	if (cu->open && fresh) {
+		if (pipette_plancache_put(&cu->c, cu->key, body, blen, &e))
+			notice(out, "plan cache %s", e.msg);
+		else
+			info(out, "plan cache: the plan of this step was stored in %s/%s.plan",
+			     cu->c.dir, cu->key);
+	}
+	rv = node_records(st, body, *planned, text, len, err);
+	free(body);
+	return rv;
+}
+
+/* This node's records: from the cache, or planned (and stored) under the
+ * key's lock. */
+static int step_records(const struct pipette_step *st, struct cache_use *cu, FILE *out,
+			char **text, size_t *len, int *planned, struct pipette_err *err)
+{
+	/* Half of the planner's limit: what is left is for planning. */
+	long wait_ms = st->site->plan_timeout_s * 500;
+	struct pipette_err e;
+	int lk = -1, rv;
+
+	*planned = 1;
+	if (!cu->open)
+		return plan_and_store(st, cu, out, text, len, planned, err);
+	if (lookup(st, cu, out, text, len))
+		return 0;
+	lk = pipette_plancache_lock(&cu->c, cu->key, wait_ms, &e);
+	if (lk < 0)
+		notice(out, "plan cache %s; planning without the lock", e.msg);
+	else if (lk == 2)
+		notice(out, "plan cache %s: another step planned the same inputs for more than "
+		       "%ld s (half of plan_timeout); planning without waiting longer", cu->c.dir,
+		       wait_ms / 1000);
+	else if (lookup(st, cu, out, text, len)) {
+		if (lk == 0)
+			pipette_plancache_unlock(&cu->c, cu->key);
+		return 0;
+	}
+	/* lk 1: the planner waited for left no entry (it failed, or could
+	 * not store): plan now, alongside the others that waited. */
+	rv = plan_and_store(st, cu, out, text, len, planned, err);
+	if (lk == 0)
+		pipette_plancache_unlock(&cu->c, cu->key);
+	return rv;
+}
+
+int pipette_step_result(const struct pipette_step *st, FILE *out)
+{
+	struct cache_use cu;
+	struct pipette_err err;
+	char *text = NULL;
+	size_t len = 0;
+	long k, tasks = st->launch == PIPETTE_LAUNCH_SRUN ? st->local_tasks : 1;
+	int planned = 0, rv;
+
+	cache_open(st, &cu, out);
+	pipette_test_hook_before(st->site, (uint32_t)st->node_id);
+	rv = step_records(st, &cu, out, &text, &len, &planned, &err);
+	pipette_test_hook_after(st->site, (uint32_t)st->node_id);
+	pipette_plancache_close(&cu.c);
+	if (rv == 0 && fwrite(text, 1, len, out) != len)
+		rv = pipette_fail(&err, "writing the result: out of memory");
+	free(text);
+	for (k = 0; rv == 0 && planned && !st->batch && k < tasks; k++)
+		rv = pipette_outcome_record_port(out, st->launch, (int)k, st->master_port, &err);
+	if (rv)
+		return pipette_outcome_error(out, err.msg);
+	return pipette_outcome_end(out);
+}
