@@ -58,7 +58,8 @@
  * iteration printed is n-1, so the lines fall where n = iteration + 1 is a
  * multiple of the interval.  DeltaTimingCallback prints instead, for every
  * step, "Step {k}: train_step_timing in s={dt}" (exp_manager.py:450, 464);
- * the first of the two forms in a log is read, the other ignored.
+ * the progress lines then carry no time.  Where a log has times of both
+ * forms, those of the first one read count and the other's are ignored.
  *
  * torchtitan (torchtitan).  Every log_freq steps and at step 1
  * ([TT] components/metrics.py:367) the ranks that log print
@@ -552,6 +553,11 @@ static int nemo_printer(struct ctx *c, const char *msg, const char *d, int local
 			c->nemo_untimed_line = c->line;
 		return 0;
 	}
+	/* Its memory is read in any case; its time only where the log's
+	 * times are TimingCallback's. */
+	if (c->nemo_kind == 2)
+		return 0;
+	c->nemo_kind = 1;
 	if (read_num(c, &p, NEMO_TIMING, 0, 0.0, PIPETTE_TRAINLOG_MAX_STEP_S, 1, &s) < 0)
 		return -1;
 	return add_step(c, it, s, 0.0, local, 1);
@@ -583,12 +589,8 @@ static int nemo_line(struct ctx *c, const char *msg, int local)
 {
 	const char *p;
 
-	if ((p = nemo_progress(msg))) {
-		if (c->nemo_kind == 2)
-			return 0;
-		c->nemo_kind = 1;
+	if ((p = nemo_progress(msg)))
 		return nemo_printer(c, msg, p, local);
-	}
 	if ((p = strstr(msg, ": " NEMO_TIMING "="))) {
 		if (c->nemo_kind == 1)
 			return 0;
@@ -1126,6 +1128,10 @@ static long steady_sample(const struct pipette_trainlog *l, long warmup, struct 
 			base = s->first;
 		if (w < 1)
 			w = 1;
+		/* Megatron's first-iteration report: the next report's mean
+		 * covers its step again. */
+		if (i + 1 < l->nsteps && s[1].run == s->run && s[1].first == s->first)
+			continue;
 		if (!(s->step_s > 0))
 			continue;
 		++*timed;
