@@ -171,6 +171,7 @@ struct ctx {
 	int *slot;			/* (rank, local rank) -> index in mem */
 	int newrun;
 	long mlm_pp, mlm_world;		/* Megatron's arguments, 0 unknown */
+	long mlm_interval;
 	int mlm_tp_pp_dp;
 	long tt_pp, tt_world;		/* torchtitan's mesh, 0 unknown */
 	double tt_tokens;
@@ -439,13 +440,15 @@ static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local)
 	return add_mem(c, (int)rank, local, alloc / MIB_PER_GIB, resv / MIB_PER_GIB);
 }
 
-/* "  {name} {dots} {value}": the three arguments that place a rank in
- * the pipeline. */
+/* "  {name} {dots} {value}": the arguments that place a rank in the
+ * pipeline, and the log interval. */
 static int mlm_argument(struct ctx *c, const char *msg)
 {
 	static const char *const keys[] = {
-		"pipeline_model_parallel_size", "world_size", "use_tp_pp_dp_mapping",
+		"use_tp_pp_dp_mapping", "pipeline_model_parallel_size", "world_size",
+		"log_interval",
 	};
+	long *const vals[] = { NULL, &c->mlm_pp, &c->mlm_world, &c->mlm_interval };
 	const char *p = blanks(msg), *q;
 	size_t k, n;
 	long v;
@@ -459,15 +462,16 @@ static int mlm_argument(struct ctx *c, const char *msg)
 		if (*q != ' ')
 			return 0;
 		q = blanks(q);
-		if (k == 2) {
+		if (k == 0) {
 			if (strncmp(q, "True", 4) && strncmp(q, "False", 5))
 				return fail_at(c, keys[k], "expected True or False, got '%.24s'", q);
 			c->mlm_tp_pp_dp = *q == 'T';
 			q += *q == 'T' ? 4 : 5;
 		} else {
-			if (read_int(c, &q, keys[k], 1, PIPETTE_MAX_PIN, &v) < 0)
+			if (read_int(c, &q, keys[k], 1, k == 3 ? PIPETTE_TRAINLOG_MAX_ITER :
+				     PIPETTE_MAX_PIN, &v) < 0)
 				return -1;
-			*(k == 0 ? &c->mlm_pp : &c->mlm_world) = v;
+			*vals[k] = v;
 		}
 		if (*blanks(q))
 			return fail_at(c, keys[k], "unexpected '%.24s' after the value", blanks(q));
@@ -486,7 +490,7 @@ static int mlm_line(struct ctx *c, const char *msg, int local)
 		return mlm_memory(c, msg, p, local);
 	if (strstr(msg, MLM_ARGS_HEADER)) {
 		c->newrun = 1;
-		c->mlm_pp = c->mlm_world = 0;
+		c->mlm_pp = c->mlm_world = c->mlm_interval = 0;
 		c->mlm_tp_pp_dp = 0;
 		return 0;
 	}
@@ -814,8 +818,13 @@ static long gcd(long a, long b)
 	return a;
 }
 
-/* The first step each report's mean covers, run by run (trainlog.h). */
-static void assign_first(struct pipette_trainlog *l, enum fmt fmt)
+/* The first step each report's mean covers, run by run (trainlog.h).  The
+ * log interval is Megatron's log_interval argument where the log has it,
+ * else the gcd of the run's counters after the first report (the lines
+ * fall on its multiples), or with a single one the gap to it.  A first
+ * report on a multiple covers the interval before it; off a multiple, it
+ * covers its own step. */
+static void assign_first(struct pipette_trainlog *l, enum fmt fmt, long interval)
 {
 	struct pipette_trainlog_step *s = l->steps;
 	long a = 0, b, j, g, c0;
@@ -828,6 +837,10 @@ static void assign_first(struct pipette_trainlog *l, enum fmt fmt)
 			;
 		for (g = 0, j = a + 1; j < b; j++)
 			g = gcd(g, s[j].iteration + off);
+		if (b == a + 2)
+			g = s[a + 1].iteration - s[a].iteration;
+		if (interval > 0 && b > a + 1)
+			g = interval;
 		c0 = s[a].iteration + off;
 		s[a].first = s[a].iteration;
 		noreset = 0;
@@ -886,7 +899,7 @@ static int keep_steps(struct ctx *c, struct pipette_trainlog *l)
 	}
 	l->nruns = run + 1;
 	l->step_rank = rank;
-	assign_first(l, c->fmt);
+	assign_first(l, c->fmt, c->fmt == FMT_MEGATRON ? c->mlm_interval : 0);
 	return 0;
 }
 
