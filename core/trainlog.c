@@ -633,7 +633,7 @@ static const char *tt_report(const char *msg)
 
 static int tt_step(struct ctx *c, const char *msg, const char *s, int local)
 {
-	const char *p = s;
+	const char *p = s, *q;
 	double loss, gib, tps;
 	int known = 1;
 	long it;
@@ -643,8 +643,11 @@ static int tt_step(struct ctx *c, const char *msg, const char *s, int local)
 	if (read_int(c, &p, "step", 0, PIPETTE_TRAINLOG_MAX_ITER, &it) < 0)
 		return -1;
 	p = blanks(p) + 5;
-	/* A diverged run prints nan: the rank is still the last stage's. */
-	if (strncmp(blanks(p), "nan", 3)) {
+	/* A diverged run prints nan or inf ("{:8.5f}"): the rank is still the
+	 * last stage's. */
+	q = blanks(p);
+	q += *q == '-';
+	if (strncmp(q, "nan", 3) && strncmp(q, "inf", 3)) {
 		if (read_num(c, &p, "loss", 0, -DBL_MAX, DBL_MAX, 0, &loss) < 0)
 			return -1;
 		known = loss >= 0;

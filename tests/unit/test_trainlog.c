@@ -557,6 +557,16 @@ START_TEST(test_line_shapes)
 	ck_assert_int_eq(l->steps[2].run, 1);
 	ck_assert_int_eq(l->steps[2].first, 15);
 	pipette_trainlog_destroy(l);
+	/* torchtitan's loss of a diverged run: the rank still prints it. */
+	l = parse_ok("[rank1]:step:  1  loss: -1.00000  memory:  1.00GiB(1.00%)  tps: 10\n"
+		     "[rank3]:step:  1  loss:     -inf  memory:  2.00GiB(2.00%)  tps: 20\n"
+		     "[rank2]:step:  1  loss:      nan  memory:  3.00GiB(3.00%)  tps: 30\n",
+		     PIPETTE_STACK_TORCHTITAN);
+	ck_assert_int_eq(l->step_rank, 3);
+	ck_assert_int_eq(l->nsteps, 1);
+	ck_assert_double_eq(l->steps[0].tokens_per_s, 20);
+	ck_assert_int_eq(l->nmem, 3);
+	pipette_trainlog_destroy(l);
 	/* A long line of noise is skipped; a long report is refused. */
 	ck_assert_ptr_nonnull(big);
 	memset(big, 'x', n);
