@@ -58,3 +58,7 @@ core_libpipette_experts_la_SOURCES = core/experts_ilp.c
 pipette_SOURCES += core/cli/cmd_experts.c
 pipette_SOURCES += core/cli/cmd_calibrate.c
 pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)
+
+# Training logs of Megatron-LM, NeMo 2.0 and torchtitan: step times and
+# memory peaks as the job measured them (trainlog.h).
+core_libpipette_la_SOURCES += core/trainlog.c core/trainlog.h

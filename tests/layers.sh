@@ -2,7 +2,7 @@
 # layers.sh: core/ is a stack of layers whose includes only run downwards
 # (README, "Architecture"):
 #   1 inputs      the model, the GPU, the cluster and its bandwidth cache, a
-#                 configuration and its pins; errors, files, JSON
+#                 configuration and its pins; training logs; errors, files, JSON
 #   2 estimators  pure functions of the inputs: memory, schedules, time
 #   3 planning    search, mapping, the plan, expert placement
 #   4 rendering   what the plan becomes: tables, JSON, environment, launch
@@ -17,7 +17,8 @@ cd "$top/core"
 layer_of() {	# file name (without directory) -> layer number
 	case $1 in
 	error.[ch]|readfile.[ch]|json.[ch]|rng.h|model.[ch]|hardware.[ch]|calib.[ch]|config.[ch]|stack.[ch]|\
-	bwcache.[ch]|bwcache_int.h|bwcache_io.c|bwgen.c|bwimport.c|cluster.[ch]|limits.h)
+	bwcache.[ch]|bwcache_int.h|bwcache_io.c|bwgen.c|bwimport.c|cluster.[ch]|limits.h|\
+	trainlog.[ch])
 		echo 1 ;;
 	memory.[ch]|schedule.[ch]|timing.[ch])
 		echo 2 ;;

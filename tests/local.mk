@@ -254,3 +254,11 @@ EXTRA_DIST += tests/layers.sh tests/funclen.sh tests/golden/run.sh doc/core-laye
 graph:
 	bash '$(srcdir)/tests/layers.sh' --dot | tred | dot -Tsvg -o '$(srcdir)/doc/core-layers.svg'
 .PHONY: graph
+
+# Training logs of Megatron-LM, NeMo 2.0 and torchtitan (trainlog.h);
+# fixtures in tests/data/trainlogs (make_fixtures.py there writes them).
+check_PROGRAMS += tests/unit/test_trainlog
+TESTS += tests/unit/test_trainlog
+tests_unit_test_trainlog_SOURCES = tests/unit/test_trainlog.c tests/unit/check_run.h
+tests_unit_test_trainlog_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_trainlog_LDADD = $(TEST_LDADD)

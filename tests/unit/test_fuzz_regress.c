@@ -16,6 +16,7 @@
 #include "experts.h"
 #include "model.h"
 #include "plugin.h"
+#include "trainlog.h"
 #include "../fuzz/small_moe.h"
 #include "check_run.h"
 
@@ -76,6 +77,35 @@ static void bwcache_fixed_point(const struct pipette_bwcache *bw, const char *pa
 	free(t1);
 	free(t2);
 	pipette_bwcache_destroy(again);
+}
+
+/* As in fuzz_trainlog.c: the log as each stack's; what parses has steps
+ * whose steady state is ordered where it exists. */
+static void replay_trainlog(const char *text, size_t len, const char *path)
+{
+	static const enum pipette_stack_id stacks[] = {
+		PIPETTE_STACK_MEGATRON, PIPETTE_STACK_MEGATRON_ZB, PIPETTE_STACK_MEGATRON_2022,
+		PIPETTE_STACK_NEMO, PIPETTE_STACK_TORCHTITAN,
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(stacks) / sizeof(stacks[0]); k++) {
+		struct pipette_err err = { .msg = "" };
+		struct pipette_trainlog *l = NULL;
+		struct pipette_trainlog_steady st;
+		int rc = pipette_trainlog_parse(text, len, path, stacks[k], &l, &err);
+
+		expect_clean(rc, &err, path);
+		if (rc)
+			continue;
+		ck_assert_msg(l->nsteps >= 1, "%s: a log without steps", path);
+		rc = pipette_trainlog_steady(l, -1, &st, &err);
+		expect_clean(rc, &err, path);
+		if (rc == 0)
+			ck_assert_msg(st.p10_s <= st.median_s && st.median_s <= st.p90_s &&
+				      st.mad_s >= 0, "%s: steady state out of order", path);
+		pipette_trainlog_destroy(l);
+	}
 }
 
 static void replay_one(const char *parser, const char *path)
@@ -164,6 +194,8 @@ static void replay_one(const char *parser, const char *path)
 			i = (size_t)(nl - text) + 1;
 		}
 		expect_clean(pipette_site_parse(&site, ac, av, &err), &err, path);
+	} else if (!strcmp(parser, "trainlog")) {
+		replay_trainlog(text, len, path);
 	} else {
 		ck_abort_msg("%s: no replay for parser '%s'; add one to %s", path, parser,
 			     __FILE__);
@@ -206,7 +238,7 @@ static int replay_tree(const char *kind)
 
 START_TEST(test_replay_seeds)
 {
-	/* 7 parsers, each with a handful of seeds: fewer than 50 files means
+	/* 8 parsers, each with a handful of seeds: fewer than 50 files means
 	 * the corpus was not found. */
 	ck_assert_int_ge(replay_tree("corpus"), 50);
 }
