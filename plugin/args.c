@@ -65,6 +65,18 @@ static int copy_value(char *dst, size_t size, const char *key, const char *v,
 	return 0;
 }
 
+/* An absolute path with room for what is appended to it. */
+static int absolute_value(char *dst, size_t size, const char *key, const char *v,
+			  struct pipette_err *err)
+{
+	if (copy_value(dst, size, key, v, err))
+		return -1;
+	if (v[0] != '/')
+		return pipette_fail(err, "plugstack argument %s: '%.64s': expected an absolute "
+				    "path", key, v);
+	return 0;
+}
+
 /* plan_cache=DIR: an absolute path, with room for "/UID/KEY.plan" and
  * the temporary files beside it, none of whose components is "." or "..",
  * so that the directory messages name is the one used. */
@@ -123,6 +135,10 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 		return copy_value(s->test_cache_swap, sizeof(s->test_cache_swap), key, v, err);
 	if (!strcmp(key, "plan_cache"))
 		return plan_cache_value(s, v, err);
+	if (!strcmp(key, "calibration"))
+		return copy_value(s->calibration, sizeof(s->calibration), key, v, err);
+	if (!strcmp(key, "plan_dir"))
+		return absolute_value(s->plan_dir, sizeof(s->plan_dir) - 64, key, v, err);
 	if (!strcmp(key, "plan_memory"))
 		return pipette_parse_long(v, 64, 1048576, &s->plan_memory_mib,
 					  "plugstack argument plan_memory (MiB)", err);
@@ -174,7 +190,7 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
 			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
 			    "attention, default, fallback, plan_memory, plan_cpu, plan_timeout, "
-			    "plan_cache, emulate_nodes, test_cache_swap)", arg, key);
+			    "plan_cache, calibration, plan_dir, emulate_nodes, test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

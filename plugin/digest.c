@@ -55,6 +55,9 @@ static void opts_text(const struct pipette_opts *o, char *buf, size_t len)
 		 p->distributed_optimizer);
 }
 
+/* A calibration file is a few kilobytes (calib.c reads at most 16 MiB). */
+#define CALIBRATION_MAX (16u << 20)
+
 /* The content hash of a file, or "-" if it cannot be read here. */
 static void file_hex(const char *path, size_t max, char out[PIPETTE_HASH_HEX + 1])
 {
@@ -279,18 +282,24 @@ static int key_file(FILE *t, const char *what, const char *path, const char *pin
 /* Every field of the site's configuration, by name. */
 static void site_text(FILE *t, const struct pipette_site *s)
 {
+	char cal[PIPETTE_HASH_HEX + 1];
+
+	/* the calibration by its content: a new fit is a new plan */
+	file_hex(s->calibration, CALIBRATION_MAX, cal);
 	fprintf(t, "site.bandwidth=%zu:%s\nsite.gpu=%s\nsite.mem_fraction=%.17g\n"
 		"site.master_port=%ld\nsite.port_range=%ld\nsite.models=%zu:%s\n"
 		"site.budget=%ld\nsite.max_age=%.17g\nsite.attention=%d,%d\nsite.stack=%s\n"
 		"site.stack_options=%s\nsite.default=%d\nsite.fallback_block=%d\n"
 		"site.plan_limits=%ld,%ld,%ld\nsite.emulate_nodes=%zu:%s\n"
-		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n",
+		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n"
+		"site.calibration=%zu:%s\nsite.calibration_sha=%s\nsite.plan_dir=%zu:%s\n",
 		strlen(s->bandwidth), s->bandwidth, s->gpu, s->mem_fraction, s->master_port,
 		s->port_range, strlen(s->models), s->models, s->budget, s->max_age_days,
 		(int)s->attention, s->attention_given, s->stack, s->stack_options, s->default_on,
 		s->fallback_block, s->plan_memory_mib, s->plan_cpu_s, s->plan_timeout_s,
 		strlen(s->emulate_nodes), s->emulate_nodes, strlen(s->plan_cache), s->plan_cache,
-		strlen(s->test_cache_swap), s->test_cache_swap);
+		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),
+		s->calibration, cal, strlen(s->plan_dir), s->plan_dir);
 }
 
 /* The files of the step, the bandwidth cache and the model config, by

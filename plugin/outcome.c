@@ -117,6 +117,14 @@ static int record_get(void *ctx, const char *name, char *buf, size_t len,
 	return 1;	/* nothing is set yet: the tasks' environments are replayed later */
 }
 
+int pipette_outcome_record_var(FILE *out, const char *name, const char *value,
+			       struct pipette_err *err)
+{
+	struct recorder r = { .out = out, .task = -1 };
+
+	return record_set(&r, name, value, 1, err);
+}
+
 int pipette_outcome_record_job(FILE *out, const struct pipette_plan *plan,
 			       struct pipette_err *err)
 {

@@ -53,6 +53,12 @@ struct pipette_site {
 	char emulate_nodes[PIPETTE_PATH_MAX];
 	/* The root of the per-user plan caches ("" = no cache; plancache.c). */
 	char plan_cache[PIPETTE_PATH_MAX];
+	/* The site's calibration file (pipette calibrate; "" = none): like
+	 * plugstack.conf, the same file on every node. */
+	char calibration[PIPETTE_PATH_MAX];
+	/* Where node 0 writes the plan a step applied, as the job's user
+	 * (PIPETTE_PLAN_FILE; "" = nowhere; planfile.c). */
+	char plan_dir[PIPETTE_PATH_MAX];
 	/* Tests only (tests/integration/test_plugin_reliability.sh): node 0
 	 * renames this file over the bandwidth cache after it has planned, and
 	 * the other nodes wait for that before they plan; "" in production. */
@@ -244,6 +250,9 @@ int pipette_outcome_lines(FILE *out, const char *text);
 int pipette_outcome_notice(FILE *out, const char *msg);
 int pipette_outcome_info(FILE *out, const char *msg);
 int pipette_outcome_record_job(FILE *out, const struct pipette_plan *plan,
+			       struct pipette_err *err);
+/* One job variable the plugin sets itself (PIPETTE_PLAN_FILE). */
+int pipette_outcome_record_var(FILE *out, const char *name, const char *value,
 			       struct pipette_err *err);
 int pipette_outcome_record_task(FILE *out, const struct pipette_plan *plan,
 				const struct pipette_task_ctx *t, struct pipette_err *err);

@@ -14,6 +14,8 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 		return pipette_fail(err, "--pipette-model: value too long");
 	if (pipette_strlcpy(req->models_dir, s->models, sizeof(req->models_dir)))
 		return pipette_fail(err, "plugstack argument models: value too long");
+	if (pipette_strlcpy(req->calibration, s->calibration, sizeof(req->calibration)))
+		return pipette_fail(err, "plugstack argument calibration: value too long");
 	if (pipette_strlcpy(req->bandwidth, o->bandwidth[0] ? o->bandwidth : s->bandwidth,
 			    sizeof(req->bandwidth)))
 		return pipette_fail(err, "bandwidth cache path too long");

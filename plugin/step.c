@@ -22,10 +22,14 @@
  * is then computed as without the cache: the cache can cost a step time,
  * never its plan.  Only plans computed from the request as given are
  * stored, never a fall-back or an error. */
+#define _GNU_SOURCE	/* O_NOFOLLOW, O_DIRECTORY with openat */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 
@@ -157,6 +161,55 @@ untouched:
 	return pipette_outcome_warnings(out, msg);
 }
 
+/* The plan file of plan_dir=DIR: DIR/pipette-plan-HASH.json, named by the
+ * plan's hash so that every step applying the plan (the plan cache's too)
+ * finds it under the same name. */
+static int plan_file_name(const struct pipette_step *st, const struct pipette_plan *plan,
+			  char *name, size_t nlen, char *path, size_t plen)
+{
+	if ((size_t)snprintf(name, nlen, "pipette-plan-%s.json", pipette_plan_hash(plan)) >= nlen)
+		return -1;
+	return (size_t)snprintf(path, plen, "%s/%s", st->site->plan_dir, name) >= plen ? -1 : 0;
+}
+
+/* Node 0 writes the plan it applies into plan_dir, as the job's user (the
+ * planner child runs as the user): the directory opened without following
+ * a symbolic link, a new temporary file beside the plan's (O_EXCL), the
+ * JSON, fsync, then a rename over the name.  A failure is a notice: the
+ * plan file never costs a step its plan. */
+static void write_plan_file(const struct pipette_step *st, const struct pipette_plan *plan,
+			    FILE *out)
+{
+	char name[64], tmp[96], path[PIPETTE_PATH_MAX + 64];
+	int dfd, fd = -1, ok = 0;
+	FILE *f = NULL;
+
+	if (!st->site->plan_dir[0] || st->node_id != 0 ||
+	    plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)))
+		return;
+	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
+	dfd = open(st->site->plan_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0)
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0 && (f = fdopen(fd, "w")))
+		fd = -1;
+	if (f && pipette_plan_write_json(plan, f) == 0 && fflush(f) == 0 && fsync(fileno(f)) == 0)
+		ok = 1;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	if (ok && renameat(dfd, tmp, dfd, name) != 0)
+		ok = 0;
+	if (!ok) {
+		notice(out, "plan file %s: cannot write it: %s", path, strerror(errno));
+		if (dfd >= 0)
+			unlinkat(dfd, tmp, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+}
+
 /* The plan's part of the step's text: warnings, the table and variables
  * for --pipette-explain and --pipette-dry-run, every node's records. */
 static int plan_text(const struct pipette_step *st, FILE *f, const struct pipette_plan *plan,
@@ -170,15 +223,24 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 	     plan_lines(f, pipette_plan_write_table, plan)) ||
 	    (o->dry_run == 1 && plan_lines(f, pipette_plan_write_env, plan)))
 		return pipette_fail(err, "writing the result: out of memory");
+	if (st->site->plan_dir[0]) {
+		char name[64], path[PIPETTE_PATH_MAX + 64];
+
+		if (plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)) ||
+		    pipette_outcome_record_var(f, "PIPETTE_PLAN_FILE", path, err))
+			return pipette_fail(err, "plan_dir: the plan file's path is too long");
+	}
 	if (st->batch)
 		return pipette_outcome_record_job(f, plan, err);
 	return pipette_step_body_write(f, plan, st->nodes, st->nnodes, st->ngpus, per_node, err);
 }
 
 /* Plan, and write the step's text into *body.  *planned: there is a plan
- * (0: fallback=block starts the step untouched). */
+ * (0: fallback=block starts the step untouched).  Node 0 also writes the
+ * plan file; what goes wrong there is a notice in `note`, this node's
+ * output, not in the step's text (the cache would repeat it). */
 static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
-		      int *planned, int *fresh, struct pipette_err *err)
+		      int *planned, int *fresh, FILE *note, struct pipette_err *err)
 {
 	struct pipette_plan *plan = NULL;
 	FILE *f = open_memstream(body, len);
@@ -190,6 +252,8 @@ static int build_body(const struct pipette_step *st, const char *pin, char **bod
 	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
 	    pipette_outcome_end(f) == 0)
 		rv = 0;
+	if (rv == 0 && plan)
+		write_plan_file(st, plan, note);
 	*planned = plan != NULL;
 	pipette_plan_destroy(plan);
 	if (fclose(f) != 0 && rv == 0)
@@ -279,7 +343,7 @@ static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, F
 	size_t blen = 0;
 	int fresh = 0, rv;
 
-	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, err))
+	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, out, err))
 		return -1;
 	if (cu->open && fresh) {
 		if (pipette_plancache_put(&cu->c, cu->key, body, blen, &e))

@@ -32,6 +32,7 @@ int cmd_bandwidth(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_experts(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_observe(int argc, char **argv);
 
 /* A --nodes value: a count N means node1..nodeN (the names of the example
  * caches), anything else is a Slurm hostlist ("gpu[01-16]") expanded by

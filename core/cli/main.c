@@ -14,6 +14,7 @@ static const struct pipette_cmd commands[] = {
 	{ "bandwidth", cmd_bandwidth, "validate, show, import, merge or generate bandwidth caches" },
 	{ "plan", cmd_plan, "search the configuration and GPU mapping for a job" },
 	{ "experts", cmd_experts, "place MoE experts on EP ranks from a routing trace" },
+	{ "observe", cmd_observe, "compare a plan with what its job measured, and record it" },
 	{ "calibrate", cmd_calibrate, "fit the site's factors from its jobs' observations" },
 };
 

@@ -14,7 +14,7 @@ enum job_value {
 	V_TASK,	/* a per-task variable: pipette_plan_task_env sets it */
 	V_TP, V_PP, V_DP, V_CP, V_EP, V_VPP, V_MICRO_BATCH, V_GLOBAL_BATCH, V_SCHEDULE,
 	V_RECOMPUTE, V_SEQUENCE_PARALLEL, V_DISTRIBUTED_OPTIMIZER, V_MEGATRON_ARGS,
-	V_ITER_S, V_MEM_GIB, V_MAPPING_GAIN, V_PLAN_HASH, V_STACK, V_LAUNCH_ARGS,
+	V_ITER_S, V_MEM_GIB, V_MAPPING_GAIN, V_PLAN_HASH, V_STACK, V_LAUNCH_ARGS, V_PLAN_FILE,
 	V_DEVICE_MAX_CONNECTIONS, V_DP_SHARD, V_DP_REPLICATE, V_FSDP_RESHARD,
 };
 
@@ -34,6 +34,8 @@ static const struct {
 	{ "PIPETTE_PREDICTED_ITER_S", V_ITER_S }, { "PIPETTE_PREDICTED_MEM_GIB", V_MEM_GIB },
 	{ "PIPETTE_MAPPING_GAIN", V_MAPPING_GAIN }, { "PIPETTE_PLAN_HASH", V_PLAN_HASH },
 	{ "PIPETTE_STACK", V_STACK }, { "PIPETTE_LAUNCH_ARGS", V_LAUNCH_ARGS },
+	/* set by the plugin (plan_dir=DIR), not by the plan */
+	{ "PIPETTE_PLAN_FILE", V_PLAN_FILE },
 	{ "CUDA_DEVICE_MAX_CONNECTIONS", V_DEVICE_MAX_CONNECTIONS },
 	{ "RANK", V_TASK }, { "LOCAL_RANK", V_TASK }, { "WORLD_SIZE", V_TASK },
 	{ "LOCAL_WORLD_SIZE", V_TASK }, { "NODE_RANK", V_TASK }, { "MASTER_ADDR", V_TASK },
@@ -125,6 +127,8 @@ static int job_value(const struct pipette_plan *plan, enum job_value which, char
 		return put(v, len, "%.4f", pipette_plan_mapping_gain(plan));
 	case V_PLAN_HASH:
 		return pipette_strlcpy(v, plan->hash, len);
+	case V_PLAN_FILE:
+		return 1;
 	case V_STACK:
 		return pipette_strlcpy(v, plan->stack.name, len);
 	case V_LAUNCH_ARGS:

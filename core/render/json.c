@@ -1,5 +1,7 @@
 /* pipette: the plan as JSON (schema pipette-plan/1), and the pieces that
  * `pipette estimate --format json` shares with it. */
+#include "autoconf.h"
+
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -274,6 +276,7 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
 	json_object_object_add(root, "stack", json_object_new_string(plan->stack.name));
 	json_object_object_add(root, "plan_hash", json_object_new_string(plan->hash));
+	json_object_object_add(root, "pipette_version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(root, "cluster", cluster_json(plan));
 	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
 	json_object_object_add(root, "megatron_args", json_object_new_string(args));

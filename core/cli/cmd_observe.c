@@ -1,0 +1,343 @@
+/* pipette observe: a plan against what its job measured (the training log
+ * of the plan's stack), and the observation `pipette calibrate` fits. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "calib.h"
+#include "cli.h"
+#include "json.h"
+#include "stack.h"
+#include "trainlog.h"
+
+static const char usage_text[] =
+"usage: pipette observe --plan PLAN.json --log TRAIN.log [--warmup N]\n"
+"                       [--record DIR] [--format table|json]\n"
+"\n"
+"Compare a plan (pipette plan --format json, or the file PIPETTE_PLAN_FILE\n"
+"names in the job) with what its job measured: the steady-state step time\n"
+"and the memory peaks in the log of the plan's stack (Megatron-LM, NeMo,\n"
+"torchtitan), matched to each rank's pipeline stage.\n"
+"\n"
+"  --plan FILE      the plan the job ran\n"
+"  --log FILE       the job's training log\n"
+"  --warmup N       steps to skip before the steady state (default: the\n"
+"                   parser's, see man pipette)\n"
+"  --record DIR     add the observation to the site's store (one new file,\n"
+"                   written atomically; pipette calibrate --from DIR)\n"
+"  --format F       table (default) or json (the observation)\n";
+
+struct obs_opts {
+	const char *plan, *log, *record;
+	long warmup;
+	enum pipette_format fmt;
+};
+
+/* What the plan says, read from its JSON. */
+struct planned {
+	char gpu[64], stack[32], hash[32], model[128];
+	enum pipette_stack_id stack_id;
+	double model_s, compute_s, comm_s, site_s;
+	double tokens_per_step;		/* global batch x sequence length */
+	long world;
+	int pp, per_stage;	/* ranks per pipeline stage: world / pp */
+	int nstages;
+	double base[PIPETTE_OBS_MAX_STAGES], transient[PIPETTE_OBS_MAX_STAGES],
+	       total[PIPETTE_OBS_MAX_STAGES];
+};
+
+static int num(struct json_object *o, const char *key, const char *src, double *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    (json_object_get_type(v) != json_type_double &&
+	     json_object_get_type(v) != json_type_int))
+		return cli_error("--plan: %s: %s: expected a number", src, key);
+	*out = json_object_get_double(v);
+	return 0;
+}
+
+static int str(struct json_object *o, const char *key, const char *src, char *out, size_t len)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || json_object_get_type(v) != json_type_string ||
+	    strlen(json_object_get_string(v)) >= len)
+		return cli_error("--plan: %s: %s: expected a string of at most %zu bytes", src, key,
+				 len - 1);
+	strcpy(out, json_object_get_string(v));
+	return 0;
+}
+
+static int plan_stages(struct json_object *mem, const char *src, struct planned *p)
+{
+	struct json_object *per;
+	size_t i;
+
+	if (!json_object_object_get_ex(mem, "per_stage", &per) ||
+	    json_object_get_type(per) != json_type_array ||
+	    json_object_array_length(per) != (size_t)p->pp)
+		return cli_error("--plan: %s: predicted.memory.per_stage: expected %d stages", src,
+				 p->pp);
+	p->nstages = p->pp;
+	for (i = 0; i < (size_t)p->pp; i++) {
+		struct json_object *st = json_object_array_get_idx(per, i);
+		double res;
+
+		if (num(st, "total_bytes", src, &p->total[i]) || num(st, "reserve_bytes", src, &res) ||
+		    num(st, "transient_bytes", src, &p->transient[i]))
+			return PIPETTE_EXIT_USAGE;
+		p->base[i] = p->total[i] - res;
+	}
+	return 0;
+}
+
+static int read_plan(const char *path, struct planned *p)
+{
+	struct pipette_err err;
+	struct json_object *root, *cfg, *pr, *t, *mem;
+	struct pipette_stack st;
+	double tp, dp, cp, ppd, gb, seq;
+	int rc = PIPETTE_EXIT_USAGE;
+
+	memset(p, 0, sizeof(*p));
+	if (!(root = pipette_json_read(path, "--plan", 64 << 20, 64, NULL, &err)))
+		return cli_error("%s", err.msg);
+	if (str(root, "schema", path, p->model, sizeof(p->model)) ||
+	    strcmp(p->model, "pipette-plan/1")) {
+		cli_error("--plan: %s: schema: expected \"pipette-plan/1\" (pipette plan --format json)",
+			  path);
+		goto out;
+	}
+	if (str(root, "model", path, p->model, sizeof(p->model)) ||
+	    str(root, "gpu", path, p->gpu, sizeof(p->gpu)) ||
+	    str(root, "stack", path, p->stack, sizeof(p->stack)) ||
+	    str(root, "plan_hash", path, p->hash, sizeof(p->hash)))
+		goto out;
+	if (pipette_stack_lookup(p->stack, &st, &err)) {
+		cli_error("--plan: %s: stack: %s", path, err.msg);
+		goto out;
+	}
+	p->stack_id = st.id;
+	if (!json_object_object_get_ex(root, "config", &cfg) ||
+	    !json_object_object_get_ex(root, "predicted", &pr) ||
+	    !json_object_object_get_ex(pr, "time", &t) ||
+	    !json_object_object_get_ex(pr, "memory", &mem)) {
+		cli_error("--plan: %s: expected config, predicted.time and predicted.memory", path);
+		goto out;
+	}
+	if (num(cfg, "tp", path, &tp) || num(cfg, "pp", path, &ppd) || num(cfg, "dp", path, &dp) ||
+	    num(cfg, "cp", path, &cp) || num(cfg, "global_batch", path, &gb) ||
+	    num(cfg, "seq_len", path, &seq) || num(t, "iteration_s", path, &p->site_s) ||
+	    num(t, "model_s", path, &p->model_s) ||
+	    num(t, "model_compute_s", path, &p->compute_s) ||
+	    num(t, "model_comm_s", path, &p->comm_s))
+		goto out;
+	if (!(ppd >= 1 && ppd <= PIPETTE_OBS_MAX_STAGES && tp >= 1 && dp >= 1 && cp >= 1 &&
+	      tp * dp * cp <= 1e7 && p->model_s > 0)) {
+		cli_error("--plan: %s: config or predicted.time out of range", path);
+		goto out;
+	}
+	p->pp = (int)ppd;
+	p->per_stage = (int)(tp * dp * cp);
+	p->world = (long)(tp * dp * cp * ppd);
+	p->tokens_per_step = gb * seq;
+	rc = plan_stages(mem, path, p);
+out:
+	json_object_put(root);
+	return rc;
+}
+
+/* The highest reserved peak of each stage's ranks (Megatron, NeMo and
+ * torchtitan all number ranks with the pipeline outermost: stage = rank /
+ * (world / pp)); a report without a rank or a reserved figure is left out. */
+static int stage_peaks(const struct pipette_trainlog *l, const struct planned *p, double *peak)
+{
+	int i, n = 0;
+
+	for (i = 0; i < p->nstages; i++)
+		peak[i] = 0;
+	for (i = 0; i < l->nmem; i++) {
+		const struct pipette_trainlog_mem *m = &l->mem[i];
+		int s = m->stage >= 0 ? m->stage : m->rank >= 0 ? m->rank / p->per_stage : -1;
+
+		if (s < 0 || s >= p->nstages || m->reserved_gib <= 0)
+			continue;
+		if (m->reserved_gib * 1073741824.0 > peak[s])
+			peak[s] = m->reserved_gib * 1073741824.0;
+		n++;
+	}
+	return n;
+}
+
+static struct json_object *observation(const struct planned *p, const struct obs_opts *o,
+				       const struct pipette_trainlog_steady *ss,
+				       const double *peak)
+{
+	struct json_object *root = json_object_new_object(), *pr = json_object_new_object();
+	struct json_object *me = json_object_new_object(), *stages = json_object_new_array();
+	char when[32];
+	time_t now = time(NULL);
+	int i;
+
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	json_object_object_add(root, "schema", json_object_new_string("pipette-obs/1"));
+	json_object_object_add(root, "gpu", json_object_new_string(p->gpu));
+	json_object_object_add(root, "stack", json_object_new_string(p->stack));
+	json_object_object_add(root, "model", json_object_new_string(p->model));
+	json_object_object_add(root, "plan_hash", json_object_new_string(p->hash));
+	json_object_object_add(root, "recorded", json_object_new_string(when));
+	json_object_object_add(root, "uid", json_object_new_int((int)getuid()));
+	json_object_object_add(root, "log", json_object_new_string(o->log));
+	json_object_object_add(pr, "iteration_s", json_object_new_double(p->model_s));
+	json_object_object_add(pr, "compute_s", json_object_new_double(p->compute_s));
+	json_object_object_add(pr, "comm_s", json_object_new_double(p->comm_s));
+	json_object_object_add(pr, "calibrated_s", json_object_new_double(p->site_s));
+	json_object_object_add(root, "predicted", pr);
+	json_object_object_add(me, "iteration_s", json_object_new_double(ss->median_s));
+	json_object_object_add(me, "p10_s", json_object_new_double(ss->p10_s));
+	json_object_object_add(me, "p90_s", json_object_new_double(ss->p90_s));
+	json_object_object_add(me, "steps", json_object_new_int64(ss->used));
+	json_object_object_add(me, "warmup_steps", json_object_new_int64(ss->skipped));
+	json_object_object_add(root, "measured", me);
+	for (i = 0; i < p->nstages; i++) {
+		struct json_object *s = json_object_new_object();
+
+		json_object_object_add(s, "base_bytes", json_object_new_double(p->base[i]));
+		json_object_object_add(s, "transient_bytes", json_object_new_double(p->transient[i]));
+		json_object_object_add(s, "measured_reserved_bytes", json_object_new_double(peak[i]));
+		json_object_array_add(stages, s);
+	}
+	json_object_object_add(root, "stages", stages);
+	return root;
+}
+
+static void print_table(const struct planned *p, const struct pipette_trainlog_steady *ss,
+			const double *peak)
+{
+	int i;
+
+	printf("plan %s: %s on %s, stack %s\n", p->hash, p->model, p->gpu, p->stack);
+	printf("step time: measured %.4f s (median of %ld steady steps, %ld warm-up skipped; "
+	       "p10 %.4f, p90 %.4f)\n", ss->median_s, ss->used, ss->skipped, ss->p10_s, ss->p90_s);
+	printf("           predicted %.4f s (%+.1f%%)", p->site_s,
+	       100 * (p->site_s - ss->median_s) / ss->median_s);
+	if (p->site_s != p->model_s)
+		printf("; the model alone %.4f s (%+.1f%%)", p->model_s,
+		       100 * (p->model_s - ss->median_s) / ss->median_s);
+	printf("\n           of which computation %.4f s, exposed communication %.4f s\n",
+	       p->compute_s, p->comm_s);
+	for (i = 0; i < p->nstages; i++) {
+		printf("stage %-3d memory: predicted %.2f GiB", i, p->total[i] / 1073741824.0);
+		if (peak[i] > 0)
+			printf(", measured reserved peak %.2f GiB (%+.1f%%)\n", peak[i] / 1073741824.0,
+			       100 * (p->total[i] - peak[i]) / peak[i]);
+		else
+			printf(", not reported in the log\n");
+	}
+}
+
+static int parse(int argc, char **argv, struct obs_opts *o)
+{
+	static const char *const known[] = { "--plan", "--log", "--warmup", "--record", "--format",
+					      NULL };
+	struct cli_seen seen = { .n = 0 };
+	char name[32];
+	const char *v;
+	int i, rc;
+
+	memset(o, 0, sizeof(*o));
+	o->warmup = -1;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage_text, stdout);
+			return -1;
+		}
+		if ((rc = cli_option(argc, argv, &i, "observe", known, &seen, name, sizeof(name), &v)))
+			return rc;
+		if (!strcmp(name, "--plan"))
+			o->plan = v;
+		else if (!strcmp(name, "--log"))
+			o->log = v;
+		else if (!strcmp(name, "--record"))
+			o->record = v;
+		else if (!strcmp(name, "--warmup")) {
+			if ((rc = cli_int("--warmup", v, 0, PIPETTE_TRAINLOG_MAX_STEPS, &o->warmup)))
+				return rc;
+		} else if (cli_parse_format(v, 3, &o->fmt))
+			return cli_error("--format: '%.32s': expected table or json", v);
+	}
+	if (!o->plan || !o->log)
+		return cli_error("observe: --plan and --log are required (see pipette observe --help)");
+	if ((rc = cli_check_input("--plan", o->plan)) || (rc = cli_check_input("--log", o->log)))
+		return rc;
+	return 0;
+}
+
+/* One new file in the store: NAME = plan hash, UTC time, pid and a
+ * counter, linked into place so that concurrent jobs never overwrite. */
+static int record(const char *dir, const struct planned *p, struct json_object *obs)
+{
+	struct pipette_err err;
+	char path[4096], stamp[32];
+	time_t now = time(NULL);
+	int k;
+
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
+	for (k = 0; k < 100; k++) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s-%ld-%d.json", dir, p->hash, stamp,
+				     (long)getpid(), k) >= sizeof(path))
+			return cli_error("--record: %s: path too long", dir);
+		if (!pipette_json_write_file(path, "--record", obs, 0644, 0, &err)) {
+			fprintf(stderr, "pipette: recorded %s\n", path);
+			return 0;
+		}
+		if (!strstr(err.msg, ": exists"))
+			return cli_error("%s", err.msg);
+	}
+	return cli_error("--record: %s: 100 observations of this plan this second", dir);
+}
+
+int cmd_observe(int argc, char **argv)
+{
+	struct obs_opts o;
+	struct planned p;
+	struct pipette_trainlog *l = NULL;
+	struct pipette_trainlog_steady ss;
+	struct pipette_err err;
+	struct json_object *obs = NULL;
+	double peak[PIPETTE_OBS_MAX_STAGES];
+	int rc = parse(argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? PIPETTE_EXIT_OK : rc;
+	if ((rc = read_plan(o.plan, &p)))
+		return rc;
+	if (pipette_trainlog_read(o.log, p.stack_id, &l, &err))
+		return cli_error("--log: %s", err.msg);
+	/* torchtitan prints tokens per second: the plan says how many
+	 * tokens a step takes and on how many GPUs */
+	if ((p.stack_id == PIPETTE_STACK_TORCHTITAN &&
+	     pipette_trainlog_derive(l, p.tokens_per_step, p.world, &err)) ||
+	    pipette_trainlog_steady(l, o.warmup, &ss, &err)) {
+		pipette_trainlog_destroy(l);
+		return cli_error("--log: %s", err.msg);
+	}
+	stage_peaks(l, &p, peak);
+	obs = observation(&p, &o, &ss, peak);
+	if (o.fmt == PIPETTE_FMT_JSON)
+		printf("%s\n", json_object_to_json_string_ext(obs, JSON_C_TO_STRING_PRETTY |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else
+		print_table(&p, &ss, peak);
+	rc = o.record ? record(o.record, &p, obs) : PIPETTE_EXIT_OK;
+	json_object_put(obs);
+	pipette_trainlog_destroy(l);
+	return rc;
+}
