@@ -398,6 +398,7 @@ static void robust(struct rows *d, const int *skip, double *al, double *be, doub
 	*sigma = SIGMA_FLOOR;
 	for (i = 0; i < d->n; i++)
 		d->w[i] = 1.0;
+	wls(d, skip, al, be);	/* least squares, if the rounds cannot run */
 	for (k = 0; k < IRLS_ROUNDS && a; k++) {
 		wls(d, skip, al, be);
 		for (i = m = 0; i < d->n; i++) {
@@ -486,9 +487,11 @@ int pipette_calib_fit(const struct pipette_observation *obs, const int *idx, int
 	pipette_site_factors_init(&out->f);
 	if (n < 1)
 		return pipette_fail(err, "no observation to fit");
+	skip = NULL;
 	if (rows_alloc(&d, n) || !(skip = calloc((size_t)n, sizeof(int))) ||
 	    !(out->outlier = calloc((size_t)n, sizeof(int)))) {
 		free(d.y);
+		free(skip);
 		return pipette_fail(err, "out of memory");
 	}
 	d.comm = 0;
