@@ -43,7 +43,8 @@ struct pipette_trainlog {
 	long nsteps;
 	struct pipette_trainlog_step *steps;	/* in log order */
 	int nmem;
-	struct pipette_trainlog_mem *mem;	/* the highest report per rank */
+	struct pipette_trainlog_mem *mem;	/* the highest figures per rank (and
+						 * torchrun prefix), each field's own peak */
 	int nruns;		/* runs in the log (steps[].run < nruns) */
 	/* torchtitan prints tokens per second per device, not the step time:
 	 * step_s = tokens_per_step / (tokens_per_s x world_size) (trainlog.c),
