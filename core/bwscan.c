@@ -1,0 +1,631 @@
+/* pipette: the scanner of bandwidth cache files (bwcache_int.h).
+ *
+ * json-c builds a tree of the whole document, about 130 bytes per number
+ * (a json_object, its array slot, the allocator's overhead): 2 GiB for the
+ * 16.7 million figures of a 4096-node matrix.  So the large values of a
+ * cache (its matrices and lists of links) are set aside: one pass checks
+ * that the text is strict JSON and notes where they lie, json-c parses the
+ * rest with a placeholder in their stead, and the cache's reader takes
+ * them from the text, figures straight into its compact arrays.  Text the
+ * pass does not accept goes to json-c whole, as before, so no input is
+ * read differently: the pass accepts a subset of what json-c accepts. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwcache_int.h"
+
+/* json-c's tokener here nests at most 64 containers (json_tokener_new_ex
+ * with depth 64, as pipette_bwcache_parse asks; measured with json-c 0.16:
+ * an object holding 63 nested arrays parses, 64 fail "nesting too deep"). */
+#define SCAN_DEPTH 64
+
+/* Where a value lies in the document: its role decides whether it is set
+ * aside (SPAN) and what its members are. */
+enum role { R_OTHER, R_ROOT, R_INTER, R_NODES, R_NODE, R_INTRA, R_SPAN };
+
+struct frame {
+	char kind;		/* '{' or '[' */
+	unsigned char role;
+	long span;		/* the span this container is, or -1 */
+	size_t count;		/* elements so far */
+};
+
+struct scan {
+	const char *t;
+	size_t len, pos;
+	struct frame st[SCAN_DEPTH];
+	int depth;
+	struct bw_doc *doc;
+};
+
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static size_t skip_ws(const char *t, size_t pos, size_t len)
+{
+	while (pos < len && is_ws(t[pos]))
+		pos++;
+	return pos;
+}
+
+/* A string at pos ('"'): the position after it, or 0 when it is not
+ * strict JSON.  *esc: it has an escape. */
+static size_t scan_string(const char *t, size_t pos, size_t len, int *esc)
+{
+	*esc = 0;
+	for (pos++; pos < len; pos++) {
+		unsigned char c = (unsigned char)t[pos];
+		int k;
+
+		if (c == '"')
+			return pos + 1;
+		if (c < 0x20)
+			return 0;
+		if (c != '\\')
+			continue;
+		*esc = 1;
+		if (++pos >= len)
+			return 0;
+		if (t[pos] == 'u') {
+			for (k = 1; k <= 4; k++)
+				if (pos + k >= len || !strchr("0123456789abcdefABCDEF", t[pos + k]) ||
+				    !t[pos + k])
+					return 0;
+			pos += 4;
+		} else if (!t[pos] || !strchr("\"\\/bfnrt", t[pos])) {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* A number (RFC 8259 section 6) at pos: the position after it, or 0. */
+static size_t scan_number(const char *t, size_t pos, size_t len)
+{
+	size_t d;
+
+	if (pos < len && t[pos] == '-')
+		pos++;
+	if (pos >= len || !is_digit(t[pos]))
+		return 0;
+	if (t[pos] == '0')
+		pos++;
+	else
+		while (pos < len && is_digit(t[pos]))
+			pos++;
+	if (pos < len && t[pos] == '.') {
+		for (d = ++pos; pos < len && is_digit(t[pos]); pos++)
+			;
+		if (pos == d)
+			return 0;
+	}
+	if (pos < len && (t[pos] == 'e' || t[pos] == 'E')) {
+		pos++;
+		if (pos < len && (t[pos] == '+' || t[pos] == '-'))
+			pos++;
+		for (d = pos; pos < len && is_digit(t[pos]); pos++)
+			;
+		if (pos == d)
+			return 0;
+	}
+	return pos;
+}
+
+static size_t scan_literal(const char *t, size_t pos, size_t len)
+{
+	static const char *const lit[] = { "true", "false", "null" };
+	size_t i, n;
+
+	for (i = 0; i < 3; i++) {
+		n = strlen(lit[i]);
+		if (len - pos >= n && !memcmp(t + pos, lit[i], n))
+			return pos + n;
+	}
+	return 0;
+}
+
+static int key_is(const char *t, size_t ks, size_t ke, const char *word)
+{
+	size_t n = strlen(word);
+
+	return ke - ks == n + 2 && !memcmp(t + ks + 1, word, n);
+}
+
+/* The role of the value of key [ks, ke) in a container of role `parent`;
+ * -1 when the key is written with an escape where the roles are decided
+ * (json-c would see another key than its bytes). */
+static int child_role(int parent, const char *t, size_t ks, size_t ke, int esc)
+{
+	if (parent != R_OTHER && esc)
+		return -1;
+	switch (parent) {
+	case R_ROOT:
+		return key_is(t, ks, ke, "inter") ? R_INTER :
+		       key_is(t, ks, ke, "nodes") ? R_NODES : R_OTHER;
+	case R_INTER:
+		return key_is(t, ks, ke, "matrix") || key_is(t, ks, ke, "between") ||
+		       key_is(t, ks, ke, "links") ? R_SPAN : R_OTHER;
+	case R_NODES:
+		return R_NODE;
+	case R_NODE:
+		return key_is(t, ks, ke, "intra") ? R_INTRA : R_OTHER;
+	case R_INTRA:
+		return key_is(t, ks, ke, "matrix") || key_is(t, ks, ke, "links") ? R_SPAN
+										: R_OTHER;
+	}
+	return R_OTHER;
+}
+
+/* A new span at pos; its index, or -1 when out of memory. */
+static long span_open(struct scan *s, size_t pos)
+{
+	struct bw_doc *d = s->doc;
+	char c = s->t[pos];
+
+	if (d->n_span == d->cap_span) {
+		size_t cap = d->cap_span ? 2 * d->cap_span : 16;
+		struct bw_span *p = realloc(d->span, cap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		d->span = p;
+		d->cap_span = cap;
+	}
+	d->span[d->n_span].start = pos;
+	d->span[d->n_span].end = pos;
+	d->span[d->n_span].count = 0;
+	d->span[d->n_span].type = c == '-' || is_digit(c) ? '0' : c;
+	return (long)d->n_span++;
+}
+
+/* One scalar value at s->pos; 1 done, 0 not strict JSON. */
+static int scan_scalar(struct scan *s)
+{
+	const char *t = s->t;
+	size_t p = s->pos;
+	int esc;
+
+	if (t[p] == '"')
+		p = scan_string(t, p, s->len, &esc);
+	else if (t[p] == '-' || is_digit(t[p]))
+		p = scan_number(t, p, s->len);
+	else
+		p = scan_literal(t, p, s->len);
+	if (!p)
+		return 0;
+	s->pos = p;
+	return 1;
+}
+
+/* A value of role `role` at s->pos: a container is opened (pushed: 2), a
+ * scalar read (1); 0: not strict JSON; -1: out of memory. */
+static int scan_value(struct scan *s, int role)
+{
+	long span = -1;
+	char c;
+
+	s->pos = skip_ws(s->t, s->pos, s->len);
+	if (s->pos >= s->len)
+		return 0;
+	c = s->t[s->pos];
+	if (role == R_SPAN && (span = span_open(s, s->pos)) < 0)
+		return -1;
+	if (c == '{' || c == '[') {
+		struct frame *f;
+
+		if (s->depth == SCAN_DEPTH)
+			return 0;
+		f = &s->st[s->depth++];
+		f->kind = c;
+		f->role = (unsigned char)(c == '{' && role != R_SPAN ? role : R_OTHER);
+		f->span = span;
+		f->count = 0;
+		s->pos++;
+		return 2;
+	}
+	if (!scan_scalar(s))
+		return 0;
+	if (span >= 0)
+		s->doc->span[span].end = s->pos;
+	return 1;
+}
+
+/* After a value: a comma, or the end of containers.  Sets *want: 'k' a
+ * key next, 'v' a value next, 0 the document is complete.  1 or 0. */
+static int scan_after(struct scan *s, char *want)
+{
+	for (;;) {
+		struct frame *f;
+
+		if (!s->depth) {
+			*want = 0;
+			return 1;
+		}
+		f = &s->st[s->depth - 1];
+		s->pos = skip_ws(s->t, s->pos, s->len);
+		if (s->pos >= s->len)
+			return 0;
+		if (s->t[s->pos] == ',') {
+			s->pos++;
+			*want = f->kind == '{' ? 'k' : 'v';
+			return 1;
+		}
+		if (s->t[s->pos] != (f->kind == '{' ? '}' : ']'))
+			return 0;
+		s->pos++;
+		if (f->span >= 0) {
+			s->doc->span[f->span].end = s->pos;
+			s->doc->span[f->span].count = f->count;
+		}
+		s->depth--;
+	}
+}
+
+/* A key and its colon in the object on top; the role of its value. */
+static int scan_key(struct scan *s, int *role)
+{
+	struct frame *f = &s->st[s->depth - 1];
+	size_t ks, ke;
+	int esc;
+
+	s->pos = skip_ws(s->t, s->pos, s->len);
+	if (s->pos >= s->len || s->t[s->pos] != '"')
+		return 0;
+	ks = s->pos;
+	if (!(ke = scan_string(s->t, s->pos, s->len, &esc)))
+		return 0;
+	s->pos = skip_ws(s->t, ke, s->len);
+	if (s->pos >= s->len || s->t[s->pos] != ':')
+		return 0;
+	s->pos++;
+	*role = child_role(f->role, s->t, ks, ke, esc);
+	return *role >= 0;
+}
+
+/* The whole text: 1 strict JSON (spans noted), 0 not, -1 out of memory. */
+static int scan_text(struct scan *s)
+{
+	int role = R_ROOT, r;
+	char want = 'v';
+
+	s->pos = skip_ws(s->t, 0, s->len);
+	if (s->pos >= s->len || s->t[s->pos] != '{')
+		return 0;
+	for (;;) {
+		if (want == 'k' && !scan_key(s, &role))
+			return 0;
+		if ((r = scan_value(s, role)) <= 0)
+			return r;
+		role = R_OTHER;
+		if (r == 2) {
+			/* just opened: empty, or its first member */
+			struct frame *f = &s->st[s->depth - 1];
+			size_t p = skip_ws(s->t, s->pos, s->len);
+
+			if (p < s->len && s->t[p] == (f->kind == '{' ? '}' : ']')) {
+				s->pos = p;
+			} else {
+				want = f->kind == '{' ? 'k' : 'v';
+				f->count += f->kind == '[';
+				continue;
+			}
+		}
+		if (!scan_after(s, &want))
+			return 0;
+		if (!want)
+			break;
+		if (want == 'v')
+			s->st[s->depth - 1].count++;
+	}
+	return skip_ws(s->t, s->pos, s->len) == s->len;
+}
+
+/* ------------------------------------------------------------------ */
+/* json-c over the rest                                                */
+
+static int feed(struct json_tokener *tok, const char *p, size_t n, json_object **root)
+{
+	if (!n)
+		return 0;
+	if (n > INT_MAX)
+		return -1;
+	*root = json_tokener_parse_ex(tok, p, (int)n);
+	return json_tokener_get_error(tok) == json_tokener_continue ||
+	       json_tokener_get_error(tok) == json_tokener_success ? 0 : -1;
+}
+
+/* json-c's tree of the document with "#K" in place of span K. */
+static json_object *parse_rest(const struct bw_doc *d)
+{
+	struct json_tokener *tok = json_tokener_new_ex(SCAN_DEPTH);
+	json_object *root = NULL;
+	size_t pos = 0, k;
+	char ph[32];
+	int bad = !tok;
+
+	for (k = 0; !bad && k < d->n_span; k++) {
+		if (d->span[k].start < pos)
+			continue;	/* inside an earlier span: never happens */
+		snprintf(ph, sizeof(ph), "\"#%zu\"", k);
+		bad = feed(tok, d->text + pos, d->span[k].start - pos, &root) < 0 ||
+		      feed(tok, ph, strlen(ph), &root) < 0;
+		pos = d->span[k].end;
+	}
+	if (!bad)
+		bad = feed(tok, d->text + pos, d->len - pos, &root) < 0;
+	if (tok && json_tokener_get_error(tok) != json_tokener_success)
+		bad = 1;
+	if (tok)
+		json_tokener_free(tok);
+	if (bad || !root || !json_object_is_type(root, json_type_object)) {
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc *doc,
+		struct pipette_err *err)
+{
+	struct scan *s = calloc(1, sizeof(*s));
+	int r;
+
+	memset(doc, 0, sizeof(*doc));
+	doc->text = text;
+	doc->len = len;
+	if (!s)
+		return pipette_fail(err, "%s: out of memory", source);
+	s->t = text;
+	s->len = len;
+	s->doc = doc;
+	r = scan_text(s);
+	free(s);
+	if (r == 1 && !(doc->root = parse_rest(doc)))
+		r = 0;	/* json-c alone will say why (out of memory, mostly) */
+	if (r < 0)
+		pipette_fail(err, "%s: out of memory", source);
+	if (r != 1)
+		bw_doc_free(doc);
+	return r;
+}
+
+void bw_doc_free(struct bw_doc *doc)
+{
+	json_object_put(doc->root);
+	free(doc->span);
+	memset(doc, 0, sizeof(*doc));
+}
+
+const struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v)
+{
+	const char *s;
+	char *end;
+	unsigned long k;
+
+	if (!doc || !doc->span || !v || !json_object_is_type(v, json_type_string))
+		return NULL;
+	s = json_object_get_string(v);
+	if (s[0] != '#' || !is_digit(s[1]))
+		return NULL;
+	errno = 0;
+	k = strtoul(s + 1, &end, 10);
+	if (errno || *end || k >= doc->n_span)
+		return NULL;
+	return &doc->span[k];
+}
+
+/* ------------------------------------------------------------------ */
+/* reading what was set aside (the text there is strict JSON)          */
+
+/* The end of the value at pos. */
+static size_t skip_value(const char *t, size_t pos, size_t end)
+{
+	int depth = 0, esc;
+
+	do {
+		pos = skip_ws(t, pos, end);
+		if (pos >= end)
+			return end;
+		switch (t[pos]) {
+		case '"':
+			pos = scan_string(t, pos, end, &esc);
+			if (!pos)
+				return end;
+			break;
+		case '[':
+		case '{':
+			depth++;
+			pos++;
+			break;
+		case ']':
+		case '}':
+			depth--;
+			pos++;
+			break;
+		case ',':
+		case ':':
+			pos++;
+			break;
+		default:
+			while (pos < end && !is_ws(t[pos]) && !strchr(",:]}", t[pos]))
+				pos++;
+		}
+	} while (depth > 0);
+	return pos;
+}
+
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* A JSON number at pos: 1 when it is a bandwidth in (0, max], with *code
+ * its short code (BW_NONE when it has none, *v its value then); *next
+ * after it.  A value m x 10^e with m < 2^53 and |e| <= 22 is one correctly
+ * rounded operation on exact doubles (Clinger, "How to read floating point
+ * numbers accurately", PLDI 1990), so it equals strtod's; strtod reads the
+ * rest. */
+static int read_gbps(const char *t, size_t pos, size_t end, size_t *next, uint32_t *code,
+		     double *v)
+{
+	uint64_t m = 0;
+	int nd = 0, e = 0, lost = 0, neg = t[pos] == '-';
+	size_t p = pos + neg;
+
+	for (; p < end && is_digit(t[p]); p++) {
+		if (nd < 19) {
+			m = m * 10 + (uint64_t)(t[p] - '0');
+			nd += m != 0;
+		} else {
+			e++;
+			lost |= t[p] != '0';
+		}
+	}
+	if (p < end && t[p] == '.')
+		for (p++; p < end && is_digit(t[p]); p++) {
+			if (nd < 19) {
+				m = m * 10 + (uint64_t)(t[p] - '0');
+				nd += m != 0;
+				e--;
+			} else {
+				lost |= t[p] != '0';
+			}
+		}
+	if (p < end && (t[p] == 'e' || t[p] == 'E')) {
+		int sign = 1, x = 0;
+
+		if (++p < end && (t[p] == '+' || t[p] == '-'))
+			sign = t[p++] == '-' ? -1 : 1;
+		for (; p < end && is_digit(t[p]); p++)
+			if (x < 100000)
+				x = x * 10 + (t[p] - '0');
+		e += sign * x;
+	}
+	*next = p;
+	if (neg || m == 0)
+		return 0;
+	*code = lost ? BW_NONE : bw_code_decimal(m, e);
+	if (*code != BW_NONE) {
+		uint32_t k = *code >> BW_M_BITS, cm = *code & ((1u << BW_M_BITS) - 1);
+
+		/* cm / 10^k <= max <=> cm <= max x 10^k, in integers */
+		return k >= 5 || cm <= (uint32_t)PIPETTE_BW_MAX_GBPS * (uint32_t)pow10_exact[k];
+	}
+	if (!lost && m < (1ULL << 53) && e >= -22 && e <= 22)
+		*v = e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e];
+	else
+		*v = strtod(t + pos, NULL);	/* the text goes on past the number */
+	return isfinite(*v) && *v > 0 && *v <= PIPETTE_BW_MAX_GBPS;
+}
+
+static void row_bad(struct bw_row *row, size_t j, size_t s, size_t e)
+{
+	if (row->bad != (size_t)-1)
+		return;
+	row->bad = j;
+	row->bad_start = s;
+	row->bad_end = e;
+}
+
+size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want,
+		   uint32_t *code, double *val, struct bw_row *row)
+{
+	size_t j;
+
+	row->len = 0;
+	row->bad = (size_t)-1;
+	pos = skip_ws(t, pos, end);
+	if (pos >= end)
+		return end;
+	row->type = t[pos] == '-' || is_digit(t[pos]) ? '0' : t[pos];
+	if (t[pos] != '[')
+		return skip_value(t, pos, end);
+	pos = skip_ws(t, pos + 1, end);
+	if (pos < end && t[pos] == ']')
+		return pos + 1;
+	for (j = 0; pos < end; j++) {
+		size_t cs = skip_ws(t, pos, end), ce;
+		uint32_t c = BW_NONE;
+		double v = NAN;
+		int ok = 1;
+
+		if (cs < end && t[cs] == 'n') {
+			ce = cs + 4;
+		} else if (cs < end && (t[cs] == '-' || is_digit(t[cs]))) {
+			ok = read_gbps(t, cs, end, &ce, &c, &v) && (long)j != diag;
+			if (ok && c == BW_NONE)
+				c = BW_EXACT;	/* the value is in val[j] */
+		} else {
+			ce = skip_value(t, cs, end);
+			ok = 0;
+		}
+		if (!ok)
+			row_bad(row, j, cs, ce);
+		else if (j < want) {
+			code[j] = c;
+			val[j] = v;
+		}
+		row->len++;
+		pos = skip_ws(t, ce, end);
+		if (pos < end && t[pos] == ',')
+			pos++;
+		else
+			return pos < end ? pos + 1 : end;
+	}
+	return end;
+}
+
+int bw_scan_next(const char *t, const struct bw_span *sp, size_t *pos, size_t *vs,
+		 size_t *ve)
+{
+	size_t p = *pos;
+
+	if (p == sp->start)
+		p++;	/* the '[' */
+	p = skip_ws(t, p, sp->end);
+	if (p < sp->end && t[p] == ',')
+		p = skip_ws(t, p + 1, sp->end);
+	if (p >= sp->end || t[p] == ']') {
+		*pos = sp->end;
+		return 0;
+	}
+	*vs = p;
+	*ve = *pos = skip_value(t, p, sp->end);
+	return 1;
+}
+
+json_object *bw_scan_value(const char *t, size_t s, size_t e, int shallow, int *oom)
+{
+	struct json_tokener *tok;
+	json_object *v;
+
+	*oom = 0;
+	if (t[s] == 'n')
+		return NULL;
+	if (shallow && (t[s] == '[' || t[s] == '{')) {
+		v = t[s] == '[' ? json_object_new_array() : json_object_new_object();
+		*oom = !v;
+		return v;
+	}
+	if (e - s > INT_MAX || !(tok = json_tokener_new_ex(SCAN_DEPTH))) {
+		*oom = 1;
+		return NULL;
+	}
+	v = json_tokener_parse_ex(tok, t + s, (int)(e - s));
+	if (!v && json_tokener_get_error(tok) == json_tokener_continue)
+		v = json_tokener_parse_ex(tok, "", 1);	/* a number needs its end */
+	json_tokener_free(tok);
+	*oom = !v;
+	return v;
+}
