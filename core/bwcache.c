@@ -242,6 +242,20 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw)
 	free(bw);
 }
 
+/* The capacity to allocate for n rows of a growing node x node or group x
+ * group matrix: half again what it had, so that adding nodes one by one
+ * copies O(n^2) cells in all, never beyond the limit. */
+static int grown_cap(int cap, int n)
+{
+	cap += cap / 2;
+	if (cap < n)
+		cap = n;
+	if (cap < 8)
+		cap = 8;
+	return cap > PIPETTE_BW_MAX_NODES ? (n > PIPETTE_BW_MAX_NODES ? n : PIPETTE_BW_MAX_NODES)
+					  : cap;
+}
+
 /* Make room for `want` nodes. */
 int bw_reserve(struct pipette_bwcache *bw, int want, struct pipette_err *err)
 {
@@ -297,20 +311,6 @@ static const char *bad_group_name(const char *name)
 	const char *why = bad_name(name);
 
 	return why ? why : strchr(name, '=') ? "contains '='" : NULL;
-}
-
-/* The capacity to allocate for n rows of a growing node x node or group x
- * group matrix: half again what it had, so that adding nodes one by one
- * copies O(n^2) cells in all, never beyond the limit. */
-static int grown_cap(int cap, int n)
-{
-	cap += cap / 2;
-	if (cap < n)
-		cap = n;
-	if (cap < 8)
-		cap = 8;
-	return cap > PIPETTE_BW_MAX_NODES ? (n > PIPETTE_BW_MAX_NODES ? n : PIPETTE_BW_MAX_NODES)
-					  : cap;
 }
 
 static uint64_t name_hash(const char *name)
