@@ -187,14 +187,12 @@ int bw_group_index(const struct pipette_bwcache *bw, const char *name);
 
 /* ---- the scanner of cache files (bwscan.c) ----
  *
- * A document in strict JSON (RFC 8259; nesting at most 64 deep, as
- * json-c's tokener here) is parsed by json-c except for the values that
- * can be large: $.inter.matrix, $.inter.between, $.inter.links and
- * $.nodes.NAME.intra.matrix and .links.  json-c sees the string "#K" in
- * their place, and span K holds the value's bytes, read here without a
- * tree.  Anything else (json-c's extensions: comments, NaN, trailing
- * commas, ...; a key there written with an escape; malformed text) is
- * for json-c alone, which then reads the whole document as before. */
+ * A document (JSON with comments and NaN/Infinity allowed, nesting at most
+ * 64 deep as json-c's tokener here, no key twice in an object) is parsed
+ * by json-c except for the values that can be large: $.inter.matrix,
+ * $.inter.between, $.inter.links and $.nodes.NAME.intra.matrix and .links.
+ * json-c sees the string "#K" in their place, and span K holds the value's
+ * bytes, read here without a tree. */
 struct bw_span {
 	size_t start, end;	/* the value's bytes */
 	size_t count;		/* elements, when it is an array */
@@ -209,8 +207,9 @@ struct bw_doc {
 	size_t len;
 };
 
-/* 1: parsed, spans set aside; 0: not for the scanner (the caller parses
- * the text with json-c); -1: out of memory (err set). */
+/* 0: parsed, spans set aside; -1: malformed (err: "SOURCE: line L,
+ * column C: malformed JSON: WHY, in PATH", or "SOURCE: PATH: duplicate
+ * key ...") or out of memory. */
 int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc *doc,
 		struct pipette_err *err);
 void bw_doc_free(struct bw_doc *doc);

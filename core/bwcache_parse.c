@@ -3,10 +3,9 @@
  *
  * The document goes through the scanner (bwscan.c): json-c parses all but
  * the matrices and link lists, which are read from the text, row by row,
- * into the cache's compact arrays.  A document the scanner does not take
- * (not strict JSON) is parsed by json-c whole, and its matrices are read
- * from json-c's tree: both ways check the same things in the same order
- * and say the same in every error. */
+ * into the cache's compact arrays; a cell the fast path refuses is handed
+ * to json-c alone, so that every error names its value as json-c reads
+ * it. */
 #include "bwcache.h"
 
 #include <json-c/json.h>
@@ -25,7 +24,7 @@ struct pctx {
 	const char *src;
 	struct pipette_bwcache *bw;
 	struct pipette_err *err;
-	const struct bw_doc *doc;	/* the scanner's, or NULL: json-c's tree only */
+	const struct bw_doc *doc;	/* the scanner's spans */
 	int version;			/* of the schema: 1 or 2 */
 };
 
@@ -290,26 +289,6 @@ static int row_shape(struct pctx *c, const struct mtarget *t, size_t i, const ch
 	return 0;
 }
 
-/* Row i from json-c's tree. */
-static int row_json(struct pctx *c, const struct mtarget *t, json_object *row, size_t i)
-{
-	size_t j;
-
-	if (row_shape(c, t, i, jtype(row), json_object_is_type(row, json_type_array),
-		      json_object_is_type(row, json_type_array) ?
-		      json_object_array_length(row) : 0) < 0)
-		return -1;
-	for (j = 0; j < t->rows; j++) {
-		double g;
-
-		if (cell_check(c, t, json_object_array_get_idx(row, j), i, j, &g) < 0)
-			return -1;
-		if (!isnan(g) && put(c, t, i, j, g, BW_NONE) < 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Row i, a row the scanner flagged, cell by cell with json-c's values:
  * json-c has the last word on what a cell holds. */
 static int row_careful(struct pctx *c, const struct mtarget *t, size_t rs, size_t re,
@@ -357,19 +336,12 @@ static int row_text(struct pctx *c, const struct mtarget *t, size_t rs, size_t r
 	return 0;
 }
 
-/* The rows of a matrix value (json-c's array, or the scanner's span). */
-static int matrix_rows(struct pctx *c, struct mtarget *t, json_object *m,
-		       const struct bw_span *sp)
+/* The rows of a matrix span. */
+static int matrix_rows(struct pctx *c, struct mtarget *t, const struct bw_span *sp)
 {
 	size_t i, pos, vs, ve;
 	int rv = 0;
 
-	if (!sp) {
-		for (i = 0; i < t->rows; i++)
-			if (row_json(c, t, json_object_array_get_idx(m, i), i) < 0)
-				return -1;
-		return 0;
-	}
 	t->code = malloc((t->rows + 1) * sizeof(uint32_t));
 	t->val = malloc((t->rows + 1) * sizeof(double));
 	if (!t->code || !t->val)
@@ -388,12 +360,10 @@ static int parse_matrix(struct pctx *c, struct mtarget *t, json_object *m, long 
 			long max, const char *expect_what)
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, m);
-	int is_array = sp ? sp->type == '[' : json_object_is_type(m, json_type_array);
 
-	if (!is_array)
-		return perr(c, t->path, "expected an array of rows, got %s",
-			    sp ? stype(sp->type) : jtype(m));
-	t->rows = sp ? sp->count : json_object_array_length(m);
+	if (sp->type != '[')
+		return perr(c, t->path, "expected an array of rows, got %s", stype(sp->type));
+	t->rows = sp->count;
 	if (expect < 0 && t->rows > (size_t)max)
 		return perr(c, t->path, "%zu rows exceed the limit of %ld GPUs per node",
 			    t->rows, max);
@@ -403,12 +373,13 @@ static int parse_matrix(struct pctx *c, struct mtarget *t, json_object *m, long 
 	return 0;
 }
 
-/* A value json-c holds for a key the scanner reads: JSON null (absent). */
+/* A value json-c holds for a key the scanner reads: absent, or JSON
+ * null. */
 static int is_null(struct pctx *c, json_object *v)
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, v);
 
-	return sp ? sp->type == 'n' : !v;
+	return !sp || sp->type == 'n';
 }
 
 /* ------------------------------------------------------------------ */
@@ -487,21 +458,10 @@ static int parse_links(struct pctx *c, json_object *links, const char *path,
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, links);
 	char lp[480];
-	size_t i, len, pos, vs, ve;
+	size_t i, pos, vs, ve;
 
-	if (sp ? sp->type != '[' : !json_object_is_type(links, json_type_array))
-		return perr(c, path, "expected an array of links, got %s",
-			    sp ? stype(sp->type) : jtype(links));
-	if (!sp) {
-		len = json_object_array_length(links);
-		for (i = 0; i < len; i++) {
-			snprintf(lp, sizeof(lp), "%s[%zu]", path, i);
-			if (link_one(c, json_object_array_get_idx(links, i), lp, node, n,
-				     sect) < 0)
-				return -1;
-		}
-		return 0;
-	}
+	if (sp->type != '[')
+		return perr(c, path, "expected an array of links, got %s", stype(sp->type));
 	/* one link at a time: json-c's tree of a link is small */
 	pos = sp->start;
 	for (i = 0; bw_scan_next(c->doc->text, sp, &pos, &vs, &ve); i++) {
@@ -619,7 +579,7 @@ static int parse_groups(struct pctx *c, json_object *sec, int n, float lat, int 
 		return 0;
 	return parse_matrix(c, &t, between, c->bw->inter.n_groups, 0,
 			    "group in $.inter.groups") < 0 ||
-	       matrix_rows(c, &t, between, bw_doc_span(c->doc, between)) < 0 ? -1 : 0;
+	       matrix_rows(c, &t, bw_doc_span(c->doc, between)) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -642,7 +602,7 @@ static int section_matrix(struct pctx *c, json_object *matrix, const char *sub, 
 		   bw_inter_make_dense(c->bw, c->err) < 0) {
 		return -1;
 	}
-	return matrix_rows(c, &t, matrix, bw_doc_span(c->doc, matrix));
+	return matrix_rows(c, &t, bw_doc_span(c->doc, matrix));
 }
 
 /* "inter" (node < 0, matrix indexed through ord[n]) or a node's "intra". */
@@ -907,29 +867,11 @@ fail:
 	return rv;
 }
 
-/* The document as json-c's tree, with the scanner's spans when it took
- * the text (doc->root set) or json-c's whole tree (*root). */
-static int parse_text(const char *text, size_t len, const char *source, struct bw_doc *doc,
-		      json_object **root, struct pipette_err *err)
-{
-	int r = bw_scan_doc(text, len, source, doc, err);
-
-	if (r < 0)
-		return -1;
-	if (r > 0) {
-		*root = doc->root;
-		return 0;
-	}
-	*root = pipette_json_parse(text, len, source, 64, err);
-	return *root ? 0 : -1;
-}
-
 int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 			  struct pipette_bwcache **out, struct pipette_err *err)
 {
 	struct pctx c;
 	struct bw_doc doc;
-	json_object *root;
 	size_t i;
 	int rv;
 
@@ -942,18 +884,15 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 	if (i == len)
 		return pipette_fail(err, "%s: empty file, expected a JSON object "
 				    "with \"schema\": \"%s\"", source, PIPETTE_BW_SCHEMA);
-	if (parse_text(text, len, source, &doc, &root, err) < 0)
+	if (bw_scan_doc(text, len, source, &doc, err) < 0)
 		return -1;
 	memset(&c, 0, sizeof(c));
 	c.src = source;
 	c.err = err;
-	c.doc = doc.root ? &doc : NULL;
+	c.doc = &doc;
 	c.bw = pipette_bwcache_create();
-	rv = c.bw ? parse_doc(&c, root) : oom(&c);
-	if (c.doc)
-		bw_doc_free(&doc);
-	else
-		json_object_put(root);
+	rv = c.bw ? parse_doc(&c, doc.root) : oom(&c);
+	bw_doc_free(&doc);
 	if (rv < 0) {
 		pipette_bwcache_destroy(c.bw);
 		return -1;

@@ -1,14 +1,20 @@
 /* pipette: the scanner of bandwidth cache files (bwcache_int.h).
  *
- * json-c builds a tree of the whole document, about 130 bytes per number
- * (a json_object, its array slot, the allocator's overhead): 2 GiB for the
- * 16.7 million figures of a 4096-node matrix.  So the large values of a
- * cache (its matrices and lists of links) are set aside: one pass checks
- * that the text is strict JSON and notes where they lie, json-c parses the
- * rest with a placeholder in their stead, and the cache's reader takes
- * them from the text, figures straight into its compact arrays.  Text the
- * pass does not accept goes to json-c whole, as before, so no input is
- * read differently: the pass accepts a subset of what json-c accepts. */
+ * json-c builds a tree of the whole document, over 100 bytes per number (a
+ * json_object, its array slot, the allocator's overhead; measured: a
+ * 4096-node plan peaked at 2073 MiB when the cache went through json-c
+ * whole).  So the large values of a cache (its matrices and lists of
+ * links) are set aside: one pass checks the syntax of the whole text and
+ * notes where they lie, json-c parses the rest with a placeholder in their
+ * stead, and the cache's reader takes them from the text, figures straight
+ * into its compact arrays.
+ *
+ * The pass takes JSON (RFC 8259) and the two extensions of json-c's that a
+ * hand-edited cache may hold: comments, and the literals NaN, Infinity and
+ * -Infinity (which the reader then refuses by name, as figures).  What it
+ * refuses gets "line L, column C: malformed JSON: WHY, in PATH"; a key
+ * given twice in one object is an error too (json-c would keep the last
+ * one and say nothing). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,8 +25,9 @@
 #include "bwcache_int.h"
 
 /* json-c's tokener here nests at most 64 containers (json_tokener_new_ex
- * with depth 64, as pipette_bwcache_parse asks; measured with json-c 0.16:
- * an object holding 63 nested arrays parses, 64 fail "nesting too deep"). */
+ * with depth 64, as pipette_bwcache_parse has always asked; measured with
+ * json-c 0.16: an object holding 63 nested arrays parses, 64 fail "nesting
+ * too deep"); the pass allows the same. */
 #define SCAN_DEPTH 64
 
 /* Where a value lies in the document: its role decides whether it is set
@@ -29,9 +36,17 @@ enum role { R_OTHER, R_ROOT, R_INTER, R_NODES, R_NODE, R_INTRA, R_SPAN };
 
 struct frame {
 	char kind;		/* '{' or '[' */
-	unsigned char role;
+	unsigned char role;	/* of the object, deciding its members' */
 	long span;		/* the span this container is, or -1 */
-	size_t count;		/* elements so far */
+	size_t count;		/* members begun */
+	size_t key_s, key_e;	/* the current member's key, quotes included */
+	size_t key0;		/* the object's first entry in scan.keys */
+};
+
+/* A key of an open object: where it starts (a file is at most
+ * PIPETTE_BW_MAX_FILE_BYTES, below 2^32) and a hash of its bytes. */
+struct key_ref {
+	uint32_t hash, pos;
 };
 
 struct scan {
@@ -40,6 +55,10 @@ struct scan {
 	struct frame st[SCAN_DEPTH];
 	int depth;
 	struct bw_doc *doc;
+	const char *why;	/* the error at pos */
+	int dup;		/* it is a duplicate key (of the object on top) */
+	struct key_ref *keys;
+	size_t n_keys, cap_keys;
 };
 
 static int is_ws(char c)
@@ -52,15 +71,35 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/* White space and comments; a comment that does not end is left for the
+ * caller to refuse. */
 static size_t skip_ws(const char *t, size_t pos, size_t len)
 {
-	while (pos < len && is_ws(t[pos]))
-		pos++;
-	return pos;
+	for (;;) {
+		while (pos < len && is_ws(t[pos]))
+			pos++;
+		if (pos + 1 >= len || t[pos] != '/')
+			return pos;
+		if (t[pos + 1] == '/') {
+			const char *nl = memchr(t + pos, '\n', len - pos);
+
+			pos = nl ? (size_t)(nl - t) + 1 : len;
+		} else if (t[pos + 1] == '*') {
+			size_t p;
+
+			for (p = pos + 2; p + 1 < len && !(t[p] == '*' && t[p + 1] == '/'); p++)
+				;
+			if (p + 1 >= len)
+				return pos;
+			pos = p + 2;
+		} else {
+			return pos;
+		}
+	}
 }
 
 /* A string at pos ('"'): the position after it, or 0 when it is not
- * strict JSON.  *esc: it has an escape. */
+ * JSON.  *esc: it has an escape. */
 static size_t scan_string(const char *t, size_t pos, size_t len, int *esc)
 {
 	*esc = 0;
@@ -79,8 +118,8 @@ static size_t scan_string(const char *t, size_t pos, size_t len, int *esc)
 			return 0;
 		if (t[pos] == 'u') {
 			for (k = 1; k <= 4; k++)
-				if (pos + k >= len || !strchr("0123456789abcdefABCDEF", t[pos + k]) ||
-				    !t[pos + k])
+				if (pos + k >= len || !t[pos + k] ||
+				    !strchr("0123456789abcdefABCDEF", t[pos + k]))
 					return 0;
 			pos += 4;
 		} else if (!t[pos] || !strchr("\"\\/bfnrt", t[pos])) {
@@ -122,18 +161,29 @@ static size_t scan_number(const char *t, size_t pos, size_t len)
 	return pos;
 }
 
+/* JSON's literals and json-c's NaN, Infinity, -Infinity. */
 static size_t scan_literal(const char *t, size_t pos, size_t len)
 {
-	static const char *const lit[] = { "true", "false", "null" };
+	static const char *const lit[] = { "true", "false", "null", "NaN", "Infinity",
+					   "-Infinity" };
 	size_t i, n;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < sizeof(lit) / sizeof(lit[0]); i++) {
 		n = strlen(lit[i]);
 		if (len - pos >= n && !memcmp(t + pos, lit[i], n))
 			return pos + n;
 	}
 	return 0;
 }
+
+static int fail(struct scan *s, const char *why)
+{
+	s->why = why;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* keys                                                                */
 
 static int key_is(const char *t, size_t ks, size_t ke, const char *word)
 {
@@ -142,13 +192,9 @@ static int key_is(const char *t, size_t ks, size_t ke, const char *word)
 	return ke - ks == n + 2 && !memcmp(t + ks + 1, word, n);
 }
 
-/* The role of the value of key [ks, ke) in a container of role `parent`;
- * -1 when the key is written with an escape where the roles are decided
- * (json-c would see another key than its bytes). */
-static int child_role(int parent, const char *t, size_t ks, size_t ke, int esc)
+/* The role of the value of key [ks, ke) in an object of role `parent`. */
+static int child_role(int parent, const char *t, size_t ks, size_t ke)
 {
-	if (parent != R_OTHER && esc)
-		return -1;
 	switch (parent) {
 	case R_ROOT:
 		return key_is(t, ks, ke, "inter") ? R_INTER :
@@ -166,6 +212,78 @@ static int child_role(int parent, const char *t, size_t ks, size_t ke, int esc)
 	}
 	return R_OTHER;
 }
+
+/* FNV-1a (Fowler, Noll, Vo) over the key's bytes. */
+static uint32_t key_hash(const char *t, size_t ks, size_t ke)
+{
+	uint32_t h = 2166136261u;
+
+	for (; ks < ke; ks++)
+		h = (h ^ (unsigned char)t[ks]) * 16777619u;
+	return h;
+}
+
+static int push_key(struct scan *s, size_t ks, size_t ke)
+{
+	if (s->n_keys == s->cap_keys) {
+		size_t cap = s->cap_keys ? 2 * s->cap_keys : 64;
+		struct key_ref *k = realloc(s->keys, cap * sizeof(*k));
+
+		if (!k)
+			return -1;
+		s->keys = k;
+		s->cap_keys = cap;
+	}
+	s->keys[s->n_keys].hash = key_hash(s->t, ks, ke);
+	s->keys[s->n_keys].pos = (uint32_t)ks;
+	s->n_keys++;
+	return 0;
+}
+
+/* Keys at a and b are the same bytes (as written: escapes are compared
+ * as they are spelled). */
+static int same_key(const struct scan *s, const struct key_ref *a, const struct key_ref *b)
+{
+	int esc;
+	size_t ea = scan_string(s->t, a->pos, s->len, &esc);
+	size_t eb = scan_string(s->t, b->pos, s->len, &esc);
+
+	return a->hash == b->hash && ea - a->pos == eb - b->pos &&
+	       !memcmp(s->t + a->pos, s->t + b->pos, ea - a->pos);
+}
+
+static int cmp_key_ref(const void *pa, const void *pb)
+{
+	const struct key_ref *a = pa, *b = pb;
+
+	if (a->hash != b->hash)
+		return a->hash < b->hash ? -1 : 1;
+	return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* The first key (in the text) of the object on top that repeats an
+ * earlier one: its position, or 0 when there is none.  Pairwise for a
+ * few keys, else sorted by hash, so that 4096 node names cost
+ * O(n log n). */
+static size_t find_dup(struct scan *s)
+{
+	struct key_ref *k = s->keys + s->st[s->depth - 1].key0;
+	size_t n = s->n_keys - s->st[s->depth - 1].key0, i, j, first = 0;
+
+	if (n > 16)
+		qsort(k, n, sizeof(*k), cmp_key_ref);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n && (n <= 16 || k[j].hash == k[i].hash); j++) {
+			size_t later = k[i].pos > k[j].pos ? k[i].pos : k[j].pos;
+
+			if (same_key(s, &k[i], &k[j]) && (!first || later < first))
+				first = later;
+		}
+	return first;
+}
+
+/* ------------------------------------------------------------------ */
+/* the pass                                                            */
 
 /* A new span at pos; its index, or -1 when out of memory. */
 static long span_open(struct scan *s, size_t pos)
@@ -185,31 +303,34 @@ static long span_open(struct scan *s, size_t pos)
 	d->span[d->n_span].start = pos;
 	d->span[d->n_span].end = pos;
 	d->span[d->n_span].count = 0;
-	d->span[d->n_span].type = c == '-' || is_digit(c) ? '0' : c;
+	d->span[d->n_span].type =
+		(c == '-' && pos + 1 < s->len && s->t[pos + 1] != 'I') || is_digit(c) ? '0' : c;
 	return (long)d->n_span++;
 }
 
-/* One scalar value at s->pos; 1 done, 0 not strict JSON. */
+/* One scalar value at s->pos; 1 done, 0 not JSON. */
 static int scan_scalar(struct scan *s)
 {
 	const char *t = s->t;
 	size_t p = s->pos;
 	int esc;
 
-	if (t[p] == '"')
-		p = scan_string(t, p, s->len, &esc);
-	else if (t[p] == '-' || is_digit(t[p]))
-		p = scan_number(t, p, s->len);
-	else
-		p = scan_literal(t, p, s->len);
-	if (!p)
-		return 0;
+	if (t[p] == '"') {
+		if (!(p = scan_string(t, p, s->len, &esc)))
+			return fail(s, "a string that does not end, or holds a control "
+				    "character or a bad escape");
+	} else if ((t[p] == '-' && p + 1 < s->len && t[p + 1] != 'I') || is_digit(t[p])) {
+		if (!(p = scan_number(t, p, s->len)))
+			return fail(s, "a malformed number");
+	} else if (!(p = scan_literal(t, p, s->len))) {
+		return fail(s, "expected a value");
+	}
 	s->pos = p;
 	return 1;
 }
 
 /* A value of role `role` at s->pos: a container is opened (pushed: 2), a
- * scalar read (1); 0: not strict JSON; -1: out of memory. */
+ * scalar read (1); 0: not JSON; -1: out of memory. */
 static int scan_value(struct scan *s, int role)
 {
 	long span = -1;
@@ -217,7 +338,7 @@ static int scan_value(struct scan *s, int role)
 
 	s->pos = skip_ws(s->t, s->pos, s->len);
 	if (s->pos >= s->len)
-		return 0;
+		return fail(s, "expected a value");
 	c = s->t[s->pos];
 	if (role == R_SPAN && (span = span_open(s, s->pos)) < 0)
 		return -1;
@@ -225,12 +346,14 @@ static int scan_value(struct scan *s, int role)
 		struct frame *f;
 
 		if (s->depth == SCAN_DEPTH)
-			return 0;
+			return fail(s, "nesting too deep (at most 64 arrays and objects)");
 		f = &s->st[s->depth++];
 		f->kind = c;
 		f->role = (unsigned char)(c == '{' && role != R_SPAN ? role : R_OTHER);
 		f->span = span;
 		f->count = 0;
+		f->key_s = f->key_e = 0;
+		f->key0 = s->n_keys;
 		s->pos++;
 		return 2;
 	}
@@ -241,38 +364,8 @@ static int scan_value(struct scan *s, int role)
 	return 1;
 }
 
-/* After a value: a comma, or the end of containers.  Sets *want: 'k' a
- * key next, 'v' a value next, 0 the document is complete.  1 or 0. */
-static int scan_after(struct scan *s, char *want)
-{
-	for (;;) {
-		struct frame *f;
-
-		if (!s->depth) {
-			*want = 0;
-			return 1;
-		}
-		f = &s->st[s->depth - 1];
-		s->pos = skip_ws(s->t, s->pos, s->len);
-		if (s->pos >= s->len)
-			return 0;
-		if (s->t[s->pos] == ',') {
-			s->pos++;
-			*want = f->kind == '{' ? 'k' : 'v';
-			return 1;
-		}
-		if (s->t[s->pos] != (f->kind == '{' ? '}' : ']'))
-			return 0;
-		s->pos++;
-		if (f->span >= 0) {
-			s->doc->span[f->span].end = s->pos;
-			s->doc->span[f->span].count = f->count;
-		}
-		s->depth--;
-	}
-}
-
-/* A key and its colon in the object on top; the role of its value. */
+/* A key and its colon in the object on top; *role: its value's.  1, 0
+ * (not JSON), -1 (out of memory). */
 static int scan_key(struct scan *s, int *role)
 {
 	struct frame *f = &s->st[s->depth - 1];
@@ -281,54 +374,169 @@ static int scan_key(struct scan *s, int *role)
 
 	s->pos = skip_ws(s->t, s->pos, s->len);
 	if (s->pos >= s->len || s->t[s->pos] != '"')
-		return 0;
+		return fail(s, "expected a key (a string)");
 	ks = s->pos;
 	if (!(ke = scan_string(s->t, s->pos, s->len, &esc)))
-		return 0;
+		return fail(s, "a key that does not end, or holds a control character or "
+			    "a bad escape");
+	if (esc && f->role != R_OTHER)
+		return fail(s, "a key written with an escape sequence (pipette reads "
+			    "these keys as written: write it plainly)");
+	f->key_s = ks;
+	f->key_e = ke;
+	f->count++;
+	if (push_key(s, ks, ke) < 0)
+		return -1;
 	s->pos = skip_ws(s->t, ke, s->len);
 	if (s->pos >= s->len || s->t[s->pos] != ':')
-		return 0;
+		return fail(s, "expected ':' after the key");
 	s->pos++;
-	*role = child_role(f->role, s->t, ks, ke, esc);
-	return *role >= 0;
+	*role = child_role(f->role, s->t, ks, ke);
+	return 1;
 }
 
-/* The whole text: 1 strict JSON (spans noted), 0 not, -1 out of memory. */
+/* The container on top ends at s->pos (its closing bracket); 0 when an
+ * object repeats a key. */
+static int scan_close(struct scan *s)
+{
+	struct frame *f = &s->st[s->depth - 1];
+	size_t dup;
+
+	if (f->kind == '{' && (dup = find_dup(s))) {
+		s->pos = dup;
+		s->dup = 1;
+		return fail(s, "duplicate key");
+	}
+	s->pos++;
+	if (f->span >= 0) {
+		s->doc->span[f->span].end = s->pos;
+		s->doc->span[f->span].count = f->count;
+	}
+	s->n_keys = f->key0;
+	s->depth--;
+	return 1;
+}
+
+/* The next member of the container on top, after a value or its opening:
+ * 1 with *role its role (a key read), 2 when containers closed down to
+ * the top level, 0, -1. */
+static int scan_next(struct scan *s, int *role, int opened)
+{
+	for (;;) {
+		struct frame *f = &s->st[s->depth - 1];
+		char close = f->kind == '{' ? '}' : ']';
+
+		s->pos = skip_ws(s->t, s->pos, s->len);
+		if (s->pos >= s->len)
+			return fail(s, f->kind == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+		if (s->t[s->pos] == close) {
+			if (!scan_close(s))
+				return 0;
+			if (!s->depth)
+				return 2;
+			opened = 0;
+			continue;
+		}
+		if (!opened) {
+			if (s->t[s->pos] != ',')
+				return fail(s, f->kind == '{' ? "expected ',' or '}'"
+							      : "expected ',' or ']'");
+			s->pos++;
+		}
+		if (f->kind == '{')
+			return scan_key(s, role);
+		f->count++;
+		*role = R_OTHER;
+		return 1;
+	}
+}
+
+/* The whole text: 1 (spans noted), 0 (s->why at s->pos), -1 out of
+ * memory. */
 static int scan_text(struct scan *s)
 {
 	int role = R_ROOT, r;
-	char want = 'v';
 
 	s->pos = skip_ws(s->t, 0, s->len);
 	if (s->pos >= s->len || s->t[s->pos] != '{')
-		return 0;
+		return fail(s, "the top level must be an object");
 	for (;;) {
-		if (want == 'k' && !scan_key(s, &role))
-			return 0;
 		if ((r = scan_value(s, role)) <= 0)
 			return r;
-		role = R_OTHER;
-		if (r == 2) {
-			/* just opened: empty, or its first member */
-			struct frame *f = &s->st[s->depth - 1];
-			size_t p = skip_ws(s->t, s->pos, s->len);
-
-			if (p < s->len && s->t[p] == (f->kind == '{' ? '}' : ']')) {
-				s->pos = p;
-			} else {
-				want = f->kind == '{' ? 'k' : 'v';
-				f->count += f->kind == '[';
-				continue;
-			}
-		}
-		if (!scan_after(s, &want))
-			return 0;
-		if (!want)
+		r = scan_next(s, &role, r == 2);
+		if (r <= 0)
+			return r;
+		if (r == 2)
 			break;
-		if (want == 'v')
-			s->st[s->depth - 1].count++;
 	}
-	return skip_ws(s->t, s->pos, s->len) == s->len;
+	s->pos = skip_ws(s->t, s->pos, s->len);
+	if (s->pos < s->len)
+		return fail(s, s->t[s->pos] == '/' ? "a comment that does not end"
+						   : "text after the top-level object");
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* what went wrong, and where                                          */
+
+/* "$.inter.matrix[3]": the members that lead to the error (the top
+ * object's own member too unless it is the duplicate key's object). */
+static void where(const struct scan *s, int with_top, char *buf, size_t size)
+{
+	size_t len = 0;
+	int i;
+
+	len += (size_t)snprintf(buf, size, "$");
+	for (i = 0; i < s->depth && len < size; i++) {
+		const struct frame *f = &s->st[i];
+
+		if (!f->count || (i == s->depth - 1 && !with_top))
+			continue;
+		if (f->kind == '[')
+			len += (size_t)snprintf(buf + len, size - len, "[%zu]", f->count - 1);
+		else
+			len += (size_t)snprintf(buf + len, size - len, ".%.*s",
+						(int)(f->key_e - f->key_s - 2 > 64 ? 64 :
+						      f->key_e - f->key_s - 2),
+						s->t + f->key_s + 1);
+	}
+}
+
+static void line_col(const char *t, size_t len, size_t pos, int *line, int *col)
+{
+	size_t i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < pos && i < len; i++) {
+		if (t[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+static int scan_error(const struct scan *s, const char *source, struct pipette_err *err)
+{
+	char path[512];
+	int line, col, esc;
+
+	line_col(s->t, s->len, s->pos, &line, &col);
+	where(s, !s->dup, path, sizeof(path));
+	if (s->dup) {
+		size_t e = scan_string(s->t, s->pos, s->len, &esc);
+
+		return pipette_fail(err, "%s: %s: duplicate key %.*s (line %d, column %d)",
+				    source, path, (int)(e - s->pos > 66 ? 66 : e - s->pos),
+				    s->t + s->pos, line, col);
+	}
+	if (s->pos >= s->len)
+		return pipette_fail(err, "%s: line %d, column %d: malformed JSON: unexpected "
+				    "end of file (%s), in %s", source, line, col, s->why, path);
+	return pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s, in %s", source,
+			    line, col, s->why, path);
 }
 
 /* ------------------------------------------------------------------ */
@@ -346,7 +554,8 @@ static int feed(struct json_tokener *tok, const char *p, size_t n, json_object *
 }
 
 /* json-c's tree of the document with "#K" in place of span K. */
-static json_object *parse_rest(const struct bw_doc *d)
+static json_object *parse_rest(const struct bw_doc *d, const char *source,
+			       struct pipette_err *err)
 {
 	struct json_tokener *tok = json_tokener_new_ex(SCAN_DEPTH);
 	json_object *root = NULL;
@@ -354,9 +563,8 @@ static json_object *parse_rest(const struct bw_doc *d)
 	char ph[32];
 	int bad = !tok;
 
+	errno = 0;
 	for (k = 0; !bad && k < d->n_span; k++) {
-		if (d->span[k].start < pos)
-			continue;	/* inside an earlier span: never happens */
 		snprintf(ph, sizeof(ph), "\"#%zu\"", k);
 		bad = feed(tok, d->text + pos, d->span[k].start - pos, &root) < 0 ||
 		      feed(tok, ph, strlen(ph), &root) < 0;
@@ -364,14 +572,21 @@ static json_object *parse_rest(const struct bw_doc *d)
 	}
 	if (!bad)
 		bad = feed(tok, d->text + pos, d->len - pos, &root) < 0;
-	if (tok && json_tokener_get_error(tok) != json_tokener_success)
+	if (!bad && json_tokener_get_error(tok) != json_tokener_success)
 		bad = 1;
+	if (bad || !root || !json_object_is_type(root, json_type_object)) {
+		/* the pass took the text, so json-c fails for want of memory */
+		if (tok && errno != ENOMEM && json_tokener_get_error(tok) != json_tokener_success)
+			pipette_fail(err, "%s: malformed JSON: %s", source,
+				     json_tokener_error_desc(json_tokener_get_error(tok)));
+		else
+			pipette_fail_code(err, PIPETTE_E_LIMIT, "%s: out of memory while "
+					  "parsing %zu bytes of JSON", source, d->len);
+		json_object_put(root);
+		root = NULL;
+	}
 	if (tok)
 		json_tokener_free(tok);
-	if (bad || !root || !json_object_is_type(root, json_type_object)) {
-		json_object_put(root);
-		return NULL;
-	}
 	return root;
 }
 
@@ -390,14 +605,19 @@ int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc 
 	s->len = len;
 	s->doc = doc;
 	r = scan_text(s);
-	free(s);
-	if (r == 1 && !(doc->root = parse_rest(doc)))
-		r = 0;	/* json-c alone will say why (out of memory, mostly) */
-	if (r < 0)
+	if (r == 0)
+		scan_error(s, source, err);
+	else if (r < 0)
 		pipette_fail(err, "%s: out of memory", source);
-	if (r != 1)
+	free(s->keys);
+	free(s);
+	if (r == 1 && !(doc->root = parse_rest(doc, source, err)))
+		r = -1;
+	if (r != 1) {
 		bw_doc_free(doc);
-	return r;
+		return -1;
+	}
+	return 0;
 }
 
 void bw_doc_free(struct bw_doc *doc)
@@ -562,7 +782,8 @@ size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want
 
 		if (cs < end && t[cs] == 'n') {
 			ce = cs + 4;
-		} else if (cs < end && (t[cs] == '-' || is_digit(t[cs]))) {
+		} else if (cs < end && (is_digit(t[cs]) ||
+					(t[cs] == '-' && cs + 1 < end && is_digit(t[cs + 1])))) {
 			ok = read_gbps(t, cs, end, &ce, &c, &v) && (long)j != diag;
 			if (ok && c == BW_NONE)
 				c = BW_EXACT;	/* the value is in val[j] */
