@@ -936,15 +936,16 @@ struct stale_acc {
 	char where[2 * PIPETTE_BW_MAX_NAME + 32];
 };
 
-/* Count e; 1 when it is the oldest stale figure so far. */
-static int stale_visit(struct stale_acc *acc, const struct bw_entry *e)
+/* Count a figure of provenance prov (-2: none, unmeasured); 1 when it is
+ * the oldest stale figure so far. */
+static int stale_visit(struct stale_acc *acc, int prov)
 {
 	time_t t;
 
-	if (isnan(e->gbps))
+	if (prov == -2)
 		return 0;
 	acc->total++;
-	t = bw_prov_when(acc->bw, e->prov);
+	t = bw_prov_when(acc->bw, prov);
 	if (t == (time_t)-1) {
 		acc->unknown++;
 		return 0;
@@ -958,6 +959,29 @@ static int stale_visit(struct stale_acc *acc, const struct bw_entry *e)
 	return 1;
 }
 
+/* The provenance of the figure a -> b (its own, else its groups'), -2
+ * when there is none: what staleness needs, without decoding figures. */
+static int inter_prov(const struct pipette_bwcache *bw, int a, int b)
+{
+	const struct bw_inter *in = &bw->inter;
+	struct bw_entry e;
+	int ga, gb;
+
+	if (in->dense) {
+		size_t c = (size_t)a * in->mat.cap + b;
+
+		if (in->mat.code[c] != BW_NONE)
+			return in->mat.prov ? in->mat.prov[c] : in->mat.prov0;
+	} else if (bw_pairs_get(&in->pairs, a, b, &e)) {
+		return e.prov;
+	}
+	if (!in->n_groups || (ga = in->group_of[a]) < 0 || (gb = in->group_of[b]) < 0 ||
+	    !bw_mat_has(&in->between, ga, gb))
+		return -2;
+	return in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + gb]
+				: in->between.prov0;
+}
+
 /* The figures of one node: to the other nodes, and between its GPUs. */
 static void stale_node(struct stale_acc *acc, const int *idx, int n, int i)
 {
@@ -969,15 +993,14 @@ static void stale_node(struct stale_acc *acc, const int *idx, int n, int i)
 	for (j = 0; j < n; j++) {
 		if (i == j)
 			continue;
-		bw_inter_get(bw, idx[i], idx[j], &e);
-		if (stale_visit(acc, &e))
+		if (stale_visit(acc, inter_prov(bw, idx[i], idx[j])))
 			snprintf(acc->where, sizeof(acc->where), "%s -> %s", nd->name,
 				 bw->node[idx[j]].name);
 	}
 	for (a = 0; a < nd->intra.n; a++)
 		for (b = 0; b < nd->intra.n; b++) {
 			bw_intra_get(nd, a, b, &e);
-			if (stale_visit(acc, &e))
+			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
 				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
 					 nd->name, a, b);
 		}

@@ -87,6 +87,10 @@ void bw_mat_get(const struct bw_mat *m, int i, int j, struct bw_entry *e);
  * it, or BW_NONE to have it found.  -1 when out of memory. */
 int bw_mat_set(struct bw_mat *m, int i, int j, double gbps, uint32_t code, float lat,
 	       int prov);
+/* Row i, cells j < n: code[j] as the scanner gives it (BW_NONE: leave the
+ * cell; BW_EXACT: the figure is val[j]), each with lat and prov. */
+int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *val,
+		   int n, float lat, int prov);
 size_t bw_mat_bytes(const struct bw_mat *m);
 
 /* Figures of some node pairs, hashed (open addressing, linear probing);
@@ -216,17 +220,20 @@ void bw_doc_free(struct bw_doc *doc);
 /* The span json-c holds as the placeholder v, or NULL. */
 const struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v);
 
-/* One row of a matrix span, scanned: its length, and the first cell that
- * is neither a bandwidth in (0, PIPETTE_BW_MAX_GBPS] nor null, or is not
- * null on the diagonal (cell diag). */
+/* One row of a matrix span, scanned: where it lies, its length, and the
+ * first cell that is neither a bandwidth in (0, PIPETTE_BW_MAX_GBPS] nor
+ * null, or is not null on the diagonal (cell diag). */
 struct bw_row {
+	size_t start, end;	/* the row's bytes */
 	size_t len;
 	char type;		/* the row's first byte; '[' when it is a row */
 	size_t bad;		/* index of that cell, (size_t)-1 when none */
 	size_t bad_start, bad_end;
 };
-/* Cells j < want go to code[j] (BW_NONE for null) and, when they have no
- * short code, their value to val[j]; returns the position after the row. */
+/* The row at pos (white space before it skipped): cells j < want go to
+ * code[j] (BW_NONE for null) and, when they have no short code, their
+ * value to val[j]; returns the position of the next row (past the
+ * comma). */
 size_t bw_scan_row(const char *text, size_t pos, size_t end, long diag, size_t want,
 		   uint32_t *code, double *val, struct bw_row *row);
 /* The next element of an array span after position *pos (start with

@@ -227,13 +227,13 @@ static int intern(struct pctx *c, const struct sprov *sp)
 /* matrices                                                            */
 
 /* Where the cells of a matrix go: a node's GPU pairs, the node pairs
- * (rows and columns are nodes ord[i]), or the group pairs. */
+ * (the nodes of "order" are the cache's first ones, in order), or the
+ * group pairs. */
 enum mkind { M_INTRA, M_INTER, M_BETWEEN };
 
 struct mtarget {
 	enum mkind kind;
-	struct bw_mat *mat;	/* M_INTRA, M_BETWEEN */
-	const int *ord;		/* M_INTER */
+	struct bw_mat *mat;
 	float lat;
 	int prov;
 	const char *path;	/* "$.inter.matrix" */
@@ -245,14 +245,7 @@ struct mtarget {
 static int put(struct pctx *c, const struct mtarget *t, size_t i, size_t j, double g,
 	       uint32_t code)
 {
-	int r;
-
-	if (t->kind == M_INTER)
-		return bw_inter_set(c->bw, t->ord[i], t->ord[j], g, code, t->lat, t->prov,
-				    c->err) < 0 ? pipette_fail_prefix(c->err, "%s: ", c->src)
-						: 0;
-	r = bw_mat_set(t->mat, (int)i, (int)j, g, code, t->lat, t->prov);
-	return r < 0 ? oom(c) : 0;
+	return bw_mat_set(t->mat, (int)i, (int)j, g, code, t->lat, t->prov) < 0 ? oom(c) : 0;
 }
 
 /* One cell (json-c's value v): its figure in *g (NaN for null), or an
@@ -314,41 +307,35 @@ static int row_careful(struct pctx *c, const struct mtarget *t, size_t rs, size_
 	return 0;
 }
 
-/* Row i from the text [rs, re). */
-static int row_text(struct pctx *c, const struct mtarget *t, size_t rs, size_t re, size_t i)
+/* Row i, scanned (info) from the text. */
+static int row_text(struct pctx *c, const struct mtarget *t, const struct bw_row *info,
+		    size_t i)
 {
-	struct bw_row info;
-	size_t j;
-
-	bw_scan_row(c->doc->text, rs, re, t->kind == M_BETWEEN ? -1 : (long)i, t->rows,
-		    t->code, t->val, &info);
-	if (row_shape(c, t, i, stype(info.type), info.type == '[', info.len) < 0)
+	if (row_shape(c, t, i, stype(info->type), info->type == '[', info->len) < 0)
 		return -1;
-	if (info.bad != (size_t)-1)
-		return row_careful(c, t, rs, re, i);
-	for (j = 0; j < t->rows; j++) {
-		uint32_t code = t->code[j];
-
-		if (code != BW_NONE &&
-		    put(c, t, i, j, t->val[j], code == BW_EXACT ? BW_NONE : code) < 0)
-			return -1;
-	}
-	return 0;
+	if (info->bad != (size_t)-1)
+		return row_careful(c, t, info->start, info->end, i);
+	return bw_mat_set_row(t->mat, (int)i, t->code, t->val, (int)t->rows, t->lat,
+			      t->prov) < 0 ? oom(c) : 0;
 }
 
-/* The rows of a matrix span. */
+/* The rows of a matrix span (as many as parse_matrix found), each read
+ * once. */
 static int matrix_rows(struct pctx *c, struct mtarget *t, const struct bw_span *sp)
 {
-	size_t i, pos, vs, ve;
+	size_t i, pos = sp->start + 1;
+	struct bw_row info;
 	int rv = 0;
 
 	t->code = malloc((t->rows + 1) * sizeof(uint32_t));
 	t->val = malloc((t->rows + 1) * sizeof(double));
 	if (!t->code || !t->val)
 		rv = oom(c);
-	pos = sp->start;
-	for (i = 0; !rv && bw_scan_next(c->doc->text, sp, &pos, &vs, &ve); i++)
-		rv = row_text(c, t, vs, ve, i);
+	for (i = 0; !rv && i < t->rows; i++) {
+		pos = bw_scan_row(c->doc->text, pos, sp->end, t->kind == M_BETWEEN ? -1 : (long)i,
+				  t->rows, t->code, t->val, &info);
+		rv = row_text(c, t, &info, i);
+	}
 	free(t->code);
 	free(t->val);
 	return rv;
@@ -557,7 +544,7 @@ static int parse_group(struct pctx *c, json_object *gr, const char *path, int n)
 static int parse_groups(struct pctx *c, json_object *sec, int n, float lat, int prov)
 {
 	json_object *groups = NULL, *between = NULL;
-	struct mtarget t = { M_BETWEEN, &c->bw->inter.between, NULL, lat, prov,
+	struct mtarget t = { M_BETWEEN, &c->bw->inter.between, lat, prov,
 			     "$.inter.between", 0, NULL, NULL };
 	char path[64];
 	size_t i, len;
@@ -586,9 +573,9 @@ static int parse_groups(struct pctx *c, json_object *sec, int n, float lat, int 
 /* sections and the document                                           */
 
 static int section_matrix(struct pctx *c, json_object *matrix, const char *sub, int node,
-			  const int *ord, int *n, float lat, int prov)
+			  int *n, float lat, int prov)
 {
-	struct mtarget t = { node < 0 ? M_INTER : M_INTRA, NULL, ord, lat, prov, sub, 0,
+	struct mtarget t = { node < 0 ? M_INTER : M_INTRA, NULL, lat, prov, sub, 0,
 			     NULL, NULL };
 
 	if (node >= 0) {
@@ -598,16 +585,18 @@ static int section_matrix(struct pctx *c, json_object *matrix, const char *sub, 
 		if (bw_intra_reserve(&c->bw->node[node], *n, c->err) < 0)
 			return -1;
 		t.mat = &c->bw->node[node].intra;
-	} else if (parse_matrix(c, &t, matrix, *n, 0, "name in $.inter.order") < 0 ||
-		   bw_inter_make_dense(c->bw, c->err) < 0) {
-		return -1;
+	} else {
+		if (parse_matrix(c, &t, matrix, *n, 0, "name in $.inter.order") < 0 ||
+		    bw_inter_make_dense(c->bw, c->err) < 0)
+			return -1;
+		t.mat = &c->bw->inter.mat;
 	}
 	return matrix_rows(c, &t, bw_doc_span(c->doc, matrix));
 }
 
-/* "inter" (node < 0, matrix indexed through ord[n]) or a node's "intra". */
+/* "inter" (node < 0, n nodes in "order") or a node's "intra". */
 static int parse_section(struct pctx *c, json_object *sec, const char *path,
-			 int node, const int *ord, int n, time_t generated)
+			 int node, int n, time_t generated)
 {
 	static const char *const inter_keys[] = { "tool", "metric", "bytes",
 		"when", "lat_us", "order", "matrix", "links", NULL };
@@ -634,7 +623,7 @@ static int parse_section(struct pctx *c, json_object *sec, const char *path,
 	snprintf(sub, sizeof(sub), "%s.matrix", path);
 	if (!is_null(c, matrix)) {
 		if ((pid < 0 && (pid = intern(c, &sp)) < 0) ||
-		    section_matrix(c, matrix, sub, node, ord, &n, (float)sp.lat, pid) < 0)
+		    section_matrix(c, matrix, sub, node, &n, (float)sp.lat, pid) < 0)
 			return -1;
 	} else if (node >= 0) {
 		n = 0;	/* links alone: the matrix grows to fit */
@@ -671,8 +660,9 @@ static int parse_defaults(struct pctx *c, json_object *d)
 	return 0;
 }
 
-/* Nodes named in $.inter.order, in order; duplicates are errors. */
-static int parse_order(struct pctx *c, json_object *order, int **ord, int *n)
+/* Nodes named in $.inter.order, in order (they are the cache's first
+ * nodes: nothing was added before); duplicates are errors. */
+static int parse_order(struct pctx *c, json_object *order, int *n)
 {
 	char p[64];
 	size_t i, len;
@@ -684,8 +674,7 @@ static int parse_order(struct pctx *c, json_object *order, int **ord, int *n)
 	if (len > PIPETTE_BW_MAX_NODES)
 		return perr(c, "$.inter.order", "%zu nodes exceed the limit of %d",
 			    len, PIPETTE_BW_MAX_NODES);
-	*ord = malloc((len + 1) * sizeof(int));
-	if (!*ord || bw_reserve(c->bw, (int)len, c->err) < 0)
+	if (bw_reserve(c->bw, (int)len, c->err) < 0)
 		return pipette_fail_prefix(c->err, "%s: ", c->src);
 	for (i = 0; i < len; i++) {
 		json_object *v = json_object_array_get_idx(order, i);
@@ -702,7 +691,6 @@ static int parse_order(struct pctx *c, json_object *order, int **ord, int *n)
 				    "$.inter.order[%d])", name, k);
 		if ((k = pipette_bwcache_add_node(c->bw, name, c->err)) < 0)
 			return pipette_fail_prefix(c->err, "%s: %s: ", c->src, p);
-		(*ord)[i] = k;
 	}
 	*n = (int)len;
 	return 0;
@@ -828,7 +816,7 @@ static int parse_nodes(struct pctx *c, json_object *nodes, time_t generated)
 			return -1;
 		snprintf(path, sizeof(path), "$.nodes.%.255s.intra", it.key);
 		if (json_object_object_get_ex(it.val, "intra", &v) &&
-		    parse_section(c, v, path, k, NULL, 0, generated) < 0)
+		    parse_section(c, v, path, k, 0, generated) < 0)
 			return -1;
 	}
 	return 0;
@@ -838,7 +826,7 @@ static int parse_doc(struct pctx *c, json_object *root)
 {
 	json_object *inter = NULL, *nodes = NULL, *order = NULL;
 	time_t generated = (time_t)-1;
-	int *ord = NULL, n = 0, rv = -1;
+	int n = 0;
 
 	if (parse_head(c, root, &generated) < 0)
 		return -1;
@@ -848,23 +836,16 @@ static int parse_doc(struct pctx *c, json_object *root)
 		if (!json_object_is_type(inter, json_type_object))
 			return perr(c, "$.inter", "expected an object, got %s", jtype(inter));
 		if (json_object_object_get_ex(inter, "order", &order) &&
-		    parse_order(c, order, &ord, &n) < 0)
-			goto fail;
-		if (!order && json_object_object_get_ex(inter, "matrix", NULL)) {
-			perr(c, "$.inter.order", "missing (the matrix rows need node names)");
-			goto fail;
-		}
+		    parse_order(c, order, &n) < 0)
+			return -1;
+		if (!order && json_object_object_get_ex(inter, "matrix", NULL))
+			return perr(c, "$.inter.order", "missing (the matrix rows need node names)");
 	}
-	if (nodes && add_nodes(c, nodes) < 0)
-		goto fail;
-	if (inter && parse_section(c, inter, "$.inter", -1, ord, n, generated) < 0)
-		goto fail;
-	if (nodes && parse_nodes(c, nodes, generated) < 0)
-		goto fail;
-	rv = 0;
-fail:
-	free(ord);
-	return rv;
+	if ((nodes && add_nodes(c, nodes) < 0) ||
+	    (inter && parse_section(c, inter, "$.inter", -1, n, generated) < 0) ||
+	    (nodes && parse_nodes(c, nodes, generated) < 0))
+		return -1;
+	return 0;
 }
 
 int pipette_bwcache_parse(const char *text, size_t len, const char *source,

@@ -303,6 +303,29 @@ int bw_mat_set(struct bw_mat *m, int i, int j, double gbps, uint32_t code, float
 	return 0;
 }
 
+int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *val,
+		   int n, float lat, int prov)
+{
+	uint32_t *row = m->code + (size_t)i * m->cap;
+	int j, fast = !m->lat && !m->prov && m->has0 && same_lat(lat, m->lat0) &&
+		      prov == m->prov0;
+
+	for (j = 0; j < n; j++) {
+		if (code[j] == BW_NONE)
+			continue;
+		/* a short code over a short code or none: the code is all */
+		if (fast && code[j] != BW_EXACT && (row[j] == BW_NONE || !(row[j] & BW_EXACT))) {
+			row[j] = code[j];
+			continue;
+		}
+		if (bw_mat_set(m, i, j, val[j], code[j] == BW_EXACT ? BW_NONE : code[j], lat,
+			       prov) < 0)
+			return -1;
+		fast = !m->lat && !m->prov;	/* the first set fixes lat0 and prov0 */
+	}
+	return 0;
+}
+
 size_t bw_mat_bytes(const struct bw_mat *m)
 {
 	size_t cells = (size_t)m->cap * (size_t)m->cap;

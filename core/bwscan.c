@@ -73,7 +73,7 @@ static int is_digit(char c)
 
 /* White space and comments; a comment that does not end is left for the
  * caller to refuse. */
-static size_t skip_ws(const char *t, size_t pos, size_t len)
+static size_t skip_ws_slow(const char *t, size_t pos, size_t len)
 {
 	for (;;) {
 		while (pos < len && is_ws(t[pos]))
@@ -96,6 +96,16 @@ static size_t skip_ws(const char *t, size_t pos, size_t len)
 			return pos;
 		}
 	}
+}
+
+/* The same, the common cases (nothing, one blank) inline. */
+static inline size_t skip_ws(const char *t, size_t pos, size_t len)
+{
+	if (pos < len && t[pos] == ' ')
+		pos++;
+	if (pos < len && !is_ws(t[pos]) && t[pos] != '/')
+		return pos;
+	return skip_ws_slow(t, pos, len);
 }
 
 /* A string at pos ('"'): the position after it, or 0 when it is not
@@ -451,6 +461,36 @@ static int scan_next(struct scan *s, int *role, int opened)
 	}
 }
 
+/* A run of numbers and nulls, each with its comma, in the array on top
+ * (most of a matrix): read here in a tight loop, up to the first element
+ * that is something else or has no comma after it, which the caller then
+ * reads (and refuses) the general way. */
+static void scan_run(struct scan *s)
+{
+	const char *t = s->t;
+	size_t p = s->pos, q, len = s->len;
+	struct frame *f = &s->st[s->depth - 1];
+
+	for (;;) {
+		p = skip_ws(t, p, len);
+		if (p >= len)
+			return;
+		if (is_digit(t[p]) || t[p] == '-')
+			q = scan_number(t, p, len);
+		else if (len - p >= 4 && !memcmp(t + p, "null", 4))
+			q = p + 4;
+		else
+			return;
+		if (!q)
+			return;
+		q = skip_ws(t, q, len);
+		if (q >= len || t[q] != ',')
+			return;
+		f->count++;	/* the next element begins */
+		s->pos = p = q + 1;
+	}
+}
+
 /* The whole text: 1 (spans noted), 0 (s->why at s->pos), -1 out of
  * memory. */
 static int scan_text(struct scan *s)
@@ -468,6 +508,8 @@ static int scan_text(struct scan *s)
 			return r;
 		if (r == 2)
 			break;
+		if (s->st[s->depth - 1].kind == '[')
+			scan_run(s);
 	}
 	s->pos = skip_ws(s->t, s->pos, s->len);
 	if (s->pos < s->len)
@@ -685,6 +727,15 @@ static size_t skip_value(const char *t, size_t pos, size_t end)
 	return pos;
 }
 
+/* Past white space and one comma after a value at pos. */
+static size_t after_sep(const char *t, size_t pos, size_t end)
+{
+	pos = skip_ws(t, pos, end);
+	if (pos < end && t[pos] == ',')
+		pos = skip_ws(t, pos + 1, end);
+	return pos;
+}
+
 static const double pow10_exact[] = {
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
@@ -765,25 +816,26 @@ size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want
 
 	row->len = 0;
 	row->bad = (size_t)-1;
-	pos = skip_ws(t, pos, end);
+	pos = row->start = skip_ws(t, pos, end);
+	row->end = end;
 	if (pos >= end)
 		return end;
-	row->type = t[pos] == '-' || is_digit(t[pos]) ? '0' : t[pos];
-	if (t[pos] != '[')
-		return skip_value(t, pos, end);
+	row->type = is_digit(t[pos]) || (t[pos] == '-' && pos + 1 < end && t[pos + 1] != 'I')
+		    ? '0' : t[pos];
+	if (t[pos] != '[') {
+		row->end = skip_value(t, pos, end);
+		return after_sep(t, row->end, end);
+	}
 	pos = skip_ws(t, pos + 1, end);
-	if (pos < end && t[pos] == ']')
-		return pos + 1;
-	for (j = 0; pos < end; j++) {
-		size_t cs = skip_ws(t, pos, end), ce;
+	for (j = 0; pos < end && t[pos] != ']'; j++) {
+		size_t cs = pos, ce;
 		uint32_t c = BW_NONE;
 		double v = NAN;
 		int ok = 1;
 
-		if (cs < end && t[cs] == 'n') {
+		if (t[cs] == 'n') {
 			ce = cs + 4;
-		} else if (cs < end && (is_digit(t[cs]) ||
-					(t[cs] == '-' && cs + 1 < end && is_digit(t[cs + 1])))) {
+		} else if (is_digit(t[cs]) || (t[cs] == '-' && cs + 1 < end && is_digit(t[cs + 1]))) {
 			ok = read_gbps(t, cs, end, &ce, &c, &v) && (long)j != diag;
 			if (ok && c == BW_NONE)
 				c = BW_EXACT;	/* the value is in val[j] */
@@ -798,13 +850,10 @@ size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want
 			val[j] = v;
 		}
 		row->len++;
-		pos = skip_ws(t, ce, end);
-		if (pos < end && t[pos] == ',')
-			pos++;
-		else
-			return pos < end ? pos + 1 : end;
+		pos = after_sep(t, ce, end);
 	}
-	return end;
+	row->end = pos < end ? pos + 1 : end;
+	return after_sep(t, row->end, end);
 }
 
 int bw_scan_next(const char *t, const struct bw_span *sp, size_t *pos, size_t *vs,

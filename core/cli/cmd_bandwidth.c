@@ -167,7 +167,8 @@ static int do_validate(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		struct pipette_bwcache *bw;
 		struct pipette_err err;
-		int n, a, b, meas = 0, intra = 0;
+		int n, a, intra = 0;
+		long meas;
 
 		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now")) {
 			i++;
@@ -180,18 +181,18 @@ static int do_validate(int argc, char **argv)
 			continue;
 		}
 		n = pipette_bwcache_node_count(bw);
-		for (a = 0; a < n; a++) {
-			struct pipette_bw_figure f;
-
-			for (b = 0; b < n; b++)
-				if (a != b && pipette_bwcache_inter(bw, a, b, &f) == 1)
-					meas++;
+		for (a = 0; a < n; a++)
 			if (pipette_bwcache_node_gpus(bw, a))
 				intra++;
+		if ((meas = pipette_bwcache_measured(bw)) < 0) {
+			pipette_bwcache_destroy(bw);
+			return cli_error("%s: out of memory", argv[i]);
 		}
-		printf("%s: ok: %s, %d nodes, %d of %d inter-node figures measured, "
-		       "%d nodes with intra-node matrices\n", argv[i],
-		       PIPETTE_BW_SCHEMA, n, meas, n * (n - 1), intra);
+		printf("%s: ok: %s, %d nodes", argv[i], pipette_bwcache_schema(bw), n);
+		if (pipette_bwcache_group_count(bw))
+			printf(" in %d groups", pipette_bwcache_group_count(bw));
+		printf(", %ld of %ld inter-node figures measured, %d nodes with intra-node "
+		       "matrices\n", meas, (long)n * (n - 1), intra);
 		warn_stale(bw, argv[i], NULL, 0, so.now, so.days);
 		pipette_bwcache_destroy(bw);
 	}
