@@ -308,11 +308,6 @@ struct pipette_bw_gen {
 	double degraded_factor;
 	time_t when;
 	const char *tool;		/* provenance recorded in the file */
-	/* 0: a figure per node pair.  1: a pipette-bw/2 cache with one group
-	 * per switch (one group of all nodes when switch_size is 0) and the
-	 * noise drawn per switch pair, so that it holds a figure per switch
-	 * pair and per slow link (drawn per node pair as in 0) only. */
-	int compact;
 };
 /* The defaults above made explicit (noise 0.03, slow range 0.3..0.6, ...)
  * with every "none" set; callers then change what they need. */

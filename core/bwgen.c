@@ -129,7 +129,7 @@ static int gen_figure(uint64_t m, const char *what_a, const char *what_b, int gp
 			    "(0, %g]", what_a, gpu_a, gpu_b, *v, PIPETTE_BW_MAX_GBPS);
 }
 
-/* The switch factor of a node pair (or a switch pair: si, sj). */
+/* The factor of a node pair whose nodes are on switches si and sj. */
 static double switch_factor(const struct pipette_bw_gen *g, int si, int sj)
 {
 	double f = 1.0;
@@ -147,9 +147,7 @@ static int switch_of(const struct pipette_bw_gen *g, int node)
 }
 
 /* Inter-node links: per unordered pair, four draws in a fixed order (is it
- * slow, how slow, noise i->j, noise j->i), then the switch factors.  The
- * compact form keeps the slow pairs only, without the switch pair's noise
- * (a slow link's own noise stands for it). */
+ * slow, how slow, noise i->j, noise j->i), then the switch factors. */
 static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 		     uint64_t *s, int prov, struct pipette_err *err)
 {
@@ -165,8 +163,6 @@ static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 
 			if (u_slow < g->slow_frac)
 				f *= g->slow_min + (g->slow_max - g->slow_min) * u_fac;
-			else if (g->compact)
-				continue;
 			if (gen_figure(hundredths(g->inter_gbps * f * (1 + g->noise * (2 * u_ij - 1))),
 				       bw->node[i].name, bw->node[j].name, -1, -1, &v, &code,
 				       err) < 0 ||
@@ -176,39 +172,6 @@ static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 				       err) < 0 ||
 			    bw_inter_set(bw, j, i, v, code, (float)g->inter_lat_us, prov, err) < 0)
 				return -1;
-		}
-	return 0;
-}
-
-/* The compact form's groups: one per switch, and a figure per ordered
- * switch pair with one noise draw each. */
-static int gen_groups(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
-		      uint64_t *s, int prov, struct pipette_err *err)
-{
-	int n_sw = g->switch_size > 0 ? (g->nodes + g->switch_size - 1) / g->switch_size : 1;
-	int si, sj, i;
-	char name[32];
-
-	for (si = 0; si < n_sw; si++) {
-		snprintf(name, sizeof(name), "switch%d", si);
-		if (bw_group_add(bw, name, err) < 0)
-			return -1;
-	}
-	for (i = 0; i < g->nodes; i++)
-		bw->inter.group_of[i] = switch_of(g, i);
-	for (si = 0; si < n_sw; si++)
-		for (sj = 0; sj < n_sw; sj++) {
-			double f = switch_factor(g, si, sj), v;
-			uint32_t code;
-
-			if (gen_figure(hundredths(g->inter_gbps * f *
-						  (1 + g->noise * (2 * pipette_rng_unit(s) - 1))),
-				       bw->inter.group_name[si], bw->inter.group_name[sj], -1, -1,
-				       &v, &code, err) < 0)
-				return -1;
-			if (bw_mat_set(&bw->inter.between, si, sj, v, code,
-				       (float)g->inter_lat_us, prov) < 0)
-				return pipette_fail(err, "generate: out of memory");
 		}
 	return 0;
 }
@@ -283,9 +246,7 @@ static int gen_all(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 	     check_lat(g->inter_lat_us, bw->node[0].name, bw->node[1].name, err) < 0) ||
 	    (g->gpus_per_node > 1 && check_lat(g->intra_lat_us, bw->node[0].name, NULL, err) < 0))
 		return -1;
-	if ((p = bw_prov_intern(bw, &prov, err)) < 0 ||
-	    (!g->compact && bw_inter_make_dense(bw, err) < 0) ||
-	    (g->compact && gen_groups(g, bw, &s, p, err) < 0) ||
+	if ((p = bw_prov_intern(bw, &prov, err)) < 0 || bw_inter_make_dense(bw, err) < 0 ||
 	    gen_inter(g, bw, &s, p, err) < 0 || gen_intra(g, bw, &s, p, err) < 0)
 		return -1;
 	return 0;
