@@ -478,30 +478,30 @@ void bw_inter_get(const struct pipette_bwcache *bw, int a, int b, struct bw_entr
 int bw_inter_make_dense(struct pipette_bwcache *bw, struct pipette_err *err)
 {
 	struct bw_inter *in = &bw->inter;
-	struct bw_pairs old = in->pairs;
+	const struct bw_pairs *old = &in->pairs;
 	uint32_t s;
+	int a;
 
 	if (in->dense)
 		return 0;
 	if (bw_mat_reserve(&in->mat, bw->n, bw->cap > 0 ? bw->cap : 8) < 0)
 		return pipette_fail(err, "out of memory for %d x %d figures", bw->n, bw->n);
 	in->mat.n = bw->n;
-	for (s = 0; s < old.n_slot; s++) {
-		const struct bw_pair *p = &old.slot[s];
-		int a, b;
-		struct bw_entry e;
+	for (a = 0; a < old->n_rows; a++)
+		for (s = 0; s < old->row[a].n_slot; s++) {
+			const struct bw_pair *p = &old->row[a].slot[s];
+			struct bw_entry e;
 
-		if (!p->key)
-			continue;
-		a = (int)((p->key - 1) / PIPETTE_BW_MAX_NODES);
-		b = (int)((p->key - 1) % PIPETTE_BW_MAX_NODES);
-		bw_pairs_get(&old, a, b, &e);
-		if (bw_mat_set(&in->mat, a, b, e.gbps, e.code, e.lat, e.prov) < 0) {
-			bw_mat_free(&in->mat);
-			return pipette_fail(err, "out of memory for %d x %d figures", bw->n,
-					    bw->n);
+			if (!p->key)
+				continue;
+			bw_pair_entry(old, p, &e);
+			if (bw_mat_set(&in->mat, a, (int)p->key - 1, e.gbps, e.code, e.lat,
+				       e.prov) < 0) {
+				bw_mat_free(&in->mat);
+				return pipette_fail(err, "out of memory for %d x %d figures",
+						    bw->n, bw->n);
+			}
 		}
-	}
 	bw_pairs_free(&in->pairs);
 	in->dense = 1;
 	return 0;

@@ -93,21 +93,31 @@ int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *
 		   int n, float lat, int prov);
 size_t bw_mat_bytes(const struct bw_mat *m);
 
-/* Figures of some node pairs, hashed (open addressing, linear probing);
- * key = a * PIPETTE_BW_MAX_NODES + b + 1, 0 = empty slot. */
+/* Figures of some node pairs: a hash per row (open addressing, linear
+ * probing), so that the pairs of one node lie together and a row of
+ * lookups stays in cache; key = b + 1, 0 = empty slot. */
 struct bw_pair {
 	uint32_t key, code;
 	float lat;
 	int prov;
 };
 
-struct bw_pairs {
+struct bw_pair_row {
 	struct bw_pair *slot;
 	uint32_t n_slot, count;
+};
+
+struct bw_pairs {
+	struct bw_pair_row *row;	/* n_rows, by node a */
+	int n_rows;
+	uint32_t count;
 	struct bw_exact ex;
 };
 
 void bw_pairs_free(struct bw_pairs *h);
+/* The slot of a -> b, or NULL. */
+const struct bw_pair *bw_pairs_find(const struct bw_pairs *h, int a, int b);
+void bw_pair_entry(const struct bw_pairs *h, const struct bw_pair *p, struct bw_entry *e);
 /* 1 and *e filled when the pair is there, else 0. */
 int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e);
 int bw_pairs_set(struct bw_pairs *h, int a, int b, double gbps, uint32_t code, float lat,
@@ -240,6 +250,16 @@ size_t bw_scan_row(const char *text, size_t pos, size_t end, long diag, size_t w
  * span->start); 1 with [*vs, *ve) set, 0 at the end. */
 int bw_scan_next(const char *text, const struct bw_span *sp, size_t *pos, size_t *vs,
 		 size_t *ve);
+/* A number [s, e) that is a bandwidth in (0, PIPETTE_BW_MAX_GBPS]: 1,
+ * with its value (as strtod reads it) and its short code (BW_NONE when
+ * it has none); 0 when it is not. */
+int bw_scan_gbps(const char *text, size_t s, size_t e, uint32_t *code, double *v);
+/* An object [s, e) whose keys, each written plainly, are among keys[]
+ * (NULL-terminated), with values that are strings without escapes,
+ * numbers or null: 1, with the bytes of key k's value in [vs[k], ve[k])
+ * (vs[k] == ve[k] when it is absent); 0 for anything else. */
+int bw_scan_object(const char *text, size_t s, size_t e, const char *const *keys,
+		   size_t *vs, size_t *ve);
 /* json-c's value for the bytes [s, e) of a valid JSON value; with
  * shallow, containers come back empty (when only their type is asked
  * for).  NULL is JSON null, or *oom is set. */

@@ -440,22 +440,160 @@ static int link_one(struct pctx *c, json_object *l, const char *lp, int node, in
 	return 0;
 }
 
+/* The bytes [s, e) of a text value (quotes dropped) into buf of size
+ * size: 1, or 0 when they do not fit. */
+static int text_of(const char *t, size_t s, size_t e, char *buf, size_t size)
+{
+	if (t[s] == '"') {
+		s++;
+		e--;
+	}
+	if (e - s >= size)
+		return 0;
+	memcpy(buf, t + s, e - s);
+	buf[e - s] = '\0';
+	return 1;
+}
+
+/* A number [s, e) in [lo, hi] (lo excluded when lo_open), or null (NaN):
+ * 1, or 0 when it is neither. */
+static int num_of(const char *t, size_t s, size_t e, double lo, int lo_open, double hi,
+		  double *out)
+{
+	char buf[64];
+	char *end;
+
+	if (t[s] == 'n') {
+		*out = NAN;
+		return 1;
+	}
+	if (!text_of(t, s, e, buf, sizeof(buf)))
+		return 0;
+	*out = strtod(buf, &end);
+	return !*end && isfinite(*out) && *out >= lo && !(lo_open && *out == lo) && *out <= hi;
+}
+
+/* One end of a link [s, e): a node's index, or a GPU index in [0, n)
+ * (n 0: within the limit). */
+static int end_of(struct pctx *c, size_t s, size_t e, int node, int n, int *out)
+{
+	const char *t = c->doc->text;
+	char buf[PIPETTE_BW_MAX_NAME + 1];
+	long v = 0;
+	size_t p;
+
+	if (node < 0)
+		return t[s] == '"' && text_of(t, s, e, buf, sizeof(buf)) &&
+		       (*out = pipette_bwcache_node_index(c->bw, buf)) >= 0;
+	for (p = s; p < e && p - s < 4 && t[p] >= '0' && t[p] <= '9'; p++)
+		v = v * 10 + (t[p] - '0');
+	*out = (int)v;
+	return p == e && p > s && v < (n ? n : PIPETTE_BW_MAX_GPUS);
+}
+
+/* A string value [s, e) (into buf, 256 bytes) or null (NULL): 1, or 0
+ * when it is neither. */
+static int str_of(const char *t, size_t s, size_t e, char *buf, const char **out)
+{
+	if (t[s] == 'n') {
+		*out = NULL;
+		return 1;
+	}
+	if (t[s] != '"' || !text_of(t, s, e, buf, 256))
+		return 0;
+	*out = buf;
+	return 1;
+}
+
+/* The provenance keys of a link (value spans vs, ve, in the order of
+ * link_fast's keys) over the section's: 1, or 0 when a value is not one
+ * parse_prov takes. */
+static int prov_of(const char *t, const size_t *vs, const size_t *ve, struct sprov *p,
+		   char *tool, char *metric)
+{
+	char when[256];
+	const char *w;
+	double d;
+
+	if (vs[3] != ve[3] && !num_of(t, vs[3], ve[3], 0, 0, PIPETTE_BW_MAX_LAT_US, &p->lat))
+		return 0;
+	if (vs[4] != ve[4]) {
+		if (!str_of(t, vs[4], ve[4], when, &w))
+			return 0;
+		if (!w)
+			p->when = (time_t)-1;
+		else if (pipette_bw_parse_time(w, &p->when) < 0)
+			return 0;
+	}
+	if ((vs[5] != ve[5] && !str_of(t, vs[5], ve[5], tool, &p->tool)) ||
+	    (vs[6] != ve[6] && !str_of(t, vs[6], ve[6], metric, &p->metric)))
+		return 0;
+	if (vs[7] != ve[7]) {
+		if (!num_of(t, vs[7], ve[7], 0, 1, PIPETTE_BW_MAX_BYTES, &d))
+			return 0;
+		p->bytes = isnan(d) ? 0 : d;
+	}
+	return 1;
+}
+
+/* Link [s, e) of a section, read from the text when it is plain (keys
+ * and values as pipette writes them): 1 done, 0 for link_one to read
+ * (and to name what is wrong), -1 out of memory.  sect_pid: the
+ * section's provenance, interned. */
+static int link_fast(struct pctx *c, size_t s, size_t e, int node, int n,
+		     const struct sprov *sect, int sect_pid)
+{
+	static const char *const keys[] = { "a", "b", "gbps", "lat_us", "when",
+					    "tool", "metric", "bytes", NULL };
+	const char *t = c->doc->text;
+	size_t vs[8], ve[8];
+	struct sprov p = *sect;
+	char tool[256], metric[256];
+	uint32_t code;
+	double g;
+	int a, b, pid = sect_pid, k;
+
+	if (!bw_scan_object(t, s, e, keys, vs, ve) || vs[0] == ve[0] || vs[1] == ve[1] ||
+	    !end_of(c, vs[0], ve[0], node, n, &a) || !end_of(c, vs[1], ve[1], node, n, &b) ||
+	    a == b || !bw_scan_gbps(t, vs[2], ve[2], &code, &g) ||
+	    !prov_of(t, vs, ve, &p, tool, metric))
+		return 0;
+	for (k = 4; k < 8 && vs[k] == ve[k]; k++)
+		;
+	if (k < 8 && (pid = intern(c, &p)) < 0)
+		return -1;
+	if (node < 0)
+		return bw_inter_set(c->bw, a, b, g, code, (float)p.lat, pid, c->err) < 0 ? -1 : 1;
+	if (bw_intra_reserve(&c->bw->node[node], (a > b ? a : b) + 1, c->err) < 0)
+		return -1;
+	if (bw_mat_set(&c->bw->node[node].intra, a, b, g, code, (float)p.lat, pid) < 0)
+		return pipette_fail(c->err, "out of memory");
+	return 1;
+}
+
 static int parse_links(struct pctx *c, json_object *links, const char *path,
 		       int node, int n, const struct sprov *sect)
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, links);
 	char lp[480];
 	size_t i, pos, vs, ve;
+	int sect_pid;
 
 	if (sp->type != '[')
 		return perr(c, path, "expected an array of links, got %s", stype(sp->type));
-	/* one link at a time: json-c's tree of a link is small */
+	if ((sect_pid = intern(c, sect)) < 0)
+		return -1;
 	pos = sp->start;
 	for (i = 0; bw_scan_next(c->doc->text, sp, &pos, &vs, &ve); i++) {
-		int bad;
-		json_object *l = bw_scan_value(c->doc->text, vs, ve, 0, &bad);
+		int bad = link_fast(c, vs, ve, node, n, sect, sect_pid);
+		json_object *l;
 
+		if (bad < 0)
+			return pipette_fail_prefix(c->err, "%s: ", c->src);
 		if (bad)
+			continue;
+		/* the general way: json-c's tree of one link */
+		if (!(l = bw_scan_value(c->doc->text, vs, ve, 0, &bad)))
 			return oom(c);
 		snprintf(lp, sizeof(lp), "%s[%zu]", path, i);
 		bad = link_one(c, l, lp, node, n, sect) < 0;

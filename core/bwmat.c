@@ -337,11 +337,6 @@ size_t bw_mat_bytes(const struct bw_mat *m)
 /* ------------------------------------------------------------------ */
 /* node pairs                                                          */
 
-static uint32_t pair_key(int a, int b)
-{
-	return (uint32_t)a * PIPETTE_BW_MAX_NODES + (uint32_t)b + 1;
-}
-
 /* Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the golden-ratio multiple
  * spreads consecutive keys over the table; n_slot is a power of two. */
 static uint32_t pair_slot(uint32_t key, uint32_t n_slot)
@@ -351,80 +346,109 @@ static uint32_t pair_slot(uint32_t key, uint32_t n_slot)
 
 void bw_pairs_free(struct bw_pairs *h)
 {
-	free(h->slot);
+	int a;
+
+	for (a = 0; a < h->n_rows; a++)
+		free(h->row[a].slot);
+	free(h->row);
 	exact_free(&h->ex);
 	memset(h, 0, sizeof(*h));
 }
 
-static const struct bw_pair *pair_find(const struct bw_pairs *h, uint32_t key)
+const struct bw_pair *bw_pairs_find(const struct bw_pairs *h, int a, int b)
 {
-	uint32_t s;
+	const struct bw_pair_row *r;
+	uint32_t key = (uint32_t)b + 1, s;
 
-	if (!h->n_slot)
+	if (a >= h->n_rows || !(r = &h->row[a])->n_slot)
 		return NULL;
-	for (s = pair_slot(key, h->n_slot); h->slot[s].key; s = (s + 1) & (h->n_slot - 1))
-		if (h->slot[s].key == key)
-			return &h->slot[s];
+	for (s = pair_slot(key, r->n_slot); r->slot[s].key; s = (s + 1) & (r->n_slot - 1))
+		if (r->slot[s].key == key)
+			return &r->slot[s];
 	return NULL;
 }
 
-int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e)
+void bw_pair_entry(const struct bw_pairs *h, const struct bw_pair *p, struct bw_entry *e)
 {
-	const struct bw_pair *p = pair_find(h, pair_key(a, b));
-
-	if (!p)
-		return 0;
 	e->gbps = code_gbps(&h->ex, p->code);
 	e->code = p->code & BW_EXACT ? BW_NONE : p->code;
 	e->lat = p->lat;
 	e->prov = p->prov;
+}
+
+int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e)
+{
+	const struct bw_pair *p = bw_pairs_find(h, a, b);
+
+	if (!p)
+		return 0;
+	bw_pair_entry(h, p, e);
 	return 1;
 }
 
-static int pairs_grow(struct bw_pairs *h)
+static int row_grow(struct bw_pair_row *r)
 {
-	uint32_t n = h->n_slot ? 2 * h->n_slot : 64, i, s;
+	uint32_t n = r->n_slot ? 2 * r->n_slot : 8, i, s;
 	struct bw_pair *slot = calloc(n, sizeof(*slot));
 
 	if (!slot)
 		return -1;
-	for (i = 0; i < h->n_slot; i++) {
-		if (!h->slot[i].key)
+	for (i = 0; i < r->n_slot; i++) {
+		if (!r->slot[i].key)
 			continue;
-		for (s = pair_slot(h->slot[i].key, n); slot[s].key; s = (s + 1) & (n - 1))
+		for (s = pair_slot(r->slot[i].key, n); slot[s].key; s = (s + 1) & (n - 1))
 			;
-		slot[s] = h->slot[i];
+		slot[s] = r->slot[i];
 	}
-	free(h->slot);
-	h->slot = slot;
-	h->n_slot = n;
+	free(r->slot);
+	r->slot = slot;
+	r->n_slot = n;
 	return 0;
 }
 
 int bw_pairs_set(struct bw_pairs *h, int a, int b, double gbps, uint32_t code, float lat,
 		 int prov)
 {
-	uint32_t key = pair_key(a, b), s;
+	uint32_t key = (uint32_t)b + 1, s;
+	struct bw_pair_row *r;
 
+	if (a >= h->n_rows) {
+		int n = a + 1 > 2 * h->n_rows ? a + 1 : 2 * h->n_rows;
+		struct bw_pair_row *rows = realloc(h->row, (size_t)n * sizeof(*rows));
+
+		if (!rows)
+			return -1;
+		memset(rows + h->n_rows, 0, (size_t)(n - h->n_rows) * sizeof(*rows));
+		h->row = rows;
+		h->n_rows = n;
+	}
+	r = &h->row[a];
 	/* at most half full: a miss probes about 2.5 slots (Knuth 6.4) */
-	if (2 * (h->count + 1) > h->n_slot && pairs_grow(h) < 0)
+	if (2 * (r->count + 1) > r->n_slot && row_grow(r) < 0)
 		return -1;
-	for (s = pair_slot(key, h->n_slot); h->slot[s].key && h->slot[s].key != key;
-	     s = (s + 1) & (h->n_slot - 1))
+	for (s = pair_slot(key, r->n_slot); r->slot[s].key && r->slot[s].key != key;
+	     s = (s + 1) & (r->n_slot - 1))
 		;
-	code = store_code(&h->ex, h->slot[s].key ? h->slot[s].code : BW_NONE, gbps, code);
+	code = store_code(&h->ex, r->slot[s].key ? r->slot[s].code : BW_NONE, gbps, code);
 	if (code == BW_NONE)
 		return -1;
-	if (!h->slot[s].key)
+	if (!r->slot[s].key) {
+		r->count++;
 		h->count++;
-	h->slot[s].key = key;
-	h->slot[s].code = code;
-	h->slot[s].lat = lat;
-	h->slot[s].prov = prov;
+	}
+	r->slot[s].key = key;
+	r->slot[s].code = code;
+	r->slot[s].lat = lat;
+	r->slot[s].prov = prov;
 	return 0;
 }
 
 size_t bw_pairs_bytes(const struct bw_pairs *h)
 {
-	return h->n_slot * sizeof(struct bw_pair) + exact_bytes(&h->ex);
+	size_t sum = (size_t)h->n_rows * sizeof(struct bw_pair_row) + exact_bytes(&h->ex);
+	int a;
+
+	for (a = 0; a < h->n_rows; a++)
+		sum += h->row[a].n_slot * sizeof(struct bw_pair);
+	return sum;
 }

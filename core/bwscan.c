@@ -875,6 +875,58 @@ int bw_scan_next(const char *t, const struct bw_span *sp, size_t *pos, size_t *v
 	return 1;
 }
 
+int bw_scan_gbps(const char *t, size_t s, size_t e, uint32_t *code, double *v)
+{
+	size_t next;
+
+	*code = BW_NONE;
+	if (s >= e || !(is_digit(t[s]) || (t[s] == '-' && s + 1 < e && is_digit(t[s + 1]))) ||
+	    !read_gbps(t, s, e, &next, code, v) || next != e)
+		return 0;
+	if (*code != BW_NONE)
+		*v = bw_code_value(*code);
+	return 1;
+}
+
+int bw_scan_object(const char *t, size_t s, size_t e, const char *const *keys, size_t *vs,
+		   size_t *ve)
+{
+	size_t p = skip_ws(t, s, e), ks, ke, k, n;
+	int esc;
+
+	for (n = 0; keys[n]; n++)
+		vs[n] = ve[n] = 0;
+	if (p >= e || t[p] != '{')
+		return 0;
+	for (p = skip_ws(t, p + 1, e); p < e && t[p] != '}'; p = after_sep(t, p, e)) {
+		ks = p;
+		if (t[p] != '"' || !(ke = scan_string(t, p, e, &esc)) || esc)
+			return 0;
+		for (k = 0; k < n && !key_is(t, ks, ke, keys[k]); k++)
+			;
+		if (k == n)
+			return 0;
+		p = skip_ws(t, ke, e);
+		if (p >= e || t[p] != ':')
+			return 0;
+		p = vs[k] = skip_ws(t, p + 1, e);
+		if (p >= e)
+			return 0;
+		if (t[p] == '"') {
+			if (!(p = scan_string(t, p, e, &esc)) || esc)
+				return 0;
+		} else if (is_digit(t[p]) || (t[p] == '-' && p + 1 < e && is_digit(t[p + 1]))) {
+			p = scan_number(t, p, e);
+		} else if (e - p >= 4 && !memcmp(t + p, "null", 4)) {
+			p += 4;
+		} else {
+			return 0;
+		}
+		ve[k] = p;
+	}
+	return p < e;
+}
+
 json_object *bw_scan_value(const char *t, size_t s, size_t e, int shallow, int *oom)
 {
 	struct json_tokener *tok;
