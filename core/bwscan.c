@@ -935,6 +935,12 @@ json_object *bw_scan_value(const char *t, size_t s, size_t e, int shallow, int *
 	*oom = 0;
 	if (t[s] == 'n')
 		return NULL;
+	if (is_digit(t[s]) || (t[s] == '-' && s + 1 < e && is_digit(t[s + 1]))) {
+		/* as strtod reads it: json-c clamps integers beyond 64 bits */
+		v = json_object_new_double(strtod(t + s, NULL));
+		*oom = !v;
+		return v;
+	}
 	if (shallow && (t[s] == '[' || t[s] == '{')) {
 		v = t[s] == '[' ? json_object_new_array() : json_object_new_object();
 		*oom = !v;

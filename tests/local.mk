@@ -94,6 +94,13 @@ tests_unit_test_bwcache_SOURCES = tests/unit/test_bwcache.c
 tests_unit_test_bwcache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_bwcache_LDADD = $(TEST_LDADD)
 EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
+# The streaming reader, pipette-bw/2 and `pipette bandwidth convert`.
+check_PROGRAMS += tests/unit/test_bwscan
+TESTS += tests/unit/test_bwscan
+tests_unit_test_bwscan_SOURCES = tests/unit/test_bwscan.c
+tests_unit_test_bwscan_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_bwscan_LDADD = $(TEST_LDADD)
+EXTRA_tests_unit_test_bwscan_DEPENDENCIES = pipette$(EXEEXT)
 
 # make validate: predicted vs published iteration times (Narayanan et al.
 # SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, the zero-bubble
