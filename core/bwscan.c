@@ -277,9 +277,12 @@ static int cmp_key_ref(const void *pa, const void *pb)
  * O(n log n). */
 static size_t find_dup(struct scan *s)
 {
-	struct key_ref *k = s->keys + s->st[s->depth - 1].key0;
 	size_t n = s->n_keys - s->st[s->depth - 1].key0, i, j, first = 0;
+	struct key_ref *k;
 
+	if (n < 2)
+		return 0;
+	k = s->keys + s->st[s->depth - 1].key0;
 	if (n > 16)
 		qsort(k, n, sizeof(*k), cmp_key_ref);
 	for (i = 0; i < n; i++)
