@@ -66,9 +66,11 @@ static int wait_child(pid_t pid, struct usage *u)
  * restated per 16-node switch with tolerance 0.05 to v2. */
 static int write_caches(int nodes, const char *v1, const char *v2)
 {
-	pid_t pid = fork();
 	struct usage u;
+	pid_t pid;
 
+	fflush(stdout);		/* or the child's exit writes it again */
+	pid = fork();
 	if (pid == 0) {
 		struct pipette_bw_gen g;
 		struct pipette_bwcache *bw;
@@ -113,6 +115,7 @@ static int child_load(const char *path, struct usage *u, size_t *bytes)
 
 	if (pipe(fd))
 		return -1;
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		struct pipette_bwcache *bw;
@@ -151,8 +154,10 @@ static int child_load(const char *path, struct usage *u, size_t *bytes)
 /* `pipette bandwidth validate path`, its output dropped. */
 static int child_validate(const char *path, struct usage *u)
 {
-	pid_t pid = fork();
+	pid_t pid;
 
+	fflush(stdout);
+	pid = fork();
 	if (pid == 0) {
 		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(1);
