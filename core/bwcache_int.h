@@ -238,7 +238,6 @@ struct bw_row {
 	size_t len;
 	char type;		/* the row's first byte; '[' when it is a row */
 	size_t bad;		/* index of that cell, (size_t)-1 when none */
-	size_t bad_start, bad_end;
 };
 /* The row at pos (white space before it skipped): cells j < want go to
  * code[j] (BW_NONE for null) and, when they have no short code, their

@@ -803,14 +803,6 @@ static int read_gbps(const char *t, size_t pos, size_t end, size_t *next, uint32
 	return isfinite(*v) && *v > 0 && *v <= PIPETTE_BW_MAX_GBPS;
 }
 
-static void row_bad(struct bw_row *row, size_t j, size_t s, size_t e)
-{
-	if (row->bad != (size_t)-1)
-		return;
-	row->bad = j;
-	row->bad_start = s;
-	row->bad_end = e;
-}
 
 size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want,
 		   uint32_t *code, double *val, struct bw_row *row)
@@ -846,9 +838,9 @@ size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want
 			ce = skip_value(t, cs, end);
 			ok = 0;
 		}
-		if (!ok)
-			row_bad(row, j, cs, ce);
-		else if (j < want) {
+		if (!ok && row->bad == (size_t)-1)
+			row->bad = j;
+		else if (ok && j < want) {
 			code[j] = c;
 			val[j] = v;
 		}
