@@ -48,9 +48,8 @@
  * A group's "nodes" are names from "order" or inclusive index ranges
  * [first, last] into it; a node is in at most one group.  A node pair's
  * figure is its link, else its matrix entry, else its groups' "between"
- * figure (with the section's provenance and latency).  In /2 a link may
- * leave out any key but a, b and gbps: it inherits the section's.  The
- * writer emits /1 unless the cache has groups.
+ * figure (with the section's provenance and latency); a group pair's
+ * null says nothing.  The writer emits /1 unless the cache has groups.
  *
  * Library only: json-c, no Slurm.  Hostlists are expanded by the CLI. */
 #ifndef PIPETTE_BWCACHE_H
@@ -191,13 +190,15 @@ int pipette_bwcache_group_count(const struct pipette_bwcache *bw);
 const char *pipette_bwcache_group_name(const struct pipette_bwcache *bw, int group);
 int pipette_bwcache_node_group(const struct pipette_bwcache *bw, int node);
 /* Restate the inter-node figures per group: group_of[i] is the group
- * (index into names[0..n_groups)) of cache node i, or -1.  A group pair's
- * figure is the median of its measured figures (the lower one of an even
- * count, so that it is one of them) of the most common provenance and
- * latency; a node pair keeps a figure of its own where it differs from
- * that by more than `tolerance` (relative, 0 = any difference; the others
- * take the group's figure) or has another provenance or latency.  Groups
- * the cache had are replaced.  Needs no hostlist: the CLI expands them. */
+ * (index into names[0..n_groups)) of cache node i, or -1.  A group pair
+ * gets a figure only when every node pair of it is measured, all with one
+ * provenance and latency, the one that covers the most node pairs among
+ * such group pairs; its figure is the lower median of theirs (one of
+ * them).  A node pair keeps a figure of its own where it differs from its
+ * groups' by more than `tolerance` (relative, in [0, 1); 0: any
+ * difference, so that nothing is lost); the others take the group's.
+ * Groups the cache had are replaced.  Needs no hostlist: the CLI expands
+ * them.  On failure the cache says what it said before (without groups). */
 int pipette_bwcache_set_groups(struct pipette_bwcache *bw, int n_groups,
 			       const char *const *names, const int *group_of,
 			       double tolerance, struct pipette_err *err);
