@@ -189,6 +189,7 @@ static int ls_init(struct lstore *s, size_t cells, struct pipette_link fill)
 
 struct pipette_cluster {
 	int n, g;
+	int g_shift;			/* g = 1 << g_shift, or -1 */
 	char **names;
 	int *gpu_ids;			/* g */
 	struct lstore inter;		/* n x n, node level; cells 0: all `uniform` */
@@ -491,6 +492,10 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 		return NULL;
 	c->n = n;
 	c->g = g;
+	for (c->g_shift = 0; (1 << c->g_shift) < g; c->g_shift++)
+		;
+	if (1 << c->g_shift != g)
+		c->g_shift = -1;
 	c->gpu = gpu;
 	c->version = next_stamp();
 	c->names = calloc((size_t)n, sizeof(char *));
@@ -664,11 +669,21 @@ const struct pipette_gpu_spec *pipette_cluster_gpu(const struct pipette_cluster 
 struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 					 int gpu_a, int gpu_b)
 {
-	int na = gpu_a / c->g, nb = gpu_b / c->g;
+	int na, nb;
 
-	if (na == nb)
-		return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g +
-				gpu_b % c->g];
+	/* the search asks this in its inner loops: a shift, not a division,
+	 * for the usual power-of-two boards */
+	if (c->g_shift >= 0) {
+		na = gpu_a >> c->g_shift;
+		nb = gpu_b >> c->g_shift;
+		if (na == nb)
+			return c->intra[((size_t)gpu_a << c->g_shift) + (gpu_b & (c->g - 1))];
+	} else {
+		na = gpu_a / c->g;
+		nb = gpu_b / c->g;
+		if (na == nb)
+			return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g + gpu_b % c->g];
+	}
 	return c->inter.cells ? ls_get(&c->inter, (size_t)na * c->n + nb) : c->uniform;
 }
 

@@ -543,6 +543,21 @@ START_TEST(test_cluster_store)
 			}
 		}
 	pipette_cluster_destroy(c);
+	/* GPU links by global index, on boards of 6 (a division) and 8 (a
+	 * shift) */
+	for (k = 6; k <= 8; k += 2) {
+		const struct pipette_link l = { 77, 2 };
+
+		c = pipette_cluster_create_blank(3, k, &test_gpu, u, &err);
+		ck_assert_msg(c != NULL, "%s", err.msg);
+		pipette_cluster_set_intra_link(c, 1, 2, 5, l);
+		ck_assert(pipette_cluster_link(c, k + 2, k + 5).gbps == 77);
+		ck_assert(pipette_cluster_link(c, k + 5, k + 2).gbps == 10);
+		ck_assert(pipette_cluster_link(c, 2, 5).gbps == 10);
+		ck_assert(pipette_cluster_link(c, k + 3, k + 3).gbps == INFINITY);
+		ck_assert(pipette_cluster_link(c, k + 2, 2 * k + 5).gbps == 10);
+		pipette_cluster_destroy(c);
+	}
 }
 END_TEST
 
