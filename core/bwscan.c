@@ -272,9 +272,10 @@ static int cmp_key_ref(const void *pa, const void *pb)
 }
 
 /* The first key (in the text) of the object on top that repeats an
- * earlier one: its position, or 0 when there is none.  Pairwise for a
- * few keys, else sorted by hash, so that 4096 node names cost
- * O(n log n). */
+ * earlier one: its position, or 0 when there is none.  Pairwise up to 16
+ * keys (every object of the format but "nodes" has at most 10: the
+ * inter section's, bwcache_parse.c), else sorted by hash, so that 4096
+ * node names cost O(n log n). */
 static size_t find_dup(struct scan *s)
 {
 	size_t n = s->n_keys - s->st[s->depth - 1].key0, i, j, first = 0;

@@ -1022,6 +1022,9 @@ static int do_convert(int argc, char **argv)
 			r = cli_int("--switch-size", need(argc, argv, &i), 1, PIPETTE_MAX_NODES,
 				    &opt.switch_size);
 		} else if (is_opt(argv[i], "--tolerance")) {
+			/* at most 0.5: a figure half its group's is a slow link
+			 * (the generator's are 0.3..0.6 of healthy, bwgen.c), not
+			 * noise to smooth over */
 			r = cli_double("--tolerance", need(argc, argv, &i), 0, 0.5, &tolerance);
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			r = cli_error("bandwidth convert: unknown option %.64s", argv[i]);

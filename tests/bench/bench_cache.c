@@ -63,7 +63,9 @@ static int wait_child(pid_t pid, struct usage *u)
 }
 
 /* In a child: the bench's generated cache of `nodes` x 8 GPUs to v1, and
- * restated per 16-node switch with tolerance 0.05 to v2. */
+ * restated per 16-node switch with tolerance 0.05 to v2 (above the
+ * generator's 3% noise, pipette_bw_gen_init, so that the slow pairs are
+ * what stays a link). */
 static int write_caches(int nodes, const char *v1, const char *v2)
 {
 	struct usage u;
