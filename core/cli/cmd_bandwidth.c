@@ -884,7 +884,7 @@ out:
 /* What convert restates the figures by: groups given by name and
  * hostlist, or runs of switch_size nodes in the cache's order. */
 struct groups_opt {
-	const char *spec[PIPETTE_MAX_NODES];	/* NAME=HOSTLIST */
+	const char *spec[PIPETTE_MAX_NODES + 1];	/* NAME=HOSTLIST */
 	int n_spec;
 	long switch_size;
 };
@@ -1016,7 +1016,7 @@ static int do_convert(int argc, char **argv)
 		} else if (is_opt(argv[i], "--group")) {
 			if (!(opt.spec[opt.n_spec] = need(argc, argv, &i)))
 				r = cli_error("--group needs NAME=HOSTLIST");
-			else if (++opt.n_spec == PIPETTE_MAX_NODES)
+			else if (++opt.n_spec > PIPETTE_MAX_NODES)
 				r = cli_error("--group: more than %d groups", PIPETTE_MAX_NODES);
 		} else if (is_opt(argv[i], "--switch-size")) {
 			r = cli_int("--switch-size", need(argc, argv, &i), 1, PIPETTE_MAX_NODES,
