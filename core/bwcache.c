@@ -1,10 +1,13 @@
-/* pipette: the bandwidth cache: load, validate, build, merge, save.
+/* pipette: the bandwidth cache: build, query, merge.
  *
- * In memory every directed figure is one entry (GB/s, latency, index of
- * its provenance in an interned table), so link overrides, merges and
- * per-link timestamps need no special cases: the file's matrix/links split
- * is only a compact spelling, recomputed on save (the most common
- * provenance goes to the section header, the rest become links). */
+ * Every directed figure reads as one entry (GB/s, latency, index of its
+ * provenance in an interned table), so link overrides, merges and per-link
+ * timestamps need no special cases: the file's matrix/links split is only
+ * a compact spelling, recomputed on save (the most common provenance goes
+ * to the section header, the rest become links).  The entries are stored
+ * compactly (bwmat.c): four bytes of bandwidth per figure, latency and
+ * provenance columns only where they vary, and inter-node figures stated
+ * per group of nodes (pipette-bw/2) cost one figure per group pair. */
 #define _GNU_SOURCE	/* timegm */
 #include "bwcache.h"
 
@@ -36,13 +39,6 @@ static int streq_null(const char *a, const char *b)
 	if (!a || !b)
 		return a == b;
 	return strcmp(a, b) == 0;
-}
-
-void bw_entry_clear(struct bw_entry *e)
-{
-	e->gbps = NAN;
-	e->lat = NAN;
-	e->prov = -1;
 }
 
 int pipette_bw_parse_time(const char *s, time_t *out)
@@ -195,13 +191,13 @@ static void prov_get(const struct pipette_bwcache *bw, int id,
 	out->when = bw->prov[id].when;
 }
 
-time_t bw_entry_when(const struct pipette_bwcache *bw, const struct bw_entry *e)
+time_t bw_prov_when(const struct pipette_bwcache *bw, int prov)
 {
-	return e->prov < 0 ? (time_t)-1 : bw->prov[e->prov].when;
+	return prov < 0 ? (time_t)-1 : bw->prov[prov].when;
 }
 
 /* ------------------------------------------------------------------ */
-/* lifetime, nodes                                                     */
+/* lifetime, nodes, groups                                             */
 
 struct pipette_bwcache *pipette_bwcache_create(void)
 {
@@ -223,7 +219,7 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw)
 		return;
 	for (i = 0; i < bw->n; i++) {
 		free(bw->node[i].name);
-		free(bw->node[i].intra);
+		bw_mat_free(&bw->node[i].intra);
 		free(bw->node[i].gpus_json);
 		free(bw->node[i].topo_json);
 	}
@@ -231,8 +227,14 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw)
 		free(bw->prov[i].tool);
 		free(bw->prov[i].metric);
 	}
+	for (i = 0; i < bw->inter.n_groups; i++)
+		free(bw->inter.group_name[i]);
+	free(bw->inter.group_name);
+	free(bw->inter.group_of);
+	bw_mat_free(&bw->inter.mat);
+	bw_mat_free(&bw->inter.between);
+	bw_pairs_free(&bw->inter.pairs);
 	free(bw->node);
-	free(bw->inter);
 	free(bw->prov);
 	free(bw->prov_slots);
 	free(bw->name_slots);
@@ -240,44 +242,46 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw)
 	free(bw);
 }
 
-/* Make room for `want` nodes: the inter matrix is cap x cap, row-major. */
+/* The capacity to allocate for n rows of a growing node x node or group x
+ * group matrix: half again what it had, so that adding nodes one by one
+ * copies O(n^2) cells in all, never beyond the limit. */
+static int grown_cap(int cap, int n)
+{
+	cap += cap / 2;
+	if (cap < n)
+		cap = n;
+	if (cap < 8)
+		cap = 8;
+	return cap > PIPETTE_BW_MAX_NODES ? (n > PIPETTE_BW_MAX_NODES ? n : PIPETTE_BW_MAX_NODES)
+					  : cap;
+}
+
+/* Make room for `want` nodes. */
 int bw_reserve(struct pipette_bwcache *bw, int want, struct pipette_err *err)
 {
-	struct bw_entry *inter;
 	struct bw_node *node;
-	int cap, i, j;
+	int *group_of;
+	int cap, i;
 
-	if (want <= bw->cap)
-		return 0;
 	if (want > PIPETTE_BW_MAX_NODES)
 		return pipette_fail(err, "%d nodes exceed the limit of %d per cache",
 				    want, PIPETTE_BW_MAX_NODES);
-	cap = bw->cap + bw->cap / 2;
-	if (cap < want)
-		cap = want;
-	if (cap < 8)
-		cap = 8;
-	if (cap > PIPETTE_BW_MAX_NODES)
-		cap = PIPETTE_BW_MAX_NODES;
-	inter = malloc((size_t)cap * (size_t)cap * sizeof(*inter));
-	node = realloc(bw->node, (size_t)cap * sizeof(*node));
-	if (!inter || !node) {
-		free(inter);
-		if (node)
-			bw->node = node;
+	if (bw->inter.dense &&
+	    bw_mat_reserve(&bw->inter.mat, want, grown_cap(bw->inter.mat.cap, want)) < 0)
 		return pipette_fail(err, "out of memory for %d nodes", want);
-	}
-	bw->node = node;
-	for (i = 0; i < cap; i++)
-		for (j = 0; j < cap; j++) {
-			if (i < bw->n && j < bw->n)
-				inter[(size_t)i * cap + j] =
-					bw->inter[(size_t)i * bw->cap + j];
-			else
-				bw_entry_clear(&inter[(size_t)i * cap + j]);
-		}
-	free(bw->inter);
-	bw->inter = inter;
+	if (want <= bw->cap)
+		return 0;
+	cap = grown_cap(bw->cap, want);
+	node = realloc(bw->node, (size_t)cap * sizeof(*node));
+	if (node)
+		bw->node = node;
+	group_of = realloc(bw->inter.group_of, (size_t)cap * sizeof(int));
+	if (group_of)
+		bw->inter.group_of = group_of;
+	if (!node || !group_of)
+		return pipette_fail(err, "out of memory for %d nodes", want);
+	for (i = bw->cap; i < cap; i++)
+		group_of[i] = -1;
 	bw->cap = cap;
 	return 0;
 }
@@ -298,6 +302,15 @@ static const char *bad_name(const char *name)
 			return "contains a blank, control character, comma, "
 			       "bracket, quote or backslash";
 	return NULL;
+}
+
+/* A group name: as a node name, and no '=' (the CLI takes groups as
+ * NAME=HOSTLIST). */
+static const char *bad_group_name(const char *name)
+{
+	const char *why = bad_name(name);
+
+	return why ? why : strchr(name, '=') ? "contains '='" : NULL;
 }
 
 static uint64_t name_hash(const char *name)
@@ -363,6 +376,7 @@ int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
 	nd->name = strdup(name);
 	if (!nd->name)
 		return pipette_fail(err, "out of memory");
+	bw->inter.group_of[bw->n] = -1;
 	bw->n++;
 	/* keep the index at most half full */
 	if (2 * bw->n > bw->n_name_slots) {
@@ -381,29 +395,148 @@ int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
 /* Grow a node's intra matrix to ng x ng. */
 int bw_intra_reserve(struct bw_node *nd, int ng, struct pipette_err *err)
 {
-	struct bw_entry *m;
-	int i, j;
-
-	if (ng <= nd->ngpus)
+	if (ng <= nd->intra.n)
 		return 0;
 	if (ng > PIPETTE_BW_MAX_GPUS)
 		return pipette_fail(err, "node %s: GPU index %d exceeds the limit "
 				    "of %d GPUs per node", nd->name, ng - 1,
 				    PIPETTE_BW_MAX_GPUS);
-	m = malloc((size_t)ng * ng * sizeof(*m));
-	if (!m)
+	if (bw_mat_reserve(&nd->intra, ng, ng) < 0)
 		return pipette_fail(err, "out of memory");
-	for (i = 0; i < ng; i++)
-		for (j = 0; j < ng; j++) {
-			if (i < nd->ngpus && j < nd->ngpus)
-				m[i * ng + j] = nd->intra[i * nd->ngpus + j];
-			else
-				bw_entry_clear(&m[i * ng + j]);
-		}
-	free(nd->intra);
-	nd->intra = m;
-	nd->ngpus = ng;
 	return 0;
+}
+
+int bw_group_index(const struct pipette_bwcache *bw, const char *name)
+{
+	int g;
+
+	for (g = 0; g < bw->inter.n_groups; g++)
+		if (!strcmp(bw->inter.group_name[g], name))
+			return g;
+	return -1;
+}
+
+int bw_group_add(struct pipette_bwcache *bw, const char *name, struct pipette_err *err)
+{
+	struct bw_inter *in = &bw->inter;
+	const char *why = bad_group_name(name);
+
+	if (why)
+		return pipette_fail(err, "group name '%.64s' %s", name, why);
+	if (bw_group_index(bw, name) >= 0)
+		return pipette_fail(err, "group '%.64s' is defined twice", name);
+	if (in->n_groups >= PIPETTE_BW_MAX_NODES)
+		return pipette_fail(err, "more than %d groups", PIPETTE_BW_MAX_NODES);
+	if (in->n_groups == in->cap_groups) {
+		int cap = in->cap_groups ? 2 * in->cap_groups : 8;
+		char **p = realloc(in->group_name, (size_t)cap * sizeof(char *));
+
+		if (!p)
+			return pipette_fail(err, "out of memory");
+		in->group_name = p;
+		in->cap_groups = cap;
+	}
+	if (bw_mat_reserve(&in->between, in->n_groups + 1,
+			   grown_cap(in->between.cap, in->n_groups + 1)) < 0 ||
+	    !(in->group_name[in->n_groups] = strdup(name)))
+		return pipette_fail(err, "out of memory");
+	return in->n_groups++;
+}
+
+/* ------------------------------------------------------------------ */
+/* inter-node figures                                                  */
+
+static void unmeasured(struct bw_entry *e)
+{
+	e->gbps = NAN;
+	e->lat = NAN;
+	e->prov = -1;
+	e->code = BW_NONE;
+}
+
+void bw_inter_own(const struct pipette_bwcache *bw, int a, int b, struct bw_entry *e)
+{
+	if (bw->inter.dense)
+		bw_mat_get(&bw->inter.mat, a, b, e);
+	else if (!bw_pairs_get(&bw->inter.pairs, a, b, e))
+		unmeasured(e);
+}
+
+void bw_inter_get(const struct pipette_bwcache *bw, int a, int b, struct bw_entry *e)
+{
+	int ga, gb;
+
+	bw_inter_own(bw, a, b, e);
+	if (!isnan(e->gbps) || !bw->inter.n_groups || a == b)
+		return;
+	ga = bw->inter.group_of[a];
+	gb = bw->inter.group_of[b];
+	if (ga >= 0 && gb >= 0)
+		bw_mat_get(&bw->inter.between, ga, gb, e);
+}
+
+int bw_inter_make_dense(struct pipette_bwcache *bw, struct pipette_err *err)
+{
+	struct bw_inter *in = &bw->inter;
+	const struct bw_pairs *old = &in->pairs;
+	uint32_t s;
+	int a;
+
+	if (in->dense)
+		return 0;
+	if (bw_mat_reserve(&in->mat, bw->n, bw->cap > 0 ? bw->cap : 8) < 0)
+		return pipette_fail(err, "out of memory for %d x %d figures", bw->n, bw->n);
+	in->mat.n = bw->n;
+	for (a = 0; a < old->n_rows; a++)
+		for (s = 0; s < old->row[a].n_slot; s++) {
+			const struct bw_pair *p = &old->row[a].slot[s];
+			struct bw_entry e;
+
+			if (!p->key)
+				continue;
+			bw_pair_entry(old, p, &e);
+			if (bw_mat_set(&in->mat, a, (int)p->key - 1, e.gbps, e.code, e.lat,
+				       e.prov) < 0) {
+				bw_mat_free(&in->mat);
+				return pipette_fail(err, "out of memory for %d x %d figures",
+						    bw->n, bw->n);
+			}
+		}
+	bw_pairs_free(&in->pairs);
+	in->dense = 1;
+	return 0;
+}
+
+int bw_inter_set(struct pipette_bwcache *bw, int a, int b, double gbps, uint32_t code,
+		 float lat, int prov, struct pipette_err *err)
+{
+	struct bw_inter *in = &bw->inter;
+
+	if (in->dense) {
+		if (bw_mat_set(&in->mat, a, b, gbps, code, lat, prov) < 0)
+			return pipette_fail(err, "out of memory");
+		return 0;
+	}
+	if (bw_pairs_set(&in->pairs, a, b, gbps, code, lat, prov) < 0)
+		return pipette_fail(err, "out of memory");
+	/* A hashed pair takes 16 bytes at most half full, a dense cell 4:
+	 * beyond n^2 / 8 pairs the matrix is the smaller. */
+	if ((size_t)in->pairs.count * 8 > (size_t)bw->n * (size_t)bw->n)
+		return bw_inter_make_dense(bw, err);
+	return 0;
+}
+
+size_t bw_inter_own_count(const struct pipette_bwcache *bw)
+{
+	size_t cnt = 0;
+	int a, b;
+
+	if (!bw->inter.dense)
+		return bw->inter.pairs.count;
+	for (a = 0; a < bw->n; a++)
+		for (b = 0; b < bw->n; b++)
+			cnt += bw_mat_has(&bw->inter.mat, a, b);
+	return cnt;
 }
 
 /* ------------------------------------------------------------------ */
@@ -421,7 +554,7 @@ const char *pipette_bwcache_node_name(const struct pipette_bwcache *bw, int node
 
 int pipette_bwcache_node_gpus(const struct pipette_bwcache *bw, int node)
 {
-	return node >= 0 && node < bw->n ? bw->node[node].ngpus : 0;
+	return node >= 0 && node < bw->n ? bw->node[node].intra.n : 0;
 }
 
 static int figure_of(const struct pipette_bwcache *bw, const struct bw_entry *e,
@@ -436,22 +569,27 @@ static int figure_of(const struct pipette_bwcache *bw, const struct bw_entry *e,
 int pipette_bwcache_inter(const struct pipette_bwcache *bw, int a, int b,
 			  struct pipette_bw_figure *out)
 {
+	struct bw_entry e;
+
 	if (a < 0 || b < 0 || a >= bw->n || b >= bw->n)
 		return -1;
-	return figure_of(bw, BW_INTER(bw, a, b), out);
+	bw_inter_get(bw, a, b, &e);
+	return figure_of(bw, &e, out);
 }
 
 int pipette_bwcache_intra(const struct pipette_bwcache *bw, int node, int gpu_a,
 			  int gpu_b, struct pipette_bw_figure *out)
 {
 	const struct bw_node *nd;
+	struct bw_entry e;
 
 	if (node < 0 || node >= bw->n)
 		return -1;
 	nd = &bw->node[node];
-	if (gpu_a < 0 || gpu_b < 0 || gpu_a >= nd->ngpus || gpu_b >= nd->ngpus)
+	if (gpu_a < 0 || gpu_b < 0 || gpu_a >= nd->intra.n || gpu_b >= nd->intra.n)
 		return -1;
-	return figure_of(bw, &nd->intra[gpu_a * nd->ngpus + gpu_b], out);
+	bw_intra_get(nd, gpu_a, gpu_b, &e);
+	return figure_of(bw, &e, out);
 }
 
 void pipette_bwcache_get_defaults(const struct pipette_bwcache *bw,
@@ -463,6 +601,92 @@ void pipette_bwcache_get_defaults(const struct pipette_bwcache *bw,
 time_t pipette_bwcache_generated(const struct pipette_bwcache *bw)
 {
 	return bw->generated;
+}
+
+int pipette_bwcache_group_count(const struct pipette_bwcache *bw)
+{
+	return bw->inter.n_groups;
+}
+
+const char *pipette_bwcache_group_name(const struct pipette_bwcache *bw, int group)
+{
+	return group >= 0 && group < bw->inter.n_groups ? bw->inter.group_name[group] : NULL;
+}
+
+int pipette_bwcache_node_group(const struct pipette_bwcache *bw, int node)
+{
+	return node >= 0 && node < bw->n ? bw->inter.group_of[node] : -1;
+}
+
+const char *pipette_bwcache_schema(const struct pipette_bwcache *bw)
+{
+	if (bw->schema_read)
+		return bw->schema_read == 2 ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+	return bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+}
+
+/* Nodes of each group; the caller frees it.  NULL when out of memory. */
+static long *group_sizes(const struct pipette_bwcache *bw)
+{
+	long *size = calloc((size_t)bw->inter.n_groups + 1, sizeof(long));
+	int i;
+
+	for (i = 0; size && i < bw->n; i++)
+		if (bw->inter.group_of[i] >= 0)
+			size[bw->inter.group_of[i]]++;
+	return size;
+}
+
+long pipette_bwcache_measured(const struct pipette_bwcache *bw)
+{
+	const struct bw_inter *in = &bw->inter;
+	long cnt = 0, *size;
+	int a, b, ga, gb;
+
+	if (!in->n_groups)
+		return (long)bw_inter_own_count(bw);
+	if (!(size = group_sizes(bw)))
+		return -1;
+	/* the pairs a group figure covers, then the own figures of the rest */
+	for (ga = 0; ga < in->n_groups; ga++)
+		for (gb = 0; gb < in->n_groups; gb++)
+			if (bw_mat_has(&in->between, ga, gb))
+				cnt += size[ga] * (size[gb] - (ga == gb));
+	free(size);
+	for (a = 0; a < bw->n; a++)
+		for (b = 0; b < bw->n; b++) {
+			struct bw_entry e;
+
+			ga = in->group_of[a];
+			gb = in->group_of[b];
+			if (a == b || (ga >= 0 && gb >= 0 && bw_mat_has(&in->between, ga, gb)))
+				continue;
+			bw_inter_own(bw, a, b, &e);
+			cnt += !isnan(e.gbps);
+		}
+	return cnt;
+}
+
+size_t pipette_bwcache_bytes(const struct pipette_bwcache *bw)
+{
+	const struct bw_inter *in = &bw->inter;
+	size_t sum = sizeof(*bw) + (size_t)bw->cap * (sizeof(struct bw_node) + sizeof(int));
+	int i;
+
+	sum += bw_mat_bytes(&in->mat) + bw_pairs_bytes(&in->pairs) +
+	       bw_mat_bytes(&in->between) + (size_t)in->cap_groups * sizeof(char *);
+	for (i = 0; i < in->n_groups; i++)
+		sum += strlen(in->group_name[i]) + 1;
+	for (i = 0; i < bw->n; i++)
+		sum += strlen(bw->node[i].name) + 1 + bw_mat_bytes(&bw->node[i].intra) +
+		       (bw->node[i].gpus_json ? strlen(bw->node[i].gpus_json) + 1 : 0) +
+		       (bw->node[i].topo_json ? strlen(bw->node[i].topo_json) + 1 : 0);
+	for (i = 0; i < bw->n_prov; i++)
+		sum += sizeof(struct bw_prov_rec) + sizeof(int) * 2 +
+		       (bw->prov[i].tool ? strlen(bw->prov[i].tool) + 1 : 0) +
+		       (bw->prov[i].metric ? strlen(bw->prov[i].metric) + 1 : 0);
+	return sum + (size_t)bw->n_name_slots * sizeof(int) +
+	       (bw->generator ? strlen(bw->generator) + 1 : 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -530,7 +754,6 @@ int pipette_bwcache_set_inter(struct pipette_bwcache *bw, const char *a,
 			      const struct pipette_bw_prov *prov,
 			      struct pipette_err *err)
 {
-	struct bw_entry *e;
 	char what[2 * PIPETTE_BW_MAX_NAME + 16];
 	int ia, ib, p;
 
@@ -545,11 +768,7 @@ int pipette_bwcache_set_inter(struct pipette_bwcache *bw, const char *a,
 	    (ib = pipette_bwcache_add_node(bw, b, err)) < 0 ||
 	    (p = bw_prov_intern(bw, prov, err)) < 0)
 		return -1;
-	e = BW_INTER(bw, ia, ib);
-	e->gbps = gbps;
-	e->lat = (float)lat_us;
-	e->prov = p;
-	return 0;
+	return bw_inter_set(bw, ia, ib, gbps, BW_NONE, (float)lat_us, p, err);
 }
 
 int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
@@ -558,7 +777,6 @@ int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
 			      struct pipette_err *err)
 {
 	struct bw_node *nd;
-	struct bw_entry *e;
 	char what[PIPETTE_BW_MAX_NAME + 64];
 	int in, p, ng;
 
@@ -575,32 +793,90 @@ int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
 	ng = (gpu_a > gpu_b ? gpu_a : gpu_b) + 1;
 	if (bw_intra_reserve(nd, ng, err) < 0 || (p = bw_prov_intern(bw, prov, err)) < 0)
 		return -1;
-	e = &nd->intra[gpu_a * nd->ngpus + gpu_b];
-	e->gbps = gbps;
-	e->lat = (float)lat_us;
-	e->prov = p;
+	if (bw_mat_set(&nd->intra, gpu_a, gpu_b, gbps, BW_NONE, (float)lat_us, p) < 0)
+		return pipette_fail(err, "out of memory");
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* merging                                                             */
+
 /* src replaces dst when src is measured and not older. */
-static int merge_entry(struct bw_entry *d, const struct pipette_bwcache *dbw,
-		       const struct bw_entry *s, const struct pipette_bwcache *sbw,
-		       const int *prov_map)
+static int replaces(const struct bw_entry *d, const struct pipette_bwcache *dbw,
+		    const struct bw_entry *s, const struct pipette_bwcache *sbw)
 {
 	time_t td, ts;
 
 	if (isnan(s->gbps))
 		return 0;
 	if (!isnan(d->gbps)) {
-		td = bw_entry_when(dbw, d);
-		ts = bw_entry_when(sbw, s);
+		td = bw_prov_when(dbw, d->prov);
+		ts = bw_prov_when(sbw, s->prov);
 		if (td != (time_t)-1 && (ts == (time_t)-1 || ts < td))
 			return 0;
 	}
-	d->gbps = s->gbps;
-	d->lat = s->lat;
-	d->prov = s->prov < 0 ? -1 : prov_map[s->prov];
 	return 1;
+}
+
+static int merge_inter(struct pipette_bwcache *dst, const struct pipette_bwcache *src,
+		       const int *map, const int *prov_map, struct pipette_err *err)
+{
+	int i, j;
+
+	for (i = 0; i < src->n; i++)
+		for (j = 0; j < src->n; j++) {
+			struct bw_entry s, d;
+
+			if (i == j)
+				continue;
+			bw_inter_get(src, i, j, &s);
+			if (isnan(s.gbps))
+				continue;
+			bw_inter_get(dst, map[i], map[j], &d);
+			if (replaces(&d, dst, &s, src) &&
+			    bw_inter_set(dst, map[i], map[j], s.gbps, s.code, s.lat,
+					 s.prov < 0 ? -1 : prov_map[s.prov], err) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+static int copy_json(char **dst, const char *src)
+{
+	char *s;
+
+	if (!src)
+		return 0;
+	if (!(s = strdup(src)))
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int merge_node(struct bw_node *dn, struct pipette_bwcache *dst, const struct bw_node *sn,
+		      const struct pipette_bwcache *src, const int *prov_map,
+		      struct pipette_err *err)
+{
+	int a, b;
+
+	if (bw_intra_reserve(dn, sn->intra.n, err) < 0)
+		return -1;
+	for (a = 0; a < sn->intra.n; a++)
+		for (b = 0; b < sn->intra.n; b++) {
+			struct bw_entry s, d;
+
+			bw_intra_get(sn, a, b, &s);
+			bw_intra_get(dn, a, b, &d);
+			if (replaces(&d, dst, &s, src) &&
+			    bw_mat_set(&dn->intra, a, b, s.gbps, s.code, s.lat,
+				       s.prov < 0 ? -1 : prov_map[s.prov]) < 0)
+				return pipette_fail(err, "out of memory merging caches");
+		}
+	if (copy_json(&dn->gpus_json, sn->gpus_json) < 0 ||
+	    copy_json(&dn->topo_json, sn->topo_json) < 0)
+		return pipette_fail(err, "out of memory merging caches");
+	return 0;
 }
 
 int pipette_bwcache_merge(struct pipette_bwcache *dst,
@@ -608,7 +884,7 @@ int pipette_bwcache_merge(struct pipette_bwcache *dst,
 			  struct pipette_err *err)
 {
 	int *map = NULL, *prov_map = NULL;
-	int rv = -1, i, j;
+	int rv = -1, i;
 
 	map = malloc(((size_t)src->n + 1) * sizeof(int));
 	prov_map = malloc(((size_t)src->n_prov + 1) * sizeof(int));
@@ -626,39 +902,11 @@ int pipette_bwcache_merge(struct pipette_bwcache *dst,
 	for (i = 0; i < src->n; i++)
 		if ((map[i] = pipette_bwcache_add_node(dst, src->node[i].name, err)) < 0)
 			goto fail;
+	if (merge_inter(dst, src, map, prov_map, err) < 0)
+		goto fail;
 	for (i = 0; i < src->n; i++)
-		for (j = 0; j < src->n; j++)
-			merge_entry(BW_INTER(dst, map[i], map[j]), dst,
-				    BW_INTER(src, i, j), src, prov_map);
-	for (i = 0; i < src->n; i++) {
-		const struct bw_node *sn = &src->node[i];
-		struct bw_node *dn = &dst->node[map[i]];
-		int a, b;
-
-		if (bw_intra_reserve(dn, sn->ngpus, err) < 0)
+		if (merge_node(&dst->node[map[i]], dst, &src->node[i], src, prov_map, err) < 0)
 			goto fail;
-		for (a = 0; a < sn->ngpus; a++)
-			for (b = 0; b < sn->ngpus; b++)
-				merge_entry(&dn->intra[a * dn->ngpus + b], dst,
-					    &sn->intra[a * sn->ngpus + b], src,
-					    prov_map);
-		if (sn->gpus_json) {
-			char *s = strdup(sn->gpus_json);
-
-			if (!s)
-				goto oom;
-			free(dn->gpus_json);
-			dn->gpus_json = s;
-		}
-		if (sn->topo_json) {
-			char *s = strdup(sn->topo_json);
-
-			if (!s)
-				goto oom;
-			free(dn->topo_json);
-			dn->topo_json = s;
-		}
-	}
 	if (!isnan(src->def.inter_gbps))
 		dst->def.inter_gbps = src->def.inter_gbps;
 	if (!isnan(src->def.intra_gbps))
@@ -671,9 +919,6 @@ int pipette_bwcache_merge(struct pipette_bwcache *dst,
 	    (dst->generated == (time_t)-1 || src->generated > dst->generated))
 		dst->generated = src->generated;
 	rv = 0;
-	goto fail;
-oom:
-	pipette_fail(err, "out of memory merging caches");
 fail:
 	free(map);
 	free(prov_map);
@@ -691,15 +936,16 @@ struct stale_acc {
 	char where[2 * PIPETTE_BW_MAX_NAME + 32];
 };
 
-/* Count e; 1 when it is the oldest stale figure so far. */
-static int stale_visit(struct stale_acc *acc, const struct bw_entry *e)
+/* Count a figure of provenance prov (-2: none, unmeasured); 1 when it is
+ * the oldest stale figure so far. */
+static int stale_visit(struct stale_acc *acc, int prov)
 {
 	time_t t;
 
-	if (isnan(e->gbps))
+	if (prov == -2)
 		return 0;
 	acc->total++;
-	t = bw_entry_when(acc->bw, e);
+	t = bw_prov_when(acc->bw, prov);
 	if (t == (time_t)-1) {
 		acc->unknown++;
 		return 0;
@@ -713,12 +959,59 @@ static int stale_visit(struct stale_acc *acc, const struct bw_entry *e)
 	return 1;
 }
 
+/* The provenance of the figure a -> b (its own, else its groups'), -2
+ * when there is none: what staleness needs, without decoding figures. */
+static int inter_prov(const struct pipette_bwcache *bw, int a, int b)
+{
+	const struct bw_inter *in = &bw->inter;
+	struct bw_entry e;
+	int ga, gb;
+
+	if (in->dense) {
+		size_t c = (size_t)a * in->mat.cap + b;
+
+		if (in->mat.code[c] != BW_NONE)
+			return in->mat.prov ? in->mat.prov[c] : in->mat.prov0;
+	} else if (bw_pairs_get(&in->pairs, a, b, &e)) {
+		return e.prov;
+	}
+	if (!in->n_groups || (ga = in->group_of[a]) < 0 || (gb = in->group_of[b]) < 0 ||
+	    !bw_mat_has(&in->between, ga, gb))
+		return -2;
+	return in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + gb]
+				: in->between.prov0;
+}
+
+/* The figures of one node: to the other nodes, and between its GPUs. */
+static void stale_node(struct stale_acc *acc, const int *idx, int n, int i)
+{
+	const struct pipette_bwcache *bw = acc->bw;
+	const struct bw_node *nd = &bw->node[idx[i]];
+	struct bw_entry e;
+	int j, a, b;
+
+	for (j = 0; j < n; j++) {
+		if (i == j)
+			continue;
+		if (stale_visit(acc, inter_prov(bw, idx[i], idx[j])))
+			snprintf(acc->where, sizeof(acc->where), "%s -> %s", nd->name,
+				 bw->node[idx[j]].name);
+	}
+	for (a = 0; a < nd->intra.n; a++)
+		for (b = 0; b < nd->intra.n; b++) {
+			bw_intra_get(nd, a, b, &e);
+			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
+				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
+					 nd->name, a, b);
+		}
+}
+
 int pipette_bwcache_stale(const struct pipette_bwcache *bw,
 			  const char *const *nodes, int n_nodes, time_t now,
 			  double max_age_s, char *msg, size_t msg_size)
 {
 	struct stale_acc acc;
-	int *idx, n = 0, i, j, a, b;
+	int *idx, n = 0, i;
 	char when[32];
 
 	if (msg && msg_size)
@@ -741,19 +1034,8 @@ int pipette_bwcache_stale(const struct pipette_bwcache *bw,
 		for (i = 0; i < bw->n; i++)
 			idx[n++] = i;
 	}
-	for (i = 0; i < n; i++) {
-		const struct bw_node *nd = &bw->node[idx[i]];
-
-		for (j = 0; j < n; j++)
-			if (i != j && stale_visit(&acc, BW_INTER(bw, idx[i], idx[j])))
-				snprintf(acc.where, sizeof(acc.where), "%s -> %s",
-					 nd->name, bw->node[idx[j]].name);
-		for (a = 0; a < nd->ngpus; a++)
-			for (b = 0; b < nd->ngpus; b++)
-				if (stale_visit(&acc, &nd->intra[a * nd->ngpus + b]))
-					snprintf(acc.where, sizeof(acc.where),
-						 "%s GPU %d -> %d", nd->name, a, b);
-	}
+	for (i = 0; i < n; i++)
+		stale_node(&acc, idx, n, i);
 	free(idx);
 	if (msg && acc.count)
 		snprintf(msg, msg_size, "%d of %d measured figures are older than "

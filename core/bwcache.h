@@ -1,4 +1,4 @@
-/* pipette: the bandwidth cache (schema "pipette-bw/1").
+/* pipette: the bandwidth cache (schemas "pipette-bw/1" and "pipette-bw/2").
  *
  * One JSON file keyed by Slurm node names, so that the plugin finds a job's
  * nodes (SLURM_JOB_NODELIST) in it directly; man pipette-bandwidth(5):
@@ -33,6 +33,24 @@
  * Unmeasured figures fall back to "defaults", then to the GPU's nominal
  * figures (cluster.h).  Times are UTC, "YYYY-MM-DDTHH:MM:SSZ".
  *
+ * "pipette-bw/2" states inter-node figures per group of nodes (a leaf
+ * switch, a rack), so that a cache of thousands of nodes need not list
+ * every node pair; everything of pipette-bw/1 keeps its meaning:
+ *
+ *     "inter": { ...,
+ *       "order": ["gpu001", ..., "gpu064"],
+ *       "groups": [ { "name": "leaf0", "nodes": [[0, 31]] },
+ *                   { "name": "leaf1", "nodes": ["gpu033", [33, 63]] } ],
+ *       "between": [[45.0, 40.5], [40.3, 44.8]],  group i -> group j;
+ *                                    [g][g]: two nodes of group g
+ *       "matrix": [...], "links": [...] }        both optional, as in /1
+ *
+ * A group's "nodes" are names from "order" or inclusive index ranges
+ * [first, last] into it; a node is in at most one group.  A node pair's
+ * figure is its link, else its matrix entry, else its groups' "between"
+ * figure (with the section's provenance and latency); a group pair's
+ * null says nothing.  The writer emits /1 unless the cache has groups.
+ *
  * Library only: json-c, no Slurm.  Hostlists are expanded by the CLI. */
 #ifndef PIPETTE_BWCACHE_H
 #define PIPETTE_BWCACHE_H
@@ -44,6 +62,7 @@
 #include "limits.h"
 
 #define PIPETTE_BW_SCHEMA "pipette-bw/1"
+#define PIPETTE_BW_SCHEMA_V2 "pipette-bw/2"
 /* Input limits: a file beyond them is rejected, never half-read.  A cache
  * holds at most the nodes and GPUs per node a plan can use (limits.h). */
 #define PIPETTE_BW_MAX_NODES PIPETTE_MAX_NODES
@@ -155,6 +174,37 @@ void pipette_bwcache_get_defaults(const struct pipette_bwcache *bw,
 				  struct pipette_bw_defaults *out);
 /* (time_t)-1 when the file gave no "generated". */
 time_t pipette_bwcache_generated(const struct pipette_bwcache *bw);
+/* The schema of the file the cache was loaded from; for a cache built in
+ * memory, the one pipette_bwcache_serialize writes (pipette-bw/2 when it
+ * has groups). */
+const char *pipette_bwcache_schema(const struct pipette_bwcache *bw);
+/* Directed inter-node node pairs (a != b) with a measured figure, its own
+ * or its groups'; -1 when out of memory. */
+long pipette_bwcache_measured(const struct pipette_bwcache *bw);
+/* Bytes the cache holds in memory (figures, names, provenance). */
+size_t pipette_bwcache_bytes(const struct pipette_bwcache *bw);
+
+/* Groups of nodes (pipette-bw/2): how many, the name of group g (NULL
+ * when out of range), the group of a node (-1: none). */
+int pipette_bwcache_group_count(const struct pipette_bwcache *bw);
+const char *pipette_bwcache_group_name(const struct pipette_bwcache *bw, int group);
+int pipette_bwcache_node_group(const struct pipette_bwcache *bw, int node);
+/* Restate the inter-node figures per group: group_of[i] is the group
+ * (index into names[0..n_groups)) of cache node i, or -1.  A group pair
+ * gets a figure only when every node pair of it is measured, all with one
+ * provenance and latency, the one that covers the most node pairs among
+ * such group pairs; its figure is the lower median of theirs (one of
+ * them).  A node pair keeps a figure of its own where it differs from its
+ * groups' by more than `tolerance` (relative, in [0, 1); 0: any
+ * difference, so that nothing is lost); the others take the group's.
+ * Groups the cache had are replaced.  Needs no hostlist: the CLI expands
+ * them.  On failure the cache says what it said before (without groups). */
+int pipette_bwcache_set_groups(struct pipette_bwcache *bw, int n_groups,
+			       const char *const *names, const int *group_of,
+			       double tolerance, struct pipette_err *err);
+/* Give every node pair the figure its groups gave it and drop the groups,
+ * so that the cache is written as pipette-bw/1. */
+int pipette_bwcache_ungroup(struct pipette_bwcache *bw, struct pipette_err *err);
 
 /* Count the measured figures among `nodes` (NULL = all) older than
  * max_age_s at `now`, or of unknown age.  When there are any, `msg` gets a

@@ -1,19 +1,130 @@
-/* pipette: bandwidth cache internals shared by bwcache*.c, bwimport.c,
- * bwgen.c and cluster.c.  Not installed; not part of the API. */
+/* pipette: bandwidth cache internals shared by bwcache*.c, bwmat.c,
+ * bwscan.c, bwimport.c, bwgen.c and cluster.c.  Not installed; not part of
+ * the API. */
 #ifndef PIPETTE_BWCACHE_INT_H
 #define PIPETTE_BWCACHE_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
+
+#include <json-c/json.h>
 
 #include "bwcache.h"
 #include "readfile.h"
 
-/* One directed figure: gbps NaN = unmeasured, lat NaN = no latency. */
+/* One directed figure, unpacked: gbps NaN = unmeasured, lat NaN = no
+ * latency, prov an index into pipette_bwcache.prov (-1 = unknown); code
+ * the short code it is stored as (BW_NONE: none). */
 struct bw_entry {
 	double gbps;
 	float lat;
-	int prov;	/* index into pipette_bwcache.prov, -1 = unknown */
+	int prov;
+	uint32_t code;
 };
+
+/* ---- a bandwidth in four bytes (bwmat.c) ----
+ *
+ * A figure is stored as a code: a short decimal m / 10^k (m < 2^27, k <=
+ * 15: m in the low 27 bits, k in the next 4), or, with the top bit set,
+ * the index of an exact double in a side table (a figure with more than
+ * eight significant digits).  Decoding a short decimal divides two doubles
+ * that hold m and 10^k exactly (m < 2^53, 10^k <= 10^22), and an IEEE 754
+ * division is correctly rounded, so the result is the double nearest to
+ * m / 10^k, which is what strtod makes of the same decimal: a figure reads
+ * back bit for bit as the file or the caller gave it. */
+#define BW_NONE 0xffffffffu		/* unmeasured */
+#define BW_EXACT 0x80000000u		/* low 31 bits: index of an exact double */
+#define BW_M_BITS 27
+#define BW_K_MAX 15
+
+/* The short code of m x 10^e, or BW_NONE when it has none. */
+uint32_t bw_code_decimal(uint64_t m, int e);
+/* The short code of a double, or BW_NONE when no short decimal reads
+ * back as exactly v. */
+uint32_t bw_code_of(double v);
+/* m / 10^k of a short code. */
+double bw_code_value(uint32_t code);
+/* The digits of a short code in the plain notation pipette writes, when
+ * that is the shortest text that reads back as its value (value >= 1e-4
+ * and k <= 12, bwcache_io.c's sb_short); buf needs 32 bytes.  Returns the
+ * length, or 0 when the caller must format the value itself. */
+int bw_code_text(uint32_t code, char *buf);
+
+/* Exact figures that have no short code; slots of overwritten figures are
+ * reused. */
+struct bw_exact {
+	double *v;
+	uint32_t n, cap;
+	uint32_t *free;
+	uint32_t n_free, cap_free;
+};
+
+/* A square matrix of figures: 4 bytes per cell for the bandwidth; the
+ * latency and provenance columns exist only once some measured cell
+ * differs from the first one set (lat0, prov0), so a matrix measured in
+ * one run costs 4 bytes per cell and one with per-link latencies 8. */
+struct bw_mat {
+	int n, cap;		/* n x n cells in use, rows of cap */
+	uint32_t *code;		/* cap x cap */
+	float *lat;		/* NULL: every measured cell has lat0 */
+	int *prov;		/* NULL: every measured cell has prov0 */
+	float lat0;
+	int prov0, has0;	/* has0: lat0 and prov0 are set */
+	struct bw_exact ex;
+};
+
+void bw_mat_free(struct bw_mat *m);
+/* Use n x n cells (new ones unmeasured), allocating cap x cap (cap >= n)
+ * when it must grow; -1 when out of memory. */
+int bw_mat_reserve(struct bw_mat *m, int n, int cap);
+static inline int bw_mat_has(const struct bw_mat *m, int i, int j)
+{
+	return m->code[(size_t)i * m->cap + j] != BW_NONE;
+}
+void bw_mat_get(const struct bw_mat *m, int i, int j, struct bw_entry *e);
+/* Store a measured figure; code is bw_code_of(gbps) when the caller has
+ * it, or BW_NONE to have it found.  -1 when out of memory. */
+int bw_mat_set(struct bw_mat *m, int i, int j, double gbps, uint32_t code, float lat,
+	       int prov);
+/* Row i, cells j < n: code[j] as the scanner gives it (BW_NONE: leave the
+ * cell; BW_EXACT: the figure is val[j]), each with lat and prov. */
+int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *val,
+		   int n, float lat, int prov);
+size_t bw_mat_bytes(const struct bw_mat *m);
+
+/* Figures of some node pairs: a hash per row (open addressing, linear
+ * probing), so that the pairs of one node lie together and a row of
+ * lookups stays in cache; key = b + 1, 0 = empty slot. */
+struct bw_pair {
+	uint32_t key, code;
+	float lat;
+	int prov;
+};
+
+struct bw_pair_row {
+	struct bw_pair *slot;
+	uint32_t n_slot, count;
+};
+
+struct bw_pairs {
+	struct bw_pair_row *row;	/* n_rows, by node a */
+	int n_rows;
+	uint32_t count;
+	struct bw_exact ex;
+};
+
+void bw_pairs_free(struct bw_pairs *h);
+/* The slot of a -> b, or NULL. */
+const struct bw_pair *bw_pairs_find(const struct bw_pairs *h, int a, int b);
+void bw_pair_entry(const struct bw_pairs *h, const struct bw_pair *p, struct bw_entry *e);
+/* 1 and *e filled when the pair is there, else 0. */
+int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e);
+int bw_pairs_set(struct bw_pairs *h, int a, int b, double gbps, uint32_t code, float lat,
+		 int prov);
+size_t bw_pairs_bytes(const struct bw_pairs *h);
+
+/* ---- the cache ---- */
 
 struct bw_prov_rec {
 	char *tool;
@@ -24,16 +135,30 @@ struct bw_prov_rec {
 
 struct bw_node {
 	char *name;
-	int ngpus;		/* intra is ngpus x ngpus, 0 = none */
-	struct bw_entry *intra;
+	struct bw_mat intra;	/* GPU x GPU, by Slurm index; intra.n = 0: none */
 	char *gpus_json;	/* "gpus" and "topo", kept verbatim */
 	char *topo_json;
+};
+
+/* The inter-node figures: node pairs set one by one (the file's matrix and
+ * links, and every set and merge since), in a hash while they are few and
+ * in a dense matrix once they are many, over the figures between groups
+ * of nodes (pipette-bw/2).  A pair's figure is its own when it has one,
+ * else its groups'. */
+struct bw_inter {
+	int dense;		/* pairs are in mat, not in the hash */
+	struct bw_mat mat;	/* dense: n x n */
+	struct bw_pairs pairs;
+	int n_groups, cap_groups;
+	char **group_name;
+	int *group_of;		/* per node (cap of the cache); -1: no group */
+	struct bw_mat between;	/* n_groups x n_groups, [g][g]: inside g */
 };
 
 struct pipette_bwcache {
 	int n, cap;
 	struct bw_node *node;
-	struct bw_entry *inter;	/* cap x cap, row-major */
+	struct bw_inter inter;
 	struct bw_prov_rec *prov;
 	int n_prov, cap_prov;
 	int *prov_slots;	/* open-addressing hash of prov */
@@ -43,17 +168,100 @@ struct pipette_bwcache {
 	struct pipette_bw_defaults def;
 	time_t generated;
 	char *generator;
+	int schema_read;	/* version of the file loaded, 0 = built in memory */
 	unsigned char sha256[PIPETTE_SHA256_LEN];	/* of the file loaded */
 	int has_sha256;
 };
 
-#define BW_INTER(bw, a, b) (&(bw)->inter[(size_t)(a) * (bw)->cap + (b)])
-
-void bw_entry_clear(struct bw_entry *e);
 int bw_prov_intern(struct pipette_bwcache *bw, const struct pipette_bw_prov *p,
 		   struct pipette_err *err);
-time_t bw_entry_when(const struct pipette_bwcache *bw, const struct bw_entry *e);
+time_t bw_prov_when(const struct pipette_bwcache *bw, int prov);
 int bw_reserve(struct pipette_bwcache *bw, int want, struct pipette_err *err);
 int bw_intra_reserve(struct bw_node *nd, int ng, struct pipette_err *err);
+
+/* The figure a -> b as the cache resolves it (the pair's own, else its
+ * groups'); gbps NaN when there is none. */
+void bw_inter_get(const struct pipette_bwcache *bw, int a, int b, struct bw_entry *e);
+/* The pair's own figure only. */
+void bw_inter_own(const struct pipette_bwcache *bw, int a, int b, struct bw_entry *e);
+int bw_inter_set(struct pipette_bwcache *bw, int a, int b, double gbps, uint32_t code,
+		 float lat, int prov, struct pipette_err *err);
+/* Keep the pairs in a dense matrix from now on (a file's matrix, a
+ * generated cache). */
+int bw_inter_make_dense(struct pipette_bwcache *bw, struct pipette_err *err);
+/* Pairs that have a figure of their own. */
+size_t bw_inter_own_count(const struct pipette_bwcache *bw);
+static inline void bw_intra_get(const struct bw_node *nd, int a, int b, struct bw_entry *e)
+{
+	bw_mat_get(&nd->intra, a, b, e);
+}
+/* Add a group of nodes (pipette-bw/2); its index or -1. */
+int bw_group_add(struct pipette_bwcache *bw, const char *name, struct pipette_err *err);
+int bw_group_index(const struct pipette_bwcache *bw, const char *name);
+
+/* ---- the scanner of cache files (bwscan.c) ----
+ *
+ * A document (JSON with comments and NaN/Infinity allowed, nesting at most
+ * 64 deep as json-c's tokener here, no key twice in an object) is parsed
+ * by json-c except for the values that can be large: $.inter.matrix,
+ * $.inter.between, $.inter.links and $.nodes.NAME.intra.matrix and .links.
+ * json-c sees the string "#K" in their place, and span K holds the value's
+ * bytes, read here without a tree. */
+struct bw_span {
+	size_t start, end;	/* the value's bytes */
+	size_t count;		/* elements, when it is an array */
+	char type;		/* its first byte: [ { " n t f, or 0 for a number */
+};
+
+struct bw_doc {
+	json_object *root;
+	struct bw_span *span;
+	size_t n_span, cap_span;
+	const char *text;
+	size_t len;
+};
+
+/* 0: parsed, spans set aside; -1: malformed (err: "SOURCE: line L,
+ * column C: malformed JSON: WHY, in PATH", or "SOURCE: PATH: duplicate
+ * key ...") or out of memory. */
+int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc *doc,
+		struct pipette_err *err);
+void bw_doc_free(struct bw_doc *doc);
+/* The span json-c holds as the placeholder v, or NULL. */
+const struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v);
+
+/* One row of a matrix span, scanned: where it lies, its length, and the
+ * first cell that is neither a bandwidth in (0, PIPETTE_BW_MAX_GBPS] nor
+ * null, or is not null on the diagonal (cell diag). */
+struct bw_row {
+	size_t start, end;	/* the row's bytes */
+	size_t len;
+	char type;		/* the row's first byte; '[' when it is a row */
+	size_t bad;		/* index of that cell, (size_t)-1 when none */
+};
+/* The row at pos (white space before it skipped): cells j < want go to
+ * code[j] (BW_NONE for null) and, when they have no short code, their
+ * value to val[j]; returns the position of the next row (past the
+ * comma). */
+size_t bw_scan_row(const char *text, size_t pos, size_t end, long diag, size_t want,
+		   uint32_t *code, double *val, struct bw_row *row);
+/* The next element of an array span after position *pos (start with
+ * span->start); 1 with [*vs, *ve) set, 0 at the end. */
+int bw_scan_next(const char *text, const struct bw_span *sp, size_t *pos, size_t *vs,
+		 size_t *ve);
+/* A number [s, e) that is a bandwidth in (0, PIPETTE_BW_MAX_GBPS]: 1,
+ * with its value (as strtod reads it) and its short code (BW_NONE when
+ * it has none); 0 when it is not. */
+int bw_scan_gbps(const char *text, size_t s, size_t e, uint32_t *code, double *v);
+/* An object [s, e) whose keys, each written plainly, are among keys[]
+ * (NULL-terminated), with values that are strings without escapes,
+ * numbers or null: 1, with the bytes of key k's value in [vs[k], ve[k])
+ * (vs[k] == ve[k] when it is absent); 0 for anything else. */
+int bw_scan_object(const char *text, size_t s, size_t e, const char *const *keys,
+		   size_t *vs, size_t *ve);
+/* json-c's value for the bytes [s, e) of a valid JSON value; with
+ * shallow, containers come back empty (when only their type is asked
+ * for).  NULL is JSON null, or *oom is set. */
+json_object *bw_scan_value(const char *text, size_t s, size_t e, int shallow, int *oom);
 
 #endif

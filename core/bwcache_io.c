@@ -1,4 +1,6 @@
-/* pipette: reading and writing "pipette-bw/1" files (format: bwcache.h). */
+/* pipette: writing bandwidth cache files (format: bwcache.h): the
+ * canonical text, the lock of concurrent writers, atomic replacement.  The
+ * reader is bwcache_parse.c. */
 #define _GNU_SOURCE	/* F_OFD_SETLK (glibc declares it for _GNU_SOURCE only) */
 #include "bwcache.h"
 
@@ -21,628 +23,6 @@
 #include "bwcache_int.h"
 #include "json.h"
 #include "readfile.h"
-
-/* ------------------------------------------------------------------ */
-/* parsing                                                             */
-
-struct pctx {
-	const char *src;
-	struct pipette_bwcache *bw;
-	struct pipette_err *err;
-};
-
-/* Provenance and latency of a section or link while parsing. */
-struct sprov {
-	const char *tool, *metric;
-	double bytes;
-	time_t when;
-	double lat;
-};
-
-__attribute__((format(printf, 3, 4)))
-static int perr(struct pctx *c, const char *path, const char *fmt, ...)
-{
-	char msg[PIPETTE_ERR_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return pipette_fail(c->err, "%s: %s: %s", c->src, path, msg);
-}
-
-/* "a number", "null", ...: json.h's names of JSON types. */
-static const char *jtype(json_object *v)
-{
-	return pipette_json_type_name(v);
-}
-
-static int is_number(json_object *v)
-{
-	return v && (json_object_is_type(v, json_type_double) ||
-		     json_object_is_type(v, json_type_int));
-}
-
-static int check_keys(struct pctx *c, json_object *obj, const char *path,
-		      const char *const *allowed)
-{
-	json_object_iter it;
-	char list[256];
-	size_t i, len = 0;
-
-	json_object_object_foreachC(obj, it) {
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(it.key, allowed[i]))
-				break;
-		if (allowed[i])
-			continue;
-		list[0] = '\0';
-		for (i = 0; allowed[i]; i++)
-			len += (size_t)snprintf(list + len, len < sizeof(list) ?
-						sizeof(list) - len : 0, "%s%s",
-						i ? ", " : "", allowed[i]);
-		return perr(c, path, "unknown key '%.64s' (expected one of: %s)",
-			    it.key, list);
-	}
-	return 0;
-}
-
-/* A number in [lo, hi] (lo excluded when lo_open), or null (NaN) when
- * allow_null. */
-static int get_num(struct pctx *c, json_object *v, const char *path,
-		   const char *what, double lo, int lo_open, double hi,
-		   int allow_null, double *out)
-{
-	double d;
-
-	if (!v || json_object_is_type(v, json_type_null)) {
-		if (allow_null) {
-			*out = NAN;
-			return 0;
-		}
-		return perr(c, path, "expected %s, got null", what);
-	}
-	if (!is_number(v))
-		return perr(c, path, "expected %s%s, got %s%s%.32s%s", what,
-			    allow_null ? " or null" : "", jtype(v),
-			    json_object_is_type(v, json_type_string) ? " \"" : "",
-			    json_object_is_type(v, json_type_string) ?
-			    json_object_get_string(v) : "",
-			    json_object_is_type(v, json_type_string) ? "\"" : "");
-	d = json_object_get_double(v);
-	if (!isfinite(d) || d < lo || (lo_open && d == lo) || d > hi)
-		return perr(c, path, "expected %s in %s%g, %g], got %g", what,
-			    lo_open ? "(" : "[", lo, hi, d);
-	*out = d;
-	return 0;
-}
-
-static int get_gbps(struct pctx *c, json_object *v, const char *path,
-		    int allow_null, double *out)
-{
-	return get_num(c, v, path, "a bandwidth in GB/s", 0, 1,
-		       PIPETTE_BW_MAX_GBPS, allow_null, out);
-}
-
-static int get_lat(struct pctx *c, json_object *v, const char *path, double *out)
-{
-	return get_num(c, v, path, "a latency in microseconds", 0, 0,
-		       PIPETTE_BW_MAX_LAT_US, 1, out);
-}
-
-/* A string or null (NULL). */
-static int get_str(struct pctx *c, json_object *v, const char *path,
-		   const char **out)
-{
-	if (!v || json_object_is_type(v, json_type_null)) {
-		*out = NULL;
-		return 0;
-	}
-	if (!json_object_is_type(v, json_type_string))
-		return perr(c, path, "expected a string, got %s", jtype(v));
-	*out = json_object_get_string(v);
-	return 0;
-}
-
-static int get_time(struct pctx *c, json_object *v, const char *path, time_t *out)
-{
-	const char *s = NULL;
-
-	if (get_str(c, v, path, &s) < 0)
-		return -1;
-	if (!s) {
-		*out = (time_t)-1;
-		return 0;
-	}
-	if (pipette_bw_parse_time(s, out) < 0)
-		return perr(c, path, "expected a UTC time like "
-			    "\"2025-01-02T03:04:05Z\", got \"%.40s\"", s);
-	return 0;
-}
-
-/* tool, metric, bytes, when, lat_us of a section or link: a missing key
- * inherits, an explicit null means unknown. */
-static int parse_prov(struct pctx *c, json_object *obj, const char *path,
-		      struct sprov *p)
-{
-	char sub[560];
-	json_object *v;
-	double d;
-
-	if (json_object_object_get_ex(obj, "tool", &v)) {
-		snprintf(sub, sizeof(sub), "%s.tool", path);
-		if (get_str(c, v, sub, &p->tool) < 0)
-			return -1;
-	}
-	if (json_object_object_get_ex(obj, "metric", &v)) {
-		snprintf(sub, sizeof(sub), "%s.metric", path);
-		if (get_str(c, v, sub, &p->metric) < 0)
-			return -1;
-	}
-	if (json_object_object_get_ex(obj, "bytes", &v)) {
-		snprintf(sub, sizeof(sub), "%s.bytes", path);
-		if (get_num(c, v, sub, "a message size in bytes", 0, 1,
-			    PIPETTE_BW_MAX_BYTES, 1, &d) < 0)
-			return -1;
-		p->bytes = isnan(d) ? 0 : d;
-	}
-	if (json_object_object_get_ex(obj, "when", &v)) {
-		snprintf(sub, sizeof(sub), "%s.when", path);
-		if (get_time(c, v, sub, &p->when) < 0)
-			return -1;
-	}
-	if (json_object_object_get_ex(obj, "lat_us", &v)) {
-		snprintf(sub, sizeof(sub), "%s.lat_us", path);
-		if (get_lat(c, v, sub, &p->lat) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int intern(struct pctx *c, const struct sprov *sp)
-{
-	struct pipette_bw_prov p = { sp->tool, sp->metric, sp->bytes, sp->when };
-
-	return bw_prov_intern(c->bw, &p, c->err);
-}
-
-/* The entry for index pair (a, b) of a section: node indices for inter
- * (through ord), GPU indices for intra. */
-static struct bw_entry *sect_entry(struct pipette_bwcache *bw, int node,
-				   const int *ord, int a, int b)
-{
-	if (node < 0)
-		return BW_INTER(bw, ord[a], ord[b]);
-	return &bw->node[node].intra[a * bw->node[node].ngpus + b];
-}
-
-/* One end of a link: a node name (inter) or a GPU index (intra). */
-static int link_end(struct pctx *c, json_object *v, const char *path, int node,
-		    int n, int *out)
-{
-	if (node < 0) {
-		const char *name;
-		int k;
-
-		if (!v || !json_object_is_type(v, json_type_string))
-			return perr(c, path, "expected a node name, got %s",
-				    v ? jtype(v) : "nothing");
-		name = json_object_get_string(v);
-		k = pipette_bwcache_node_index(c->bw, name);
-		if (k < 0)
-			return perr(c, path, "unknown node '%.64s' (not in "
-				    "$.inter.order or $.nodes)", name);
-		*out = k;
-		return 0;
-	}
-	if (!v || !json_object_is_type(v, json_type_int))
-		return perr(c, path, "expected a GPU index, got %s",
-			    v ? jtype(v) : "nothing");
-	*out = json_object_get_int(v);
-	if (*out < 0 || *out >= (n ? n : PIPETTE_BW_MAX_GPUS))
-		return perr(c, path, "GPU index %d is outside [0, %d)%s", *out,
-			    n ? n : PIPETTE_BW_MAX_GPUS,
-			    n ? " (the size of the intra matrix)" : "");
-	return 0;
-}
-
-static int parse_links(struct pctx *c, json_object *links, const char *path,
-		       int node, int n, const struct sprov *sect)
-{
-	static const char *const keys[] = { "a", "b", "gbps", "lat_us", "when",
-					    "tool", "metric", "bytes", NULL };
-	char lp[480], sub[512];
-	size_t i, len;
-
-	if (!json_object_is_type(links, json_type_array))
-		return perr(c, path, "expected an array of links, got %s",
-			    jtype(links));
-	len = json_object_array_length(links);
-	for (i = 0; i < len; i++) {
-		json_object *l = json_object_array_get_idx(links, i), *v;
-		struct sprov p = *sect;
-		struct bw_entry *e;
-		double g;
-		int a, b, pid;
-
-		snprintf(lp, sizeof(lp), "%s[%zu]", path, i);
-		if (!json_object_is_type(l, json_type_object))
-			return perr(c, lp, "expected a link object, got %s", jtype(l));
-		if (check_keys(c, l, lp, keys) < 0)
-			return -1;
-		snprintf(sub, sizeof(sub), "%s.a", lp);
-		json_object_object_get_ex(l, "a", &v);
-		if (link_end(c, json_object_object_get_ex(l, "a", &v) ? v : NULL,
-			     sub, node, n, &a) < 0)
-			return -1;
-		snprintf(sub, sizeof(sub), "%s.b", lp);
-		if (link_end(c, json_object_object_get_ex(l, "b", &v) ? v : NULL,
-			     sub, node, n, &b) < 0)
-			return -1;
-		if (a == b)
-			return perr(c, lp, "a link needs two different %s",
-				    node < 0 ? "nodes" : "GPUs");
-		snprintf(sub, sizeof(sub), "%s.gbps", lp);
-		if (get_gbps(c, json_object_object_get_ex(l, "gbps", &v) ? v : NULL,
-			     sub, 0, &g) < 0)
-			return -1;
-		if (parse_prov(c, l, lp, &p) < 0 || (pid = intern(c, &p)) < 0)
-			return -1;
-		if (node >= 0) {
-			int need = (a > b ? a : b) + 1;
-
-			if (bw_intra_reserve(&c->bw->node[node], need, c->err) < 0)
-				return -1;
-			e = &c->bw->node[node].intra[a * c->bw->node[node].ngpus + b];
-		} else {
-			e = BW_INTER(c->bw, a, b);
-		}
-		e->gbps = g;
-		e->lat = (float)p.lat;
-		e->prov = pid;
-	}
-	return 0;
-}
-
-/* "inter" (node < 0, matrix indexed through ord[n]) or a node's "intra". */
-static int parse_section(struct pctx *c, json_object *sec, const char *path,
-			 int node, const int *ord, int n, time_t generated)
-{
-	static const char *const inter_keys[] = { "tool", "metric", "bytes",
-		"when", "lat_us", "order", "matrix", "links", NULL };
-	static const char *const intra_keys[] = { "tool", "metric", "bytes",
-		"when", "lat_us", "matrix", "links", NULL };
-	struct sprov sp = { NULL, NULL, 0, generated, NAN };
-	json_object *matrix = NULL, *links = NULL;
-	char sub[400], cell[448];
-	size_t i, j, rows;
-	int pid;
-
-	if (!json_object_is_type(sec, json_type_object))
-		return perr(c, path, "expected an object, got %s", jtype(sec));
-	if (check_keys(c, sec, path, node < 0 ? inter_keys : intra_keys) < 0 ||
-	    parse_prov(c, sec, path, &sp) < 0)
-		return -1;
-	json_object_object_get_ex(sec, "matrix", &matrix);
-	json_object_object_get_ex(sec, "links", &links);
-	snprintf(sub, sizeof(sub), "%s.matrix", path);
-	if (matrix) {
-		if (!json_object_is_type(matrix, json_type_array))
-			return perr(c, sub, "expected an array of rows, got %s",
-				    jtype(matrix));
-		rows = json_object_array_length(matrix);
-		if (node >= 0) {
-			if (rows > PIPETTE_BW_MAX_GPUS)
-				return perr(c, sub, "%zu rows exceed the limit of "
-					    "%d GPUs per node", rows,
-					    PIPETTE_BW_MAX_GPUS);
-			n = (int)rows;
-			if (bw_intra_reserve(&c->bw->node[node], n, c->err) < 0)
-				return -1;
-		} else if (rows != (size_t)n) {
-			return perr(c, sub, "expected %d rows (one per name in "
-				    "$.inter.order), got %zu", n, rows);
-		}
-		if ((pid = intern(c, &sp)) < 0)
-			return -1;
-		for (i = 0; i < rows; i++) {
-			json_object *row = json_object_array_get_idx(matrix, i);
-
-			snprintf(cell, sizeof(cell), "%s[%zu]", sub, i);
-			if (!json_object_is_type(row, json_type_array))
-				return perr(c, cell, "expected a row (an array), got %s",
-					    jtype(row));
-			if (json_object_array_length(row) != rows)
-				return perr(c, cell, "expected %zu values (the matrix "
-					    "must be square), got %zu", rows,
-					    json_object_array_length(row));
-			for (j = 0; j < rows; j++) {
-				json_object *v = json_object_array_get_idx(row, j);
-				struct bw_entry *e;
-				double g = NAN;
-
-				snprintf(cell, sizeof(cell), "%s[%zu][%zu]", sub, i, j);
-				if (i == j) {
-					if (v && !json_object_is_type(v, json_type_null))
-						return perr(c, cell, "expected null on the "
-							    "diagonal%s, got %s",
-							    node < 0 ? " (intra-node "
-							    "figures go to $.nodes.<name>"
-							    ".intra)" : "", jtype(v));
-					continue;
-				}
-				if (get_gbps(c, v, cell, 1, &g) < 0)
-					return -1;
-				if (isnan(g))
-					continue;
-				e = sect_entry(c->bw, node, ord, (int)i, (int)j);
-				e->gbps = g;
-				e->lat = (float)sp.lat;
-				e->prov = pid;
-			}
-		}
-	} else if (node >= 0) {
-		n = 0;	/* links alone: the matrix grows to fit */
-	}
-	if (links) {
-		snprintf(sub, sizeof(sub), "%s.links", path);
-		if (parse_links(c, links, sub, node, n, &sp) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int parse_defaults(struct pctx *c, json_object *d)
-{
-	static const char *const keys[] = { "inter_gbps", "intra_gbps", "lat_us",
-					    "intra_lat_us", NULL };
-	struct pipette_bw_defaults def = { NAN, NAN, NAN, NAN };
-	json_object *v;
-
-	if (!json_object_is_type(d, json_type_object))
-		return perr(c, "$.defaults", "expected an object, got %s", jtype(d));
-	if (check_keys(c, d, "$.defaults", keys) < 0)
-		return -1;
-	if ((json_object_object_get_ex(d, "inter_gbps", &v) &&
-	     get_gbps(c, v, "$.defaults.inter_gbps", 1, &def.inter_gbps) < 0) ||
-	    (json_object_object_get_ex(d, "intra_gbps", &v) &&
-	     get_gbps(c, v, "$.defaults.intra_gbps", 1, &def.intra_gbps) < 0) ||
-	    (json_object_object_get_ex(d, "lat_us", &v) &&
-	     get_lat(c, v, "$.defaults.lat_us", &def.inter_lat_us) < 0) ||
-	    (json_object_object_get_ex(d, "intra_lat_us", &v) &&
-	     get_lat(c, v, "$.defaults.intra_lat_us", &def.intra_lat_us) < 0))
-		return -1;
-	c->bw->def = def;
-	return 0;
-}
-
-/* Nodes named in $.inter.order, in order; duplicates are errors. */
-static int parse_order(struct pctx *c, json_object *order, int **ord, int *n)
-{
-	char p[64];
-	size_t i, len;
-
-	if (!json_object_is_type(order, json_type_array))
-		return perr(c, "$.inter.order", "expected an array of node names, "
-			    "got %s", jtype(order));
-	len = json_object_array_length(order);
-	if (len > PIPETTE_BW_MAX_NODES)
-		return perr(c, "$.inter.order", "%zu nodes exceed the limit of %d",
-			    len, PIPETTE_BW_MAX_NODES);
-	*ord = malloc((len + 1) * sizeof(int));
-	if (!*ord || bw_reserve(c->bw, (int)len, c->err) < 0)
-		return pipette_fail_prefix(c->err, "%s: ", c->src);
-	for (i = 0; i < len; i++) {
-		json_object *v = json_object_array_get_idx(order, i);
-		const char *name;
-		int k;
-
-		snprintf(p, sizeof(p), "$.inter.order[%zu]", i);
-		if (!json_object_is_type(v, json_type_string))
-			return perr(c, p, "expected a node name, got %s", jtype(v));
-		name = json_object_get_string(v);
-		k = pipette_bwcache_node_index(c->bw, name);
-		if (k >= 0)
-			return perr(c, p, "duplicated node name '%.64s' (also at "
-				    "$.inter.order[%d])", name, k);
-		if ((k = pipette_bwcache_add_node(c->bw, name, c->err)) < 0)
-			return pipette_fail_prefix(c->err, "%s: %s: ", c->src, p);
-		(*ord)[i] = k;
-	}
-	*n = (int)len;
-	return 0;
-}
-
-static int keep_verbatim(struct pctx *c, json_object *v, const char *path,
-			 char **out)
-{
-	const char *s;
-
-	if (!json_object_is_type(v, json_type_array))
-		return perr(c, path, "expected an array, got %s", jtype(v));
-	s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-					   JSON_C_TO_STRING_NOSLASHESCAPE);
-	free(*out);
-	*out = strdup(s);
-	if (!*out)
-		return pipette_fail(c->err, "%s: out of memory", c->src);
-	return 0;
-}
-
-static int parse_doc(struct pctx *c, json_object *root)
-{
-	static const char *const top_keys[] = { "schema", "units", "generated",
-		"generator", "comment", "defaults", "inter", "nodes", NULL };
-	static const char *const node_keys[] = { "gpus", "topo", "intra", NULL };
-	json_object *v, *inter = NULL, *nodes = NULL, *order = NULL;
-	const char *s;
-	time_t generated = (time_t)-1;
-	int *ord = NULL, n = 0, rv = -1;
-	char path[320];
-
-	if (!json_object_object_get_ex(root, "schema", &v)) {
-		if (json_object_object_get_ex(root, "gpus", NULL) &&
-		    json_object_object_get_ex(root, "bandwidth", NULL))
-			return perr(c, "$.schema", "missing; this looks like the "
-				    "original Pipette format: convert it with "
-				    "'pipette bandwidth import --from pipette-legacy'");
-		return perr(c, "$.schema", "missing, expected \"%s\"",
-			    PIPETTE_BW_SCHEMA);
-	}
-	if (!json_object_is_type(v, json_type_string))
-		return perr(c, "$.schema", "expected \"%s\", got %s",
-			    PIPETTE_BW_SCHEMA, jtype(v));
-	s = json_object_get_string(v);
-	if (strcmp(s, PIPETTE_BW_SCHEMA))
-		return perr(c, "$.schema", "unsupported schema \"%.40s\" (this "
-			    "pipette reads \"%s\")", s, PIPETTE_BW_SCHEMA);
-	if (check_keys(c, root, "$", top_keys) < 0)
-		return -1;
-	if (json_object_object_get_ex(root, "units", &v) &&
-	    (!json_object_is_type(v, json_type_string) ||
-	     strcmp(json_object_get_string(v), "GB/s")))
-		return perr(c, "$.units", "expected \"GB/s\" (1e9 bytes/s), got "
-			    "%s %.20s", jtype(v),
-			    json_object_is_type(v, json_type_string) ?
-			    json_object_get_string(v) : "");
-	if (json_object_object_get_ex(root, "generated", &v) &&
-	    get_time(c, v, "$.generated", &generated) < 0)
-		return -1;
-	c->bw->generated = generated;
-	if (json_object_object_get_ex(root, "generator", &v)) {
-		if (get_str(c, v, "$.generator", &s) < 0 ||
-		    pipette_bwcache_set_generator(c->bw, s, c->err) < 0)
-			return -1;
-	}
-	if (json_object_object_get_ex(root, "defaults", &v) &&
-	    parse_defaults(c, v) < 0)
-		return -1;
-	json_object_object_get_ex(root, "inter", &inter);
-	json_object_object_get_ex(root, "nodes", &nodes);
-	if (inter) {
-		if (!json_object_is_type(inter, json_type_object))
-			return perr(c, "$.inter", "expected an object, got %s",
-				    jtype(inter));
-		if (json_object_object_get_ex(inter, "order", &order) &&
-		    parse_order(c, order, &ord, &n) < 0)
-			goto fail;
-		if (!order && json_object_object_get_ex(inter, "matrix", NULL)) {
-			perr(c, "$.inter.order", "missing (the matrix rows need "
-			     "node names)");
-			goto fail;
-		}
-	}
-	if (nodes) {
-		json_object_iter it;
-
-		if (!json_object_is_type(nodes, json_type_object)) {
-			perr(c, "$.nodes", "expected an object keyed by node name, "
-			     "got %s", jtype(nodes));
-			goto fail;
-		}
-		json_object_object_foreachC(nodes, it) {
-			snprintf(path, sizeof(path), "$.nodes.%.255s", it.key);
-			if (pipette_bwcache_add_node(c->bw, it.key, c->err) < 0) {
-				pipette_fail_prefix(c->err, "%s: %s: ", c->src, path);
-				goto fail;
-			}
-		}
-	}
-	if (inter && parse_section(c, inter, "$.inter", -1, ord, n, generated) < 0)
-		goto fail;
-	if (nodes) {
-		json_object_iter it;
-
-		json_object_object_foreachC(nodes, it) {
-			int k = pipette_bwcache_node_index(c->bw, it.key);
-			struct bw_node *nd = &c->bw->node[k];
-
-			snprintf(path, sizeof(path), "$.nodes.%.255s", it.key);
-			if (!json_object_is_type(it.val, json_type_object)) {
-				perr(c, path, "expected an object, got %s",
-				     jtype(it.val));
-				goto fail;
-			}
-			if (check_keys(c, it.val, path, node_keys) < 0)
-				goto fail;
-			snprintf(path, sizeof(path), "$.nodes.%.255s.gpus", it.key);
-			if (json_object_object_get_ex(it.val, "gpus", &v) &&
-			    keep_verbatim(c, v, path, &nd->gpus_json) < 0)
-				goto fail;
-			snprintf(path, sizeof(path), "$.nodes.%.255s.topo", it.key);
-			if (json_object_object_get_ex(it.val, "topo", &v) &&
-			    keep_verbatim(c, v, path, &nd->topo_json) < 0)
-				goto fail;
-			snprintf(path, sizeof(path), "$.nodes.%.255s.intra", it.key);
-			if (json_object_object_get_ex(it.val, "intra", &v) &&
-			    parse_section(c, v, path, k, NULL, 0, generated) < 0)
-				goto fail;
-		}
-	}
-	rv = 0;
-fail:
-	free(ord);
-	return rv;
-}
-
-int pipette_bwcache_parse(const char *text, size_t len, const char *source,
-			  struct pipette_bwcache **out, struct pipette_err *err)
-{
-	struct pctx c;
-	json_object *root;
-	size_t i;
-
-	*out = NULL;
-	if (len > (size_t)PIPETTE_BW_MAX_FILE_BYTES)
-		return pipette_fail(err, "%s: %zu bytes exceed the limit of %ld",
-				    source, len, PIPETTE_BW_MAX_FILE_BYTES);
-	for (i = 0; i < len && strchr(" \t\r\n", text[i]) && text[i]; i++)
-		;
-	if (i == len)
-		return pipette_fail(err, "%s: empty file, expected a JSON object "
-				    "with \"schema\": \"%s\"", source, PIPETTE_BW_SCHEMA);
-	root = pipette_json_parse(text, len, source, 64, err);
-	if (!root)
-		return -1;
-	c.src = source;
-	c.err = err;
-	c.bw = pipette_bwcache_create();
-	if (!c.bw) {
-		json_object_put(root);
-		return pipette_fail(err, "%s: out of memory", source);
-	}
-	if (parse_doc(&c, root) < 0) {
-		json_object_put(root);
-		pipette_bwcache_destroy(c.bw);
-		return -1;
-	}
-	json_object_put(root);
-	*out = c.bw;
-	return 0;
-}
-
-int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
-			 struct pipette_err *err)
-{
-	struct pipette_file f;
-	int rv;
-
-	*out = NULL;
-	if (pipette_read_file(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES, &f, err))
-		return -1;
-	rv = pipette_bwcache_parse(f.data, f.len, path, out, err);
-	if (rv == 0) {
-		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
-		(*out)->has_sha256 = 1;
-	}
-	pipette_file_free(&f);
-	return rv;
-}
-
-const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw)
-{
-	return bw->has_sha256 ? bw->sha256 : NULL;
-}
 
 /* ------------------------------------------------------------------ */
 /* writing                                                             */
@@ -765,15 +145,51 @@ static void sb_time(struct sbuf *sb, time_t t)
 		sb_add(sb, "\"%s\"", pipette_bw_format_time(t, buf, sizeof(buf)));
 }
 
+/* Bytes as they are, for the long runs of figures. */
+static void sb_raw(struct sbuf *sb, const char *s, size_t n)
+{
+	if (sb->oom)
+		return;
+	if (sb->len + n + 1 > sb->cap) {
+		size_t cap = (sb->cap + n + 1) * 2;
+		char *np = realloc(sb->p, cap);
+
+		if (!np) {
+			sb->oom = 1;
+			return;
+		}
+		sb->p = np;
+		sb->cap = cap;
+	}
+	memcpy(sb->p + sb->len, s, n);
+	sb->len += n;
+	sb->p[sb->len] = '\0';
+}
+
+/* A bandwidth: its short code's digits when they are what sb_num would
+ * write (bw_code_text), else sb_num's. */
+static void sb_gbps(struct sbuf *sb, const struct bw_entry *e)
+{
+	char buf[32];
+	int n;
+
+	if (isnan(e->gbps)) {
+		sb_raw(sb, "null", 4);
+		return;
+	}
+	if (e->code != BW_NONE && (n = bw_code_text(e->code, buf)) > 0)
+		sb_raw(sb, buf, (size_t)n);
+	else
+		sb_num(sb, e->gbps);
+}
+
 struct skey {
 	int prov;
 	float lat;
 };
 
-static int skey_cmp(const void *pa, const void *pb)
+static int skey_cmp(const struct skey *a, const struct skey *b)
 {
-	const struct skey *a = pa, *b = pb;
-
 	if (a->prov != b->prov)
 		return a->prov < b->prov ? -1 : 1;
 	if (isnan(a->lat) || isnan(b->lat))
@@ -788,45 +204,151 @@ static int skey_eq(const struct skey *a, const struct bw_entry *e)
 	return skey_cmp(a, &k) == 0;
 }
 
-/* The (provenance, latency) shared by most measured entries; ties go to
- * the smallest key, so the choice is deterministic. */
-static int dominant(const struct bw_entry *m, size_t stride, int n,
-		    struct skey *out)
+/* The cells a section writes: a node's GPU pairs, the node pairs (their
+ * own figures, less those equal to their groups'), or the group pairs. */
+struct wsec {
+	const struct pipette_bwcache *bw;
+	int node;	/* >= 0: its intra; W_INTER; W_BETWEEN */
+	int n;
+};
+
+#define W_INTER (-1)
+#define W_BETWEEN (-2)
+
+static int same_entry(const struct bw_entry *a, const struct bw_entry *b)
 {
-	struct skey *keys;
-	size_t cnt = 0, best = 0, run, i, k;
-	int a, b;
+	struct skey k = { a->prov, a->lat };
 
-	keys = malloc(((size_t)n * (size_t)n + 1) * sizeof(*keys));
-	if (!keys)
-		return -1;
-	for (a = 0; a < n; a++)
-		for (b = 0; b < n; b++) {
-			const struct bw_entry *e = &m[(size_t)a * stride + b];
+	return a->gbps == b->gbps && skey_eq(&k, b);
+}
 
-			if (!isnan(e->gbps)) {
-				keys[cnt].prov = e->prov;
-				keys[cnt].lat = e->lat;
-				cnt++;
+static void wget(const struct wsec *w, int a, int b, struct bw_entry *e)
+{
+	const struct pipette_bwcache *bw = w->bw;
+	int ga, gb;
+
+	if (w->node >= 0) {
+		bw_intra_get(&bw->node[w->node], a, b, e);
+		return;
+	}
+	if (w->node == W_BETWEEN) {
+		bw_mat_get(&bw->inter.between, a, b, e);
+		return;
+	}
+	bw_inter_own(bw, a, b, e);
+	if (isnan(e->gbps) || !bw->inter.n_groups)
+		return;
+	ga = bw->inter.group_of[a];
+	gb = bw->inter.group_of[b];
+	if (ga >= 0 && gb >= 0) {
+		struct bw_entry g;
+
+		bw_mat_get(&bw->inter.between, ga, gb, &g);
+		if (same_entry(e, &g))
+			e->gbps = NAN;	/* the groups' figure says it */
+	}
+}
+
+/* Counts of (provenance, latency) keys: a hash, since a matrix of 16.7M
+ * cells holds a handful of keys (and sorting the cells took seconds). */
+struct kcount {
+	struct skey *key;
+	size_t *cnt;
+	size_t n, n_slot;
+};
+
+static uint32_t lat_bits(float lat)
+{
+	uint32_t u;
+
+	if (isnan(lat))
+		return 0x7fc00000u;
+	if (lat == 0)
+		lat = 0;	/* -0 counts as 0, as skey_cmp has it */
+	memcpy(&u, &lat, sizeof(u));
+	return u;
+}
+
+static size_t kslot(const struct kcount *kc, const struct skey *k)
+{
+	uint64_t h = ((uint64_t)(uint32_t)k->prov << 32 | lat_bits(k->lat)) *
+		     0x9E3779B97F4A7C15ULL;	/* Fibonacci hashing, as bwmat.c */
+	size_t s = (size_t)(h >> 32) & (kc->n_slot - 1);
+
+	while (kc->cnt[s] && skey_cmp(&kc->key[s], k))
+		s = (s + 1) & (kc->n_slot - 1);
+	return s;
+}
+
+static int kcount_add(struct kcount *kc, const struct skey *k)
+{
+	size_t s;
+
+	if (2 * (kc->n + 1) > kc->n_slot) {
+		struct kcount g = { NULL, NULL, 0, kc->n_slot ? 2 * kc->n_slot : 16 };
+		size_t i;
+
+		g.key = malloc(g.n_slot * sizeof(*g.key));
+		g.cnt = calloc(g.n_slot, sizeof(*g.cnt));
+		if (!g.key || !g.cnt) {
+			free(g.key);
+			free(g.cnt);
+			return -1;
+		}
+		for (i = 0; i < kc->n_slot; i++)
+			if (kc->cnt[i]) {
+				s = kslot(&g, &kc->key[i]);
+				g.key[s] = kc->key[i];
+				g.cnt[s] = kc->cnt[i];
+			}
+		g.n = kc->n;
+		free(kc->key);
+		free(kc->cnt);
+		*kc = g;
+	}
+	s = kslot(kc, k);
+	if (!kc->cnt[s]) {
+		kc->key[s] = *k;
+		kc->n++;
+	}
+	kc->cnt[s]++;
+	return 0;
+}
+
+/* The (provenance, latency) shared by most measured cells; ties go to the
+ * smallest key, so the choice is deterministic.  0: no measured cell. */
+static int dominant(const struct wsec *w, struct skey *out)
+{
+	struct kcount kc = { NULL, NULL, 0, 0 };
+	size_t best = 0, i;
+	int a, b, rv = 0;
+
+	for (a = 0; a < w->n; a++)
+		for (b = 0; b < w->n; b++) {
+			struct bw_entry e;
+			struct skey k;
+
+			wget(w, a, b, &e);
+			if (isnan(e.gbps))
+				continue;
+			k.prov = e.prov;
+			k.lat = e.lat;
+			if (kcount_add(&kc, &k) < 0) {
+				rv = -1;
+				goto out;
 			}
 		}
-	if (!cnt) {
-		free(keys);
-		return 0;
-	}
-	qsort(keys, cnt, sizeof(*keys), skey_cmp);
-	*out = keys[0];
-	for (i = 0; i < cnt; i = k) {
-		for (k = i + 1; k < cnt && skey_cmp(&keys[i], &keys[k]) == 0; k++)
-			;
-		run = k - i;
-		if (run > best) {
-			best = run;
-			*out = keys[i];
+	for (i = 0; i < kc.n_slot; i++)
+		if (kc.cnt[i] && (kc.cnt[i] > best ||
+				  (kc.cnt[i] == best && skey_cmp(&kc.key[i], out) < 0))) {
+			best = kc.cnt[i];
+			*out = kc.key[i];
 		}
-	}
-	free(keys);
-	return 1;
+	rv = best > 0;
+out:
+	free(kc.key);
+	free(kc.cnt);
+	return rv;
 }
 
 static void write_prov(struct sbuf *sb, const struct pipette_bwcache *bw,
@@ -847,72 +369,91 @@ static void write_prov(struct sbuf *sb, const struct pipette_bwcache *bw,
 	sb_time(sb, r ? r->when : (time_t)-1);
 }
 
-/* One section: inter (node < 0) or node's intra; ind = its indentation. */
-static int write_section(struct sbuf *sb, const struct pipette_bwcache *bw,
-			 int node, const char *ind)
+static int streq_null(const char *a, const char *b)
 {
-	const struct bw_entry *m;
-	struct skey dom = { -1, NAN };
-	size_t stride;
-	int n, a, b, has, first;
-	char sep[48];
+	return a && b ? !strcmp(a, b) : a == b;
+}
 
-	if (node < 0) {
-		m = bw->inter;
-		stride = (size_t)bw->cap;
-		n = bw->n;
-	} else {
-		m = bw->node[node].intra;
-		stride = (size_t)bw->node[node].ngpus;
-		n = bw->node[node].ngpus;
+/* The keys of link e that differ from the section's (pipette-bw/2: a link
+ * inherits the others). */
+static void write_prov_diff(struct sbuf *sb, const struct pipette_bwcache *bw,
+			    const struct bw_entry *e, const struct skey *sec)
+{
+	static const struct bw_prov_rec none = { NULL, NULL, 0, (time_t)-1 };
+	const struct bw_prov_rec *r = e->prov >= 0 ? &bw->prov[e->prov] : &none;
+	const struct bw_prov_rec *s = sec->prov >= 0 ? &bw->prov[sec->prov] : &none;
+
+	if (skey_cmp(&(struct skey){ sec->prov, e->lat }, sec)) {
+		sb_add(sb, ", \"lat_us\": ");
+		sb_flt(sb, e->lat);
 	}
-	has = dominant(m, stride, n, &dom);
-	if (has < 0)
-		return -1;
-	sb_add(sb, "{\n");
-	snprintf(sep, sizeof(sep), "\n%s  ", ind);
-	if (has) {
-		sb_add(sb, "%s  ", ind);
-		write_prov(sb, bw, dom.prov, sep);
-		sb_add(sb, ",\n");
-		if (!isnan(dom.lat)) {
-			sb_add(sb, "%s  \"lat_us\": ", ind);
-			sb_flt(sb, dom.lat);
-			sb_add(sb, ",\n");
-		}
+	if (!streq_null(r->tool, s->tool)) {
+		sb_add(sb, ", \"tool\": ");
+		sb_str(sb, r->tool);
 	}
-	if (node < 0) {
-		sb_add(sb, "%s  \"order\": [", ind);
-		for (a = 0; a < n; a++) {
-			sb_add(sb, a ? ", " : "");
-			sb_str(sb, bw->node[a].name);
-		}
-		sb_add(sb, "],\n");
+	if (!streq_null(r->metric, s->metric)) {
+		sb_add(sb, ", \"metric\": ");
+		sb_str(sb, r->metric);
 	}
-	sb_add(sb, "%s  \"matrix\": [", ind);
-	for (a = 0; a < n; a++) {
+	if ((r->bytes > 0 ? r->bytes : 0) != (s->bytes > 0 ? s->bytes : 0)) {
+		sb_add(sb, ", \"bytes\": ");
+		if (r->bytes > 0)
+			sb_num(sb, r->bytes);
+		else
+			sb_add(sb, "null");
+	}
+	if (r->when != s->when) {
+		sb_add(sb, ", \"when\": ");
+		sb_time(sb, r->when);
+	}
+}
+
+/* The matrix of a section: rows of figures, null where there is none. */
+static void write_matrix(struct sbuf *sb, const struct wsec *w, const char *key,
+			 const char *ind)
+{
+	int a, b;
+
+	sb_add(sb, "%s  \"%s\": [", ind, key);
+	for (a = 0; a < w->n; a++) {
 		sb_add(sb, "%s\n%s    [", a ? "," : "", ind);
-		for (b = 0; b < n; b++) {
-			sb_add(sb, b ? ", " : "");
-			sb_num(sb, m[(size_t)a * stride + b].gbps);
+		for (b = 0; b < w->n; b++) {
+			struct bw_entry e;
+
+			if (b)
+				sb_raw(sb, ", ", 2);
+			wget(w, a, b, &e);
+			sb_gbps(sb, &e);
 		}
-		sb_add(sb, "]");
+		sb_raw(sb, "]", 1);
 	}
-	if (n)
+	if (w->n)
 		sb_add(sb, "\n%s  ]", ind);
 	else
 		sb_add(sb, "]");
-	first = 1;
-	for (a = 0; a < n; a++)
-		for (b = 0; b < n; b++) {
-			const struct bw_entry *e = &m[(size_t)a * stride + b];
+}
 
-			if (isnan(e->gbps) || skey_eq(&dom, e))
+/* The links of a section: with a matrix, the cells whose provenance or
+ * latency is not the section's, every key written (as pipette-bw/1 has
+ * always had them); without (pipette-bw/2), every figure, with the keys
+ * that differ from the section's. */
+static void write_links(struct sbuf *sb, const struct wsec *w, const struct skey *dom,
+			int with_matrix, const char *ind)
+{
+	const struct pipette_bwcache *bw = w->bw;
+	int a, b, first = 1;
+
+	for (a = 0; a < w->n; a++)
+		for (b = 0; b < w->n; b++) {
+			struct bw_entry e;
+
+			wget(w, a, b, &e);
+			if (isnan(e.gbps) || (with_matrix && skey_eq(dom, &e)))
 				continue;
 			sb_add(sb, first ? ",\n%s  \"links\": [\n" : ",\n", ind);
 			first = 0;
 			sb_add(sb, "%s    {\"a\": ", ind);
-			if (node < 0) {
+			if (w->node < 0) {
 				sb_str(sb, bw->node[a].name);
 				sb_add(sb, ", \"b\": ");
 				sb_str(sb, bw->node[b].name);
@@ -920,15 +461,123 @@ static int write_section(struct sbuf *sb, const struct pipette_bwcache *bw,
 				sb_add(sb, "%d, \"b\": %d", a, b);
 			}
 			sb_add(sb, ", \"gbps\": ");
-			sb_num(sb, e->gbps);
-			sb_add(sb, ", \"lat_us\": ");
-			sb_flt(sb, e->lat);
-			sb_add(sb, ", ");
-			write_prov(sb, bw, e->prov, " ");
+			sb_gbps(sb, &e);
+			if (with_matrix) {
+				sb_add(sb, ", \"lat_us\": ");
+				sb_flt(sb, e.lat);
+				sb_add(sb, ", ");
+				write_prov(sb, bw, e.prov, " ");
+			} else {
+				write_prov_diff(sb, bw, &e, dom);
+			}
 			sb_add(sb, "}");
 		}
 	if (!first)
 		sb_add(sb, "\n%s  ]", ind);
+}
+
+/* $.inter.groups and $.inter.between: each group's nodes as index ranges
+ * into "order". */
+static void write_groups(struct sbuf *sb, const struct pipette_bwcache *bw)
+{
+	const struct bw_inter *in = &bw->inter;
+	struct wsec w = { bw, W_BETWEEN, in->n_groups };
+	int g, i;
+
+	sb_add(sb, "    \"groups\": [");
+	for (g = 0; g < in->n_groups; g++) {
+		const char *sep = "";
+
+		sb_add(sb, "%s\n      {\"name\": ", g ? "," : "");
+		sb_str(sb, in->group_name[g]);
+		sb_add(sb, ", \"nodes\": [");
+		for (i = 0; i < bw->n; i++) {
+			int j = i;
+
+			if (in->group_of[i] != g)
+				continue;
+			while (j + 1 < bw->n && in->group_of[j + 1] == g)
+				j++;
+			sb_add(sb, "%s[%d, %d]", sep, i, j);
+			sep = ", ";
+			i = j;
+		}
+		sb_add(sb, "]}");
+	}
+	sb_add(sb, in->n_groups ? "\n    ],\n" : "],\n");
+	write_matrix(sb, &w, "between", "  ");
+}
+
+/* The section's header: provenance and latency of its matrix figures. */
+static void write_header(struct sbuf *sb, const struct pipette_bwcache *bw,
+			 const struct skey *dom, const char *ind)
+{
+	char sep[48];
+
+	snprintf(sep, sizeof(sep), "\n%s  ", ind);
+	sb_add(sb, "%s  ", ind);
+	write_prov(sb, bw, dom->prov, sep);
+	sb_add(sb, ",\n");
+	if (!isnan(dom->lat)) {
+		sb_add(sb, "%s  \"lat_us\": ", ind);
+		sb_flt(sb, dom->lat);
+		sb_add(sb, ",\n");
+	}
+}
+
+/* Whether a pipette-bw/2 section writes a matrix: when more than one pair
+ * in eight has a figure of its own, where a matrix is the shorter text
+ * (about 6 bytes a cell against about 45 a link). */
+static int v2_matrix(const struct wsec *w)
+{
+	size_t cnt = 0;
+	int a, b;
+
+	for (a = 0; a < w->n; a++)
+		for (b = 0; b < w->n; b++) {
+			struct bw_entry e;
+
+			wget(w, a, b, &e);
+			cnt += !isnan(e.gbps);
+		}
+	return cnt * 8 > (size_t)w->n * (size_t)w->n;
+}
+
+/* One section: inter (node < 0) or node's intra; ind = its indentation. */
+static int write_section(struct sbuf *sb, const struct pipette_bwcache *bw,
+			 int node, const char *ind)
+{
+	struct wsec w = { bw, node, node < 0 ? bw->n : bw->node[node].intra.n };
+	const struct bw_mat *bt = &bw->inter.between;
+	struct skey dom = { -1, NAN };
+	int has, a, groups = node < 0 && bw->inter.n_groups, matrix = 1;
+
+	if (groups && bt->has0) {
+		dom.prov = bt->prov0;	/* every group figure has these */
+		dom.lat = bt->lat0;
+		has = 1;
+	} else if ((has = dominant(&w, &dom)) < 0) {
+		return -1;
+	}
+	sb_add(sb, "{\n");
+	if (has)
+		write_header(sb, bw, &dom, ind);
+	if (node < 0) {
+		sb_add(sb, "%s  \"order\": [", ind);
+		for (a = 0; a < w.n; a++) {
+			sb_add(sb, a ? ", " : "");
+			sb_str(sb, bw->node[a].name);
+		}
+		sb_add(sb, "],\n");
+	}
+	if (groups) {
+		write_groups(sb, bw);
+		if ((matrix = v2_matrix(&w)))
+			sb_add(sb, ",\n");
+	}
+	if (matrix)
+		write_matrix(sb, &w, "matrix", ind);
+	write_links(sb, &w, &dom, matrix, ind);
 	sb_add(sb, "\n%s}", ind);
 	return 0;
 }
@@ -940,7 +589,8 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 	const struct pipette_bw_defaults *d = &bw->def;
 	int i, first;
 
-	sb_add(&sb, "{\n  \"schema\": \"%s\",\n  \"units\": \"GB/s\"", PIPETTE_BW_SCHEMA);
+	sb_add(&sb, "{\n  \"schema\": \"%s\",\n  \"units\": \"GB/s\"",
+	       bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA);
 	if (bw->generated != (time_t)-1) {
 		sb_add(&sb, ",\n  \"generated\": ");
 		sb_time(&sb, bw->generated);
@@ -983,7 +633,7 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 		const struct bw_node *nd = &bw->node[i];
 		const char *sep = "";
 
-		if (!nd->ngpus && !nd->gpus_json && !nd->topo_json)
+		if (!nd->intra.n && !nd->gpus_json && !nd->topo_json)
 			continue;
 		sb_add(&sb, first ? ",\n  \"nodes\": {\n    " : ",\n    ");
 		first = 0;
@@ -997,7 +647,7 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 			sb_add(&sb, "%s\n      \"topo\": %s", sep, nd->topo_json);
 			sep = ",";
 		}
-		if (nd->ngpus) {
+		if (nd->intra.n) {
 			sb_add(&sb, "%s\n      \"intra\": ", sep);
 			if (write_section(&sb, bw, i, "      ") < 0)
 				sb.oom = 1;

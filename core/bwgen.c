@@ -21,11 +21,15 @@
 #include "bwcache_int.h"
 #include "rng.h"
 
-/* Round to 0.01 GB/s: measurements are not more precise, and the files
- * stay readable. */
-static double round2(double x)
+/* Figures are rounded to 0.01 GB/s: measurements are not more precise,
+ * and the files stay readable.  The figure is m / 100 for the integer m
+ * returned here (at least 1: 0.01 GB/s); m / 100.0 is the double the
+ * written "%.2f"-style text reads back as (bwcache_int.h). */
+static uint64_t hundredths(double x)
 {
-	return floor(x * 100.0 + 0.5) / 100.0;
+	double m = floor(x * 100.0 + 0.5);
+
+	return m < 1 ? 1 : (uint64_t)m;
 }
 
 void pipette_bw_gen_init(struct pipette_bw_gen *g)
@@ -109,40 +113,64 @@ static struct pipette_bw_prov gen_prov(const struct pipette_bw_gen *g)
 	return p;
 }
 
+/* One generated figure, checked as pipette_bwcache_set_inter and _intra
+ * check theirs. */
+static int gen_figure(uint64_t m, const char *what_a, const char *what_b, int gpu_a,
+		      int gpu_b, double *v, uint32_t *code, struct pipette_err *err)
+{
+	*v = (double)m / 100.0;
+	*code = bw_code_decimal(m, -2);
+	if (*v <= PIPETTE_BW_MAX_GBPS)
+		return 0;
+	if (gpu_a < 0)
+		return pipette_fail(err, "link %.255s -> %.255s: bandwidth %g GB/s is not "
+				    "in (0, %g]", what_a, what_b, *v, PIPETTE_BW_MAX_GBPS);
+	return pipette_fail(err, "node %.255s GPU %d -> %d: bandwidth %g GB/s is not in "
+			    "(0, %g]", what_a, gpu_a, gpu_b, *v, PIPETTE_BW_MAX_GBPS);
+}
+
+/* The factor of a node pair whose nodes are on switches si and sj. */
+static double switch_factor(const struct pipette_bw_gen *g, int si, int sj)
+{
+	double f = 1.0;
+
+	if (si != sj)
+		f *= g->cross_factor;
+	if (si == g->slow_switch || sj == g->slow_switch)
+		f *= g->slow_switch_factor;
+	return f;
+}
+
+static int switch_of(const struct pipette_bw_gen *g, int node)
+{
+	return g->switch_size > 0 ? node / g->switch_size : 0;
+}
+
 /* Inter-node links: per unordered pair, four draws in a fixed order (is it
  * slow, how slow, noise i->j, noise j->i), then the switch factors. */
 static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
-		     char *const *names, uint64_t *s, struct pipette_err *err)
+		     uint64_t *s, int prov, struct pipette_err *err)
 {
-	struct pipette_bw_prov prov = gen_prov(g);
 	int i, j;
 
 	for (i = 0; i < g->nodes; i++)
 		for (j = i + 1; j < g->nodes; j++) {
 			double u_slow = pipette_rng_unit(s), u_fac = pipette_rng_unit(s);
 			double u_ij = pipette_rng_unit(s), u_ji = pipette_rng_unit(s);
-			double f = 1.0, gij, gji;
+			double f = g->switch_size > 0 ?
+				   switch_factor(g, switch_of(g, i), switch_of(g, j)) : 1.0, v;
+			uint32_t code;
 
-			if (g->switch_size > 0) {
-				int si = i / g->switch_size, sj = j / g->switch_size;
-
-				if (si != sj)
-					f *= g->cross_factor;
-				if (si == g->slow_switch || sj == g->slow_switch)
-					f *= g->slow_switch_factor;
-			}
 			if (u_slow < g->slow_frac)
 				f *= g->slow_min + (g->slow_max - g->slow_min) * u_fac;
-			gij = round2(g->inter_gbps * f * (1 + g->noise * (2 * u_ij - 1)));
-			gji = round2(g->inter_gbps * f * (1 + g->noise * (2 * u_ji - 1)));
-			if (gij < 0.01)
-				gij = 0.01;
-			if (gji < 0.01)
-				gji = 0.01;
-			if (pipette_bwcache_set_inter(bw, names[i], names[j], gij,
-						      g->inter_lat_us, &prov, err) < 0 ||
-			    pipette_bwcache_set_inter(bw, names[j], names[i], gji,
-						      g->inter_lat_us, &prov, err) < 0)
+			if (gen_figure(hundredths(g->inter_gbps * f * (1 + g->noise * (2 * u_ij - 1))),
+				       bw->node[i].name, bw->node[j].name, -1, -1, &v, &code,
+				       err) < 0 ||
+			    bw_inter_set(bw, i, j, v, code, (float)g->inter_lat_us, prov, err) < 0 ||
+			    gen_figure(hundredths(g->inter_gbps * f * (1 + g->noise * (2 * u_ji - 1))),
+				       bw->node[j].name, bw->node[i].name, -1, -1, &v, &code,
+				       err) < 0 ||
+			    bw_inter_set(bw, j, i, v, code, (float)g->inter_lat_us, prov, err) < 0)
 				return -1;
 		}
 	return 0;
@@ -151,37 +179,77 @@ static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 /* Intra-node links: one draw per ordered GPU pair; one GPU of the
  * degraded node (drawn first) has NVLinks down. */
 static int gen_intra(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
-		     char *const *names, uint64_t *s, struct pipette_err *err)
+		     uint64_t *s, int prov, struct pipette_err *err)
 {
-	struct pipette_bw_prov prov = gen_prov(g);
 	int i, a, b, bad_gpu = (int)(pipette_rng_next(s) % (uint64_t)g->gpus_per_node);
 
-	for (i = 0; i < g->nodes; i++)
+	for (i = 0; i < g->nodes; i++) {
+		struct bw_node *nd = &bw->node[i];
+
+		if (bw_intra_reserve(nd, g->gpus_per_node, err) < 0)
+			return -1;
 		for (a = 0; a < g->gpus_per_node; a++)
 			for (b = 0; b < g->gpus_per_node; b++) {
 				double u = pipette_rng_unit(s), f = 1.0, v;
+				uint32_t code;
 
 				if (a == b)
 					continue;
 				if (i == g->degraded_node && (a == bad_gpu || b == bad_gpu))
 					f = g->degraded_factor;
-				v = round2(g->intra_gbps * f * (1 + g->noise * (2 * u - 1)));
-				if (v < 0.01)
-					v = 0.01;
-				if (pipette_bwcache_set_intra(bw, names[i], a, b, v,
-							      g->intra_lat_us, &prov, err) < 0)
+				if (gen_figure(hundredths(g->intra_gbps * f *
+							  (1 + g->noise * (2 * u - 1))),
+					       nd->name, NULL, a, b, &v, &code, err) < 0)
 					return -1;
+				if (bw_mat_set(&nd->intra, a, b, v, code, (float)g->intra_lat_us,
+					       prov) < 0)
+					return pipette_fail(err, "generate: out of memory");
 			}
+	}
 	return 0;
 }
 
-static void free_names(char **names, int n)
+/* The latency every figure of a kind gets, checked as set_inter and
+ * set_intra check theirs, naming the first figure that has it. */
+static int check_lat(double l, const char *a, const char *b, struct pipette_err *err)
 {
-	int i;
+	if (isnan(l) || (isfinite(l) && l >= 0 && l <= PIPETTE_BW_MAX_LAT_US))
+		return 0;
+	if (b)
+		return pipette_fail(err, "link %.255s -> %.255s: latency %g us is not in "
+				    "[0, %g]", a, b, l, PIPETTE_BW_MAX_LAT_US);
+	return pipette_fail(err, "node %.255s GPU 0 -> 1: latency %g us is not in [0, %g]",
+			    a, l, PIPETTE_BW_MAX_LAT_US);
+}
 
-	for (i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
+/* Node names prefix1..prefixN, then the figures. */
+static int gen_all(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
+		   struct pipette_err *err)
+{
+	struct pipette_bw_prov prov = gen_prov(g);
+	size_t plen = strlen(g->prefix) + 12;
+	char *name = malloc(plen);
+	uint64_t s = g->seed;
+	int i, p;
+
+	if (!name)
+		return pipette_fail(err, "generate: out of memory");
+	for (i = 0; i < g->nodes; i++) {
+		snprintf(name, plen, "%s%d", g->prefix, i + 1);
+		if (pipette_bwcache_add_node(bw, name, err) < 0) {
+			free(name);
+			return -1;
+		}
+	}
+	free(name);
+	if ((g->nodes > 1 &&
+	     check_lat(g->inter_lat_us, bw->node[0].name, bw->node[1].name, err) < 0) ||
+	    (g->gpus_per_node > 1 && check_lat(g->intra_lat_us, bw->node[0].name, NULL, err) < 0))
+		return -1;
+	if ((p = bw_prov_intern(bw, &prov, err)) < 0 || bw_inter_make_dense(bw, err) < 0 ||
+	    gen_inter(g, bw, &s, p, err) < 0 || gen_intra(g, bw, &s, p, err) < 0)
+		return -1;
+	return 0;
 }
 
 int pipette_bwcache_generate(const struct pipette_bw_gen *g,
@@ -189,44 +257,22 @@ int pipette_bwcache_generate(const struct pipette_bw_gen *g,
 			     struct pipette_err *err)
 {
 	struct pipette_bw_defaults def;
-	struct pipette_bwcache *bw = NULL;
-	char **names = NULL;
-	uint64_t s = g->seed;
-	int i;
-	size_t plen;
+	struct pipette_bwcache *bw;
 
 	*out = NULL;
 	if (check_gen(g, err) < 0)
 		return -1;
-	bw = pipette_bwcache_create();
-	names = calloc((size_t)g->nodes, sizeof(char *));
-	if (!bw || !names)
-		goto oom;
-	plen = strlen(g->prefix) + 12;
-	for (i = 0; i < g->nodes; i++) {
-		names[i] = malloc(plen);
-		if (!names[i])
-			goto oom;
-		snprintf(names[i], plen, "%s%d", g->prefix, i + 1);
-		if (pipette_bwcache_add_node(bw, names[i], err) < 0)
-			goto fail;
-	}
-	if (gen_inter(g, bw, names, &s, err) < 0 || gen_intra(g, bw, names, &s, err) < 0)
-		goto fail;
+	if (!(bw = pipette_bwcache_create()))
+		return pipette_fail(err, "generate: out of memory");
 	def.inter_gbps = g->inter_gbps;
 	def.intra_gbps = g->intra_gbps;
 	def.inter_lat_us = g->inter_lat_us;
 	def.intra_lat_us = g->intra_lat_us;
-	if (pipette_bwcache_set_defaults(bw, &def, err) < 0)
-		goto fail;
+	if (gen_all(g, bw, err) < 0 || pipette_bwcache_set_defaults(bw, &def, err) < 0) {
+		pipette_bwcache_destroy(bw);
+		return -1;
+	}
 	pipette_bwcache_set_generated(bw, g->when);
-	free_names(names, g->nodes);
 	*out = bw;
 	return 0;
-oom:
-	pipette_fail(err, "generate: out of memory");
-fail:
-	free_names(names, g->nodes);
-	pipette_bwcache_destroy(bw);
-	return -1;
 }

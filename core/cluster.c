@@ -3,17 +3,197 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bwcache_int.h"
 
+/* The link of a GPU or node with itself. */
+static const struct pipette_link self = { INFINITY, 0 };
+
+/* Links as indices into a table of the distinct links, exact to the bit.
+ * A cluster's figures repeat: a cache's figures have a few significant
+ * digits (measured: bench_cache's 4096-node cache, 0.01 GB/s steps, has
+ * 2551 distinct figures in 16.7 million), defaults and nominal figures are
+ * one value each.
+ * So a link costs 2 bytes while there are at most 65536 distinct ones
+ * (268 MB of 16-byte links at 4096 nodes become 34 MB), 4 bytes beyond,
+ * and the links themselves (16 bytes) once the table would cost more. */
+struct lstore {
+	size_t cells;
+	uint16_t *i16;
+	uint32_t *i32;
+	struct pipette_link *dense;
+	struct pipette_link *tab;
+	uint32_t n_tab, cap_tab;
+	uint32_t *slot;		/* hash of tab: index + 1, 0 = empty */
+	uint32_t n_slot;
+};
+
+static void ls_free(struct lstore *s)
+{
+	free(s->i16);
+	free(s->i32);
+	free(s->dense);
+	free(s->tab);
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+static inline struct pipette_link ls_get(const struct lstore *s, size_t i)
+{
+	if (s->i16)
+		return s->tab[s->i16[i]];
+	if (s->i32)
+		return s->tab[s->i32[i]];
+	return s->dense[i];
+}
+
+static uint32_t link_hash(const struct pipette_link *l)
+{
+	uint64_t w[2];
+
+	memcpy(w, l, sizeof(w));
+	return (uint32_t)(((w[0] * 0x9E3779B97F4A7C15ULL) ^ (w[1] + (w[1] >> 29))) *
+			  0xBF58476D1CE4E5B9ULL >> 32);	/* splitmix64's multipliers */
+}
+
+static int ls_rehash(struct lstore *s, uint32_t n_slot)
+{
+	uint32_t *slot = calloc(n_slot, sizeof(uint32_t)), i, h;
+
+	if (!slot)
+		return -1;
+	for (i = 0; i < s->n_tab; i++) {
+		for (h = link_hash(&s->tab[i]) & (n_slot - 1); slot[h]; h = (h + 1) & (n_slot - 1))
+			;
+		slot[h] = i + 1;
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->n_slot = n_slot;
+	return 0;
+}
+
+/* The links themselves from now on. */
+static int ls_go_dense(struct lstore *s)
+{
+	struct pipette_link *d = malloc(s->cells * sizeof(*d));
+	size_t i;
+
+	if (!d)
+		return -1;
+	for (i = 0; i < s->cells; i++)
+		d[i] = ls_get(s, i);
+	free(s->i16);
+	free(s->i32);
+	free(s->tab);
+	free(s->slot);
+	s->i16 = NULL;
+	s->i32 = NULL;
+	s->tab = NULL;
+	s->slot = NULL;
+	s->n_tab = s->cap_tab = s->n_slot = 0;
+	s->dense = d;
+	return 0;
+}
+
+/* 2-byte indices become 4-byte ones. */
+static int ls_widen(struct lstore *s)
+{
+	uint32_t *w = malloc(s->cells * sizeof(uint32_t));
+	size_t i;
+
+	if (!w)
+		return -1;
+	for (i = 0; i < s->cells; i++)
+		w[i] = s->i16[i];
+	free(s->i16);
+	s->i16 = NULL;
+	s->i32 = w;
+	return 0;
+}
+
+/* The index of l in the table, added when new; -1 when out of memory,
+ * -2 when the table should give way to the links themselves. */
+static long ls_intern(struct lstore *s, const struct pipette_link *l)
+{
+	uint32_t h;
+
+	for (h = link_hash(l) & (s->n_slot - 1); s->slot[h]; h = (h + 1) & (s->n_slot - 1))
+		if (!memcmp(&s->tab[s->slot[h] - 1], l, sizeof(*l)))
+			return s->slot[h] - 1;
+	/* a table entry with its hash slots takes 24 bytes, an index 4: past
+	 * one distinct link in two, 16-byte links are smaller */
+	if ((size_t)s->n_tab * 2 >= s->cells)
+		return -2;
+	if (s->n_tab == s->cap_tab) {
+		uint32_t cap = 2 * s->cap_tab;
+		struct pipette_link *t = realloc(s->tab, cap * sizeof(*t));
+
+		if (!t)
+			return -1;
+		s->tab = t;
+		s->cap_tab = cap;
+	}
+	s->tab[s->n_tab] = *l;
+	s->slot[h] = ++s->n_tab;
+	if (2 * s->n_tab > s->n_slot && ls_rehash(s, 2 * s->n_slot) < 0)
+		return -1;
+	return s->n_tab - 1;
+}
+
+static int ls_set(struct lstore *s, size_t i, struct pipette_link l)
+{
+	long k;
+
+	if (s->dense) {
+		s->dense[i] = l;
+		return 0;
+	}
+	k = ls_intern(s, &l);
+	if (k == -2)
+		return ls_go_dense(s) < 0 ? -1 : ls_set(s, i, l);
+	if (k < 0)
+		return -1;
+	if (s->i16 && k > UINT16_MAX && ls_widen(s) < 0)
+		return -1;
+	if (s->i16)
+		s->i16[i] = (uint16_t)k;
+	else
+		s->i32[i] = (uint32_t)k;
+	return 0;
+}
+
+/* `cells` links, all `fill`; -1 when out of memory. */
+static int ls_init(struct lstore *s, size_t cells, struct pipette_link fill)
+{
+	memset(s, 0, sizeof(*s));
+	s->cells = cells;
+	s->i16 = calloc(cells ? cells : 1, sizeof(uint16_t));
+	s->tab = malloc(16 * sizeof(*s->tab));
+	s->cap_tab = 16;
+	if (!s->i16 || !s->tab) {
+		ls_free(s);
+		return -1;
+	}
+	s->tab[0] = fill;
+	s->n_tab = 1;
+	if (ls_rehash(s, 32) < 0) {
+		ls_free(s);
+		return -1;
+	}
+	return 0;
+}
+
 struct pipette_cluster {
 	int n, g;
+	int g_shift;			/* g = 1 << g_shift, or -1 */
 	char **names;
 	int *gpu_ids;			/* g */
-	struct pipette_link *inter;	/* n x n, node level; NULL: all `uniform` */
+	struct lstore inter;		/* n x n, node level; cells 0: all `uniform` */
 	struct pipette_link uniform;
 	struct pipette_link *intra;	/* n x g x g, by slot */
 	const struct pipette_gpu_spec *gpu;
@@ -32,7 +212,7 @@ void pipette_cluster_destroy(struct pipette_cluster *c)
 		free(c->names[i]);
 	free(c->names);
 	free(c->gpu_ids);
-	free(c->inter);
+	ls_free(&c->inter);
 	free(c->intra);
 	free(c->warnings);
 	free(c);
@@ -80,19 +260,22 @@ static int check_spec(const struct pipette_gpu_spec *gpu, struct pipette_err *er
 }
 
 /* Fallback chain for one figure: measured > cache default > nominal. */
-static void fill(struct pipette_link *l, const struct bw_entry *e, double def_gbps,
-		 double def_lat, double nom_gbps, double nom_lat, int *unmeasured)
+static struct pipette_link fill(const struct bw_entry *e, double def_gbps, double def_lat,
+				double nom_gbps, double nom_lat, int *unmeasured)
 {
-	if (e && !isnan(e->gbps)) {
-		l->gbps = e->gbps;
+	struct pipette_link l;
+
+	if (!isnan(e->gbps)) {
+		l.gbps = e->gbps;
 	} else {
-		l->gbps = !isnan(def_gbps) ? def_gbps : nom_gbps;
+		l.gbps = !isnan(def_gbps) ? def_gbps : nom_gbps;
 		(*unmeasured)++;
 	}
-	if (e && !isnan(e->gbps) && !isnan(e->lat))
-		l->lat_us = e->lat;
+	if (!isnan(e->gbps) && !isnan(e->lat))
+		l.lat_us = e->lat;
 	else
-		l->lat_us = !isnan(def_lat) ? def_lat : nom_lat;
+		l.lat_us = !isnan(def_lat) ? def_lat : nom_lat;
+	return l;
 }
 
 static const char *source_of(double def, const struct pipette_gpu_spec *gpu,
@@ -183,73 +366,71 @@ static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
 	for (i = 0; b->bw && i < c->n; i++) {
 		const struct bw_node *nd;
 
-		if (b->idx[i] < 0 || !b->bw->node[b->idx[i]].ngpus)
+		if (b->idx[i] < 0 || !b->bw->node[b->idx[i]].intra.n)
 			continue;
 		nd = &b->bw->node[b->idx[i]];
 		for (a = 0; a < c->g; a++) {
-			if (c->gpu_ids[a] < nd->ngpus)
+			if (c->gpu_ids[a] < nd->intra.n)
 				continue;
 			if (!b->allow_missing)
 				return pipette_fail(err, "cluster: node %.64s: GPU index %d is "
 						    "outside its measured %dx%d intra matrix",
-						    nd->name, c->gpu_ids[a], nd->ngpus, nd->ngpus);
+						    nd->name, c->gpu_ids[a], nd->intra.n,
+						    nd->intra.n);
 			if (warn(c, "node %s: GPU index %d is outside its measured %dx%d "
 				 "intra matrix: using defaults", nd->name, c->gpu_ids[a],
-				 nd->ngpus, nd->ngpus) < 0)
+				 nd->intra.n, nd->intra.n) < 0)
 				return out_of_memory(c, err);
 		}
 	}
 	return 0;
 }
 
-static void fill_inter(struct pipette_cluster *c, struct build *b)
+static int fill_inter(struct pipette_cluster *c, struct build *b)
 {
+	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
 	int i, j;
 
 	for (i = 0; i < c->n; i++)
 		for (j = 0; j < c->n; j++) {
-			struct pipette_link *l = &c->inter[(size_t)i * c->n + j];
-			const struct bw_entry *e = NULL;
+			struct bw_entry e = none;
 
-			if (i == j) {
-				l->gbps = INFINITY;
-				l->lat_us = 0;
-				continue;
-			}
+			if (i == j)
+				continue;	/* the store's fill: INFINITY, 0 */
 			if (b->idx[i] >= 0 && b->idx[j] >= 0)
-				e = BW_INTER(b->bw, b->idx[i], b->idx[j]);
-			fill(l, e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
-			     b->gpu->nic_lat_us, &b->un_inter);
+				bw_inter_get(b->bw, b->idx[i], b->idx[j], &e);
+			if (ls_set(&c->inter, (size_t)i * c->n + j,
+				   fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+					b->gpu->nic_lat_us, &b->un_inter)) < 0)
+				return -1;
 		}
+	return 0;
 }
 
 static void fill_intra(struct pipette_cluster *c, struct build *b)
 {
-	int i, a, g = c->g;
+	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
+	int i, a, k, g = c->g;
 
 	for (i = 0; i < c->n; i++) {
 		const struct bw_node *nd = b->idx[i] >= 0 ? &b->bw->node[b->idx[i]] : NULL;
 
-		for (a = 0; a < g; a++) {
-			int k;
-
+		for (a = 0; a < g; a++)
 			for (k = 0; k < g; k++) {
-				struct pipette_link *l = &c->intra[((size_t)i * g + a) * g + k];
-				const struct bw_entry *e = NULL;
+				struct bw_entry e = none;
 				int ia = c->gpu_ids[a], ib = c->gpu_ids[k];
 
 				if (a == k) {
-					l->gbps = INFINITY;
-					l->lat_us = 0;
+					c->intra[((size_t)i * g + a) * g + k] = self;
 					continue;
 				}
 				b->pairs_intra++;
-				if (nd && ia < nd->ngpus && ib < nd->ngpus)
-					e = &nd->intra[ia * nd->ngpus + ib];
-				fill(l, e, b->def.intra_gbps, b->def.intra_lat_us,
-				     b->nvlink_gbps, b->gpu->nvlink_lat_us, &b->un_intra);
+				if (nd && ia < nd->intra.n && ib < nd->intra.n)
+					bw_intra_get(nd, ia, ib, &e);
+				c->intra[((size_t)i * g + a) * g + k] =
+					fill(&e, b->def.intra_gbps, b->def.intra_lat_us,
+					     b->nvlink_gbps, b->gpu->nvlink_lat_us, &b->un_intra);
 			}
-		}
 	}
 }
 
@@ -302,7 +483,8 @@ static unsigned long next_stamp(void)
 	return __atomic_add_fetch(&stamp, 1, __ATOMIC_RELAXED);
 }
 
-/* The cluster's arrays, uninitialised; NULL when out of memory. */
+/* The cluster's arrays, node links `self`, intra links uninitialised;
+ * NULL when out of memory. */
 static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_gpu_spec *gpu)
 {
 	struct pipette_cluster *c = calloc(1, sizeof(*c));
@@ -311,15 +493,19 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 		return NULL;
 	c->n = n;
 	c->g = g;
+	for (c->g_shift = 0; (1 << c->g_shift) < g; c->g_shift++)
+		;
+	if (1 << c->g_shift != g)
+		c->g_shift = -1;
 	c->gpu = gpu;
 	c->version = next_stamp();
 	c->names = calloc((size_t)n, sizeof(char *));
 	c->gpu_ids = malloc((size_t)g * sizeof(int));
-	c->inter = malloc((size_t)n * (size_t)n * sizeof(*c->inter));
 	c->intra = malloc((size_t)n * (size_t)g * (size_t)g * sizeof(*c->intra));
 	c->warnings = calloc(1, 1);
 	c->wcap = 1;
-	if (!c->names || !c->gpu_ids || !c->inter || !c->intra || !c->warnings) {
+	if (!c->names || !c->gpu_ids || !c->intra || !c->warnings ||
+	    ls_init(&c->inter, (size_t)n * (size_t)n, self) < 0) {
 		pipette_cluster_destroy(c);
 		return NULL;
 	}
@@ -369,9 +555,8 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 		b.def = bw->def;
 	if (check_intra_indices(c, &b, err))
 		goto fail;
-	fill_inter(c, &b);
 	fill_intra(c, &b);
-	if (warn_coverage(c, nodes, &b) < 0) {
+	if (fill_inter(c, &b) < 0 || warn_coverage(c, nodes, &b) < 0) {
 		out_of_memory(c, err);
 		goto fail;
 	}
@@ -412,31 +597,37 @@ struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 			return NULL;
 		}
 	}
-	free(c->inter);		/* every node link is `l` until one is set */
-	c->inter = NULL;
+	ls_free(&c->inter);	/* every node link is `l` until one is set */
 	c->uniform = l;
 	for (i = 0; i < (size_t)n * (size_t)g * (size_t)g; i++)
-		c->intra[i] = (i % ((size_t)g * g)) % ((size_t)g + 1) ? l
-			      : (struct pipette_link){ INFINITY, 0 };
+		c->intra[i] = (i % ((size_t)g * g)) % ((size_t)g + 1) ? l : self;
 	return c;
+}
+
+/* A blank cluster's node links, n x n of them, once the first is set. */
+static int unblank(struct pipette_cluster *c)
+{
+	size_t n = (size_t)c->n, i;
+
+	if (ls_init(&c->inter, n * n, c->uniform) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (ls_set(&c->inter, i * n + i, self) < 0) {
+			ls_free(&c->inter);
+			return -1;
+		}
+	return 0;
 }
 
 int pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
 				  struct pipette_link l)
 {
-	size_t i;
-
 	if (a == b || a < 0 || b < 0 || a >= c->n || b >= c->n)
 		return 0;
-	if (!c->inter) {
-		c->inter = malloc((size_t)c->n * (size_t)c->n * sizeof(*c->inter));
-		if (!c->inter)
-			return -1;
-		for (i = 0; i < (size_t)c->n * (size_t)c->n; i++)
-			c->inter[i] = i % ((size_t)c->n + 1) ? c->uniform
-				      : (struct pipette_link){ INFINITY, 0 };
-	}
-	c->inter[(size_t)a * c->n + b] = l;
+	if (!c->inter.cells && unblank(c) < 0)
+		return -1;
+	if (ls_set(&c->inter, (size_t)a * c->n + b, l) < 0)
+		return -1;
 	c->version = next_stamp();
 	return 0;
 }
@@ -479,20 +670,30 @@ const struct pipette_gpu_spec *pipette_cluster_gpu(const struct pipette_cluster 
 struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 					 int gpu_a, int gpu_b)
 {
-	int na = gpu_a / c->g, nb = gpu_b / c->g;
+	int na, nb;
 
-	if (na == nb)
-		return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g +
-				gpu_b % c->g];
-	return c->inter ? c->inter[(size_t)na * c->n + nb] : c->uniform;
+	/* the search asks this in its inner loops: a shift, not a division,
+	 * for the usual power-of-two boards */
+	if (c->g_shift >= 0) {
+		na = gpu_a >> c->g_shift;
+		nb = gpu_b >> c->g_shift;
+		if (na == nb)
+			return c->intra[((size_t)gpu_a << c->g_shift) + (gpu_b & (c->g - 1))];
+	} else {
+		na = gpu_a / c->g;
+		nb = gpu_b / c->g;
+		if (na == nb)
+			return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g + gpu_b % c->g];
+	}
+	return c->inter.cells ? ls_get(&c->inter, (size_t)na * c->n + nb) : c->uniform;
 }
 
 struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 					      int node_a, int node_b)
 {
-	if (!c->inter)
-		return node_a == node_b ? (struct pipette_link){ INFINITY, 0 } : c->uniform;
-	return c->inter[(size_t)node_a * c->n + node_b];
+	if (!c->inter.cells)
+		return node_a == node_b ? self : c->uniform;
+	return ls_get(&c->inter, (size_t)node_a * c->n + node_b);
 }
 
 unsigned long pipette_cluster_version(const struct pipette_cluster *c)

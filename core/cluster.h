@@ -1,8 +1,10 @@
 /* pipette: the cluster a plan runs on.
  *
  * Ordered Slurm node names, the GPUs Slurm gave on each node, the GPU type
- * and every GPU-to-GPU link, resolved once at create time into dense
- * arrays so that a link query is O(1).  Figures come from the bandwidth
+ * and every GPU-to-GPU link, resolved once at create time into arrays so
+ * that a link query is O(1): the node x node links as indices into a
+ * table of the distinct links (2 bytes each while there are at most 65536
+ * of them; cluster.c), the GPU pairs of each node as the links.  Figures come from the bandwidth
  * cache (bwcache.h) in this order:
  *   inter-node: link override > matrix > cache defaults > gpu->nic_gbps
  *   intra-node: link override > the node's intra matrix (indexed by the

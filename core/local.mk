@@ -31,7 +31,8 @@ core_libpipette_la_SOURCES += core/timeline_svg.c
 
 # The cluster and the bandwidth cache (cluster.h, bwcache.h).
 core_libpipette_la_SOURCES += core/bwcache.c core/bwcache.h core/bwcache_int.h \
-	core/bwcache_io.c core/bwimport.c core/bwgen.c \
+	core/bwcache_io.c core/bwcache_parse.c core/bwmat.c core/bwscan.c \
+	core/bwgroup.c core/bwimport.c core/bwgen.c \
 	core/cluster.c core/cluster.h
 pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
 

@@ -17,8 +17,8 @@ cd "$top/core"
 layer_of() {	# file name (without directory) -> layer number
 	case $1 in
 	error.[ch]|readfile.[ch]|json.[ch]|rng.h|model.[ch]|hardware.[ch]|calib.[ch]|config.[ch]|stack.[ch]|\
-	bwcache.[ch]|bwcache_int.h|bwcache_io.c|bwgen.c|bwimport.c|cluster.[ch]|limits.h|\
-	trainlog.[ch])
+	bwcache.[ch]|bwcache_int.h|bwcache_io.c|bwcache_parse.c|bwmat.c|bwscan.c|bwgroup.c|bwgen.c|bwimport.c|\
+	cluster.[ch]|limits.h|trainlog.[ch])
 		echo 1 ;;
 	memory.[ch]|schedule.[ch]|timing.[ch])
 		echo 2 ;;

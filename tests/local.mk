@@ -99,6 +99,13 @@ tests_unit_test_bwcache_SOURCES = tests/unit/test_bwcache.c
 tests_unit_test_bwcache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_bwcache_LDADD = $(TEST_LDADD)
 EXTRA_tests_unit_test_bwcache_DEPENDENCIES = pipette$(EXEEXT)
+# The streaming reader, pipette-bw/2 and `pipette bandwidth convert`.
+check_PROGRAMS += tests/unit/test_bwscan
+TESTS += tests/unit/test_bwscan
+tests_unit_test_bwscan_SOURCES = tests/unit/test_bwscan.c
+tests_unit_test_bwscan_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_bwscan_LDADD = $(TEST_LDADD)
+EXTRA_tests_unit_test_bwscan_DEPENDENCIES = pipette$(EXEEXT)
 
 # make validate: predicted vs published iteration times (Narayanan et al.
 # SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, the zero-bubble
@@ -173,6 +180,12 @@ BENCH_BINS += tests/bench/bench_plan
 tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c
 tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"'
 tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
+# Loading and validating 1024..4096-node caches in both forms (make bench).
+BENCH_BINS += tests/bench/bench_cache
+tests_bench_bench_cache_SOURCES = tests/bench/bench_cache.c
+tests_bench_bench_cache_CFLAGS = $(AM_CFLAGS) -DPIPETTE_BIN='"$(abs_top_builddir)/pipette"'
+tests_bench_bench_cache_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
+EXTRA_tests_bench_bench_cache_DEPENDENCIES = pipette$(EXEEXT)
 
 # spank_pipette's added launch time on the local Slurm cluster (root; starts
 # the cluster if it is not running): 4 nodes, and 128 emulated nodes.

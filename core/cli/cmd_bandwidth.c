@@ -10,6 +10,7 @@
 #include "bwcache.h"
 #include "cli.h"
 #include "hardware.h"
+#include "hostlist.h"
 #include "limits.h"
 
 /* Figures older than this are used with a warning; `--stale-days`
@@ -34,9 +35,13 @@ static void usage(FILE *f)
 "                              [--switch-size S] [--cross-factor F]\n"
 "                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
 "                              [--prefix P] [--when TIME] -o OUT\n"
+"       pipette bandwidth convert IN -o OUT [--to pipette-bw/1|pipette-bw/2]\n"
+"                              [--group NAME=HOSTLIST]... [--switch-size S]\n"
+"                              [--tolerance T]\n"
 "\n"
-"validate  check files against the pipette-bw/1 schema (exit 2 on the first\n"
-"          error in each, naming the file, the JSON path and the reason)\n"
+"validate  check files against the pipette-bw/1 and /2 schemas (exit 2 on\n"
+"          the first error in each, naming the file, the JSON path and the\n"
+"          reason)\n"
 "show      per-node min/median/max of outgoing, incoming and intra-node\n"
 "          bandwidth and the worst links; --svg draws the node x node heatmap\n"
 "import    convert Pipette's {\"gpus\",\"bandwidth\"} JSON or nccl-tests text\n"
@@ -47,6 +52,11 @@ static void usage(FILE *f)
 "merge     fold B, C... into A, link by link: newer figures win, figures a\n"
 "          later file did not measure keep their values and timestamps\n"
 "generate  a synthetic, seeded, deterministic cache (etc/examples)\n"
+"convert   to pipette-bw/2: figures per group of nodes (--group, or runs of\n"
+"          --switch-size nodes in the file's order), node pairs that differ\n"
+"          from their group's figure by more than --tolerance (relative,\n"
+"          default 0: any difference) keep their own; to pipette-bw/1: every\n"
+"          node pair's figure written out\n"
 "TIME is UTC, YYYY-MM-DDTHH:MM:SSZ.  Writes are atomic.\n");
 }
 
@@ -167,7 +177,8 @@ static int do_validate(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		struct pipette_bwcache *bw;
 		struct pipette_err err;
-		int n, a, b, meas = 0, intra = 0;
+		int n, a, intra = 0;
+		long meas;
 
 		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now")) {
 			i++;
@@ -180,18 +191,18 @@ static int do_validate(int argc, char **argv)
 			continue;
 		}
 		n = pipette_bwcache_node_count(bw);
-		for (a = 0; a < n; a++) {
-			struct pipette_bw_figure f;
-
-			for (b = 0; b < n; b++)
-				if (a != b && pipette_bwcache_inter(bw, a, b, &f) == 1)
-					meas++;
+		for (a = 0; a < n; a++)
 			if (pipette_bwcache_node_gpus(bw, a))
 				intra++;
+		if ((meas = pipette_bwcache_measured(bw)) < 0) {
+			pipette_bwcache_destroy(bw);
+			return cli_error("%s: out of memory", argv[i]);
 		}
-		printf("%s: ok: %s, %d nodes, %d of %d inter-node figures measured, "
-		       "%d nodes with intra-node matrices\n", argv[i],
-		       PIPETTE_BW_SCHEMA, n, meas, n * (n - 1), intra);
+		printf("%s: ok: %s, %d nodes", argv[i], pipette_bwcache_schema(bw), n);
+		if (pipette_bwcache_group_count(bw))
+			printf(" in %d groups", pipette_bwcache_group_count(bw));
+		printf(", %ld of %ld inter-node figures measured, %d nodes with intra-node "
+		       "matrices\n", meas, (long)n * (n - 1), intra);
 		warn_stale(bw, argv[i], NULL, 0, so.now, so.days);
 		pipette_bwcache_destroy(bw);
 	}
@@ -868,6 +879,198 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- */
+
+/* What convert restates the figures by: groups given by name and
+ * hostlist, or runs of switch_size nodes in the cache's order. */
+struct groups_opt {
+	const char *spec[PIPETTE_MAX_NODES + 1];	/* NAME=HOSTLIST */
+	int n_spec;
+	long switch_size;
+};
+
+/* Group g (NAME=HOSTLIST) into names[g] and group_of; every node must be
+ * in the cache, and in one group at most. */
+static int group_from_spec(const struct pipette_bwcache *bw, const char *spec, int g,
+			   char **names, int *group_of)
+{
+	const char *eq = strchr(spec, '=');
+	struct pipette_err err;
+	char **nodes;
+	int n, k, rc = 0;
+
+	if (!eq || eq == spec || !eq[1])
+		return cli_error("--group: expected NAME=HOSTLIST, got '%.64s'", spec);
+	if (!(names[g] = strndup(spec, (size_t)(eq - spec))))
+		return cli_error("out of memory");
+	if (pipette_hostlist_expand(eq + 1, &nodes, &n, &err) < 0)
+		return cli_error("--group %s: %s", names[g], err.msg);
+	for (k = 0; k < n && !rc; k++) {
+		int i = pipette_bwcache_node_index(bw, nodes[k]);
+
+		if (i < 0)
+			rc = cli_error("--group %s: node %s is not in the cache", names[g],
+				       nodes[k]);
+		else if (group_of[i] >= 0)
+			rc = cli_error("--group %s: node %s is already in group %s", names[g],
+				       nodes[k], names[group_of[i]]);
+		else
+			group_of[i] = g;
+	}
+	pipette_hostlist_free(nodes, n);
+	return rc;
+}
+
+/* The groups of opt over the cache's nodes: *n_groups names (malloc'd,
+ * the caller frees them) and each node's group (-1: none). */
+static int make_groups(const struct pipette_bwcache *bw, const struct groups_opt *opt,
+		       char **names, int *n_groups, int *group_of)
+{
+	int n = pipette_bwcache_node_count(bw), i, g;
+
+	for (i = 0; i < n; i++)
+		group_of[i] = -1;
+	*n_groups = 0;
+	if (opt->switch_size > 0) {
+		for (i = 0; i < n; i++) {
+			g = (int)(i / opt->switch_size);
+			if (g == *n_groups) {
+				char name[32];
+
+				snprintf(name, sizeof(name), "switch%d", g);
+				if (!(names[g] = strdup(name)))
+					return cli_error("out of memory");
+				(*n_groups)++;
+			}
+			group_of[i] = g;
+		}
+		return 0;
+	}
+	for (g = 0; g < opt->n_spec; g++) {
+		(*n_groups)++;
+		if (group_from_spec(bw, opt->spec[g], g, names, group_of))
+			return PIPETTE_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Restate bw per the groups of opt (pipette-bw/2), or give every node
+ * pair its figure and drop the groups (to_v1). */
+static int convert_cache(struct pipette_bwcache *bw, int to_v1, const struct groups_opt *opt,
+			 double tolerance)
+{
+	int n = pipette_bwcache_node_count(bw), n_groups = 0, g, rc = PIPETTE_EXIT_USAGE;
+	char **names = calloc((size_t)n + PIPETTE_MAX_NODES + 1, sizeof(char *));
+	int *group_of = malloc(((size_t)n + 1) * sizeof(int));
+	struct pipette_err err;
+
+	if (!names || !group_of) {
+		cli_error("out of memory");
+		goto out;
+	}
+	if (to_v1) {
+		if (pipette_bwcache_ungroup(bw, &err) < 0)
+			cli_error("%s", err.msg);
+		else
+			rc = PIPETTE_EXIT_OK;
+		goto out;
+	}
+	if (make_groups(bw, opt, names, &n_groups, group_of))
+		goto out;
+	if (pipette_bwcache_set_groups(bw, n_groups, (const char *const *)names, group_of,
+				       tolerance, &err) < 0)
+		cli_error("%s", err.msg);
+	else
+		rc = PIPETTE_EXIT_OK;
+out:
+	for (g = 0; names && g < n_groups; g++)
+		free(names[g]);
+	free(names);
+	free(group_of);
+	return rc;
+}
+
+static int do_convert(int argc, char **argv)
+{
+	static struct groups_opt opt;
+	struct pipette_bwcache *bw = NULL;
+	struct pipette_bwcache_lock *lock = NULL;
+	struct pipette_err err;
+	const char *out = NULL, *in = NULL, *to = NULL;
+	double tolerance = 0;
+	struct cli_seen seen = { .n = 0 };
+	int i, r = 0, rc = PIPETTE_EXIT_USAGE;
+
+	memset(&opt, 0, sizeof(opt));
+	for (i = 1; i < argc && !r; i++) {
+		if (!is_opt(argv[i], "--group") && (r = once(&seen, argv[i]))) {
+			break;
+		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
+			if (!(out = need(argc, argv, &i)))
+				r = cli_error("-o needs a file name");
+		} else if (is_opt(argv[i], "--to")) {
+			if (!(to = need(argc, argv, &i)) || (strcmp(to, PIPETTE_BW_SCHEMA) &&
+							     strcmp(to, PIPETTE_BW_SCHEMA_V2)))
+				r = cli_error("--to: expected %s or %s", PIPETTE_BW_SCHEMA,
+					      PIPETTE_BW_SCHEMA_V2);
+		} else if (is_opt(argv[i], "--group")) {
+			if (!(opt.spec[opt.n_spec] = need(argc, argv, &i)))
+				r = cli_error("--group needs NAME=HOSTLIST");
+			else if (++opt.n_spec > PIPETTE_MAX_NODES)
+				r = cli_error("--group: more than %d groups", PIPETTE_MAX_NODES);
+		} else if (is_opt(argv[i], "--switch-size")) {
+			r = cli_int("--switch-size", need(argc, argv, &i), 1, PIPETTE_MAX_NODES,
+				    &opt.switch_size);
+		} else if (is_opt(argv[i], "--tolerance")) {
+			/* at most 0.5: a figure half its group's is a slow link
+			 * (the generator's are 0.3..0.6 of healthy, bwgen.c), not
+			 * noise to smooth over */
+			r = cli_double("--tolerance", need(argc, argv, &i), 0, 0.5, &tolerance);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			r = cli_error("bandwidth convert: unknown option %.64s", argv[i]);
+		} else if (in) {
+			r = cli_error("bandwidth convert: one input file only");
+		} else {
+			in = argv[i];
+		}
+	}
+	if (r)
+		return r;
+	if (!in || !out)
+		return cli_error("bandwidth convert: expected IN -o OUT");
+	if (!to)
+		to = opt.n_spec || opt.switch_size ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+	if (!strcmp(to, PIPETTE_BW_SCHEMA) && (opt.n_spec || opt.switch_size))
+		return cli_error("bandwidth convert: --group and --switch-size make %s",
+				 PIPETTE_BW_SCHEMA_V2);
+	if (!strcmp(to, PIPETTE_BW_SCHEMA_V2) && !opt.n_spec == !opt.switch_size)
+		return cli_error("bandwidth convert: %s needs either --group (one or more) "
+				 "or --switch-size", PIPETTE_BW_SCHEMA_V2);
+	if (pipette_bwcache_lock(out, PIPETTE_BW_LOCK_WAIT_S, &lock, &err))
+		return cli_error("%s", err.msg);
+	if (pipette_bwcache_load(in, &bw, &err) < 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if ((rc = convert_cache(bw, !strcmp(to, PIPETTE_BW_SCHEMA), &opt, tolerance)))
+		goto out;
+	rc = PIPETTE_EXIT_USAGE;
+	if (pipette_bwcache_save_locked(bw, lock, &err) < 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	printf("%s: %s, %d nodes, %d groups, %ld of %ld inter-node figures measured\n", out,
+	       pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA,
+	       pipette_bwcache_node_count(bw),
+	       pipette_bwcache_group_count(bw), pipette_bwcache_measured(bw),
+	       (long)pipette_bwcache_node_count(bw) * (pipette_bwcache_node_count(bw) - 1));
+	rc = PIPETTE_EXIT_OK;
+out:
+	pipette_bwcache_unlock(lock);
+	pipette_bwcache_destroy(bw);
+	return rc;
+}
+
 /* `pipette bandwidth SUB --help` anywhere in SUB's arguments: the usage. */
 static int wants_help(int argc, char **argv)
 {
@@ -904,6 +1107,8 @@ int cmd_bandwidth(int argc, char **argv)
 		return do_merge(argc - 1, argv + 1);
 	if (is_opt(argv[1], "generate"))
 		return do_generate(argc - 1, argv + 1);
+	if (is_opt(argv[1], "convert"))
+		return do_convert(argc - 1, argv + 1);
 	cli_error("bandwidth: unknown subcommand '%.64s'", argv[1]);
 	usage(stderr);
 	return PIPETTE_EXIT_USAGE;

@@ -3,7 +3,9 @@
  * Contract checked beyond "no crash, no leak": a cache that parses
  * serializes, the serialized text parses again, and serializing that gives
  * the same bytes (the canonical form is a fixed point).  Every query on a
- * parsed cache stays in bounds. */
+ * parsed cache stays in bounds.  Restating its figures per group
+ * (pipette-bw/2, tolerance 0) and back to pipette-bw/1 gives the same
+ * bytes as writing it out as pipette-bw/1 directly. */
 #include <math.h>
 #include <stdint.h>
 
@@ -48,6 +50,43 @@ static void query_all(const struct pipette_bwcache *bw)
 	fuzz_require(memchr(msg, '\0', sizeof(msg)) != NULL, "stale message not terminated");
 }
 
+/* Three groups (node i in group i % 3) over a copy of the cache (text,
+ * canonical), through the text of pipette-bw/2, and back. */
+static void regroup(const char *text)
+{
+	static const char *const names[] = { "g0", "g1", "g2" };
+	struct pipette_err err = { { 0 } };
+	struct pipette_bwcache *bw = NULL, *v2 = NULL;
+	char *flat, *grouped, *back;
+	int *group_of, n, i;
+
+	fuzz_require(pipette_bwcache_parse(text, strlen(text), "canonical", &bw, &err) == 0,
+		     "%s", err.msg);
+	fuzz_require(pipette_bwcache_ungroup(bw, &err) == 0, "ungroup: %s", err.msg);
+	flat = pipette_bwcache_serialize(bw, &err);
+	n = pipette_bwcache_node_count(bw);
+	group_of = malloc(((size_t)n + 1) * sizeof(int));
+	fuzz_require(flat && group_of, "out of memory");
+	for (i = 0; i < n; i++)
+		group_of[i] = i % 3;
+	fuzz_require(pipette_bwcache_set_groups(bw, 3, names, group_of, 0, &err) == 0,
+		     "set_groups: %s", err.msg);
+	grouped = pipette_bwcache_serialize(bw, &err);
+	fuzz_require(grouped != NULL, "serialize of the grouped cache: %s", err.msg);
+	fuzz_require(pipette_bwcache_parse(grouped, strlen(grouped), "grouped", &v2, &err) == 0,
+		     "the grouped cache does not parse: %s\n%s", err.msg, grouped);
+	fuzz_require(pipette_bwcache_ungroup(v2, &err) == 0, "ungroup: %s", err.msg);
+	back = pipette_bwcache_serialize(v2, &err);
+	fuzz_require(back && !strcmp(flat, back), "grouped and back is another cache:\n%s\n"
+		     "---\n%s\n---\n%s", flat, grouped, back ? back : "");
+	free(back);
+	free(grouped);
+	free(flat);
+	free(group_of);
+	pipette_bwcache_destroy(v2);
+	pipette_bwcache_destroy(bw);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pipette_err err = { { 0 } };
@@ -72,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_require(text2 != NULL, "serialize failed on a re-parsed cache: %s", err.msg);
 	fuzz_require(!strcmp(text, text2), "serialize is not a fixed point:\n%s\n---\n%s",
 		     text, text2);
+	regroup(text);
 	free(text2);
 	free(text);
 	pipette_bwcache_destroy(again);

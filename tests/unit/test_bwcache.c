@@ -151,7 +151,7 @@ static const struct {
 	{ "bad-malformed.json", "line 4, column 1: malformed JSON" },
 	{ "bad-trailing.json", "text after the top-level object" },
 	{ "bad-empty.json", "empty file" },
-	{ "bad-schema.json", "$.schema: unsupported schema \"pipette-bw/2\"" },
+	{ "bad-schema.json", "$.schema: unsupported schema \"pipette-bw/3\"" },
 	{ "bad-legacy.json", "import --from pipette-legacy" },
 	{ "bad-nonsquare.json", "$.inter.matrix[1]: expected 3 values (the matrix must be square), got 2" },
 	{ "bad-rows.json", "$.inter.matrix: expected 3 rows" },
