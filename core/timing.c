@@ -261,7 +261,20 @@ struct placement {
 	const struct pipette_gpu_spec *gpu;
 	const int *gpu_of_rank;
 	int G;
+	int shift;		/* log2 G when G is a power of two, else -1 */
 };
+
+/* A GPU's node and slot: a shift and a mask on the usual boards of 2^k
+ * GPUs (a division costs tens of cycles in the search's inner loops). */
+static inline int node_of(const struct placement *p, int gpu)
+{
+	return p->shift >= 0 ? gpu >> p->shift : gpu / p->G;
+}
+
+static inline int slot_of(const struct placement *p, int gpu)
+{
+	return p->shift >= 0 ? gpu & (p->G - 1) : gpu % p->G;
+}
 
 static int gpu_of(const struct placement *p, int rank)
 {
@@ -320,14 +333,14 @@ static double node_ring_bw(struct pipette_timer *t, const struct placement *p,
 			   const int *gpus, int n)
 {
 	unsigned long version = pipette_cluster_version(p->cl);
-	int node = gpus[0] / p->G, i;
+	int node = node_of(p, gpus[0]), i;
 	uint64_t mask = 0, h;
 	struct intra_memo *e;
 
 	if (p->G > 64 || !t->intra_memo)
 		return run_ring_bw(p, gpus, n);
 	for (i = 0; i < n; i++)
-		mask |= 1ULL << (gpus[i] % p->G);
+		mask |= 1ULL << (slot_of(p, gpus[i]));
 	h = (mask ^ (uint64_t)node * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
 	e = &t->intra_memo[h >> (64 - INTRA_MEMO_BITS)];
 	if (e->cl == p->cl && e->version == version && e->node == node && e->mask == mask)
@@ -345,15 +358,20 @@ static double intra_ring_bw(struct pipette_timer *t, const struct placement *p, 
 {
 	double worst = HUGE_VAL;
 	uint64_t seen[PIPETTE_BW_MAX_NODES / 64];
-	int i, start, grouped = 1;
+	int i, start, grouped = 1, first = node_of(p, gpus[0]);
 
-	/* Members of one node usually sit together already (TP groups); sort
-	 * only when a node's members are split into several runs. */
+	/* All members on one node (TP and CP groups, mostly): one run. */
+	for (i = 1; i < n && node_of(p, gpus[i]) == first; i++)
+		;
+	if (i == n)
+		return n > 1 ? node_ring_bw(t, p, gpus, n) : HUGE_VAL;
+	/* Members of one node usually sit together already; sort only when a
+	 * node's members are split into several runs. */
 	memset(seen, 0, sizeof(seen));
 	for (i = 0; i < n && grouped; i++) {
-		int node = gpus[i] / p->G;
+		int node = node_of(p, gpus[i]);
 
-		if (i > 0 && node == gpus[i - 1] / p->G)
+		if (i > 0 && node == node_of(p, gpus[i - 1]))
 			continue;
 		if (node >= PIPETTE_BW_MAX_NODES || (seen[node / 64] >> (node % 64) & 1))
 			grouped = 0;
@@ -363,9 +381,9 @@ static double intra_ring_bw(struct pipette_timer *t, const struct placement *p, 
 	if (!grouped)
 		qsort(gpus, (size_t)n, sizeof(int), cmp_int);
 	for (start = 0; start < n; start = i) {
-		int node = gpus[start] / p->G;
+		int node = node_of(p, gpus[start]);
 
-		for (i = start; i < n && gpus[i] / p->G == node; i++)
+		for (i = start; i < n && node_of(p, gpus[i]) == node; i++)
 			;
 		if (i - start > 1)
 			worst = fmin(worst, node_ring_bw(t, p, gpus + start, i - start));
@@ -389,7 +407,7 @@ static void ring_links(struct pipette_timer *t, const struct placement *p, const
 	for (i = 0; i < n; i++) {
 		int a = gpu_of(p, ranks[i]), b = gpu_of(p, ranks[(i + 1) % n]);
 		struct pipette_link l = pipette_cluster_link(p->cl, a, b);
-		int na = a / p->G, nb = b / p->G;
+		int na = node_of(p, a), nb = node_of(p, b);
 
 		scratch[i] = a;
 		if (l.lat_us > g->lat)
@@ -408,13 +426,13 @@ static void ring_links(struct pipette_timer *t, const struct placement *p, const
 			first_node = na;
 		if (na == first_node)
 			same_first++;
-		if (i == 0 || na != gpu_of(p, ranks[i - 1]) / p->G)
+		if (i == 0 || na != node_of(p, gpu_of(p, ranks[i - 1])))
 			nodes++;
 	}
 	if (have_intra)
 		g->intra_bw = intra_ring_bw(t, p, scratch, n);
 	g->bw = g->intra_bw < g->inter_bw ? g->intra_bw : g->inter_bw;
-	if (nodes > 1 && gpu_of(p, ranks[0]) / p->G == gpu_of(p, ranks[n - 1]) / p->G)
+	if (nodes > 1 && node_of(p, gpu_of(p, ranks[0])) == node_of(p, gpu_of(p, ranks[n - 1])))
 		nodes--;	/* the ring closed inside the first node's run */
 	g->nodes = nodes > 0 ? nodes : 1;
 	g->per_node = same_first;
@@ -665,8 +683,14 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 			? e->p2p[((size_t)slot * pp + idx) * per_stage + i]
 			: pipette_cluster_link(p->cl, gpu_of(p, per_stage * s + i),
 					       gpu_of(p, per_stage * s2 + i));
-		double tt = pipette_p2p_s(bytes, l.gbps, l.lat_us);
+		double tt;
 
+		/* a link no slower and no longer than the worst cannot be
+		 * worse (the time grows with latency, falls with bandwidth):
+		 * most pairs of a large cluster are alike */
+		if (l.gbps >= worst.gbps && l.lat_us <= worst.lat_us)
+			continue;
+		tt = pipette_p2p_s(bytes, l.gbps, l.lat_us);
 		if (tt > worst_t) {
 			worst_t = tt;
 			worst = l;
@@ -1508,7 +1532,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			  const int *gpu_of_rank, int detail,
 			  struct pipette_time *out, struct pipette_err *err)
 {
-	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster) };
+	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster), -1 };
 	int p = c->pp, v = pipette_config_chunks(c), world = pipette_config_world(c);
 	long mb = pipette_config_microbatches(c);
 	struct pp_msgs pm;
@@ -1516,6 +1540,8 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	double best_busy = -1, dp_exposed = 0, dp_tail, in_pipe_dp = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (pl.G > 0 && !(pl.G & (pl.G - 1)))
+		pl.shift = __builtin_ctz((unsigned)pl.G);
 	if (world > pipette_cluster_node_count(cluster) * pl.G)
 		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
 				    world, pipette_cluster_node_count(cluster) * pl.G);
