@@ -491,7 +491,7 @@ static int cmp_weak(const void *a, const void *b)
 
 static void bnb_order(const struct mapper *mp, struct bnb *b)
 {
-	struct weakness w[PIPETTE_MAPPING_EXACT_MAX];
+	struct weakness w[PIPETTE_MAPPING_EXACT_MAX] = { { 0, 0, 0 } };
 	int N = mp->N, G = mp->G, x, y, k;
 
 	for (x = 0; x < N; x++) {

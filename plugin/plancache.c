@@ -508,7 +508,8 @@ void pipette_plancache_prune(struct pipette_plancache *c, const char *keep)
 		return;
 	for (i = 0; i < n; i++)
 		bytes += (unsigned long long)v[i].size;
-	qsort(v, n, sizeof(*v), by_age);
+	if (n > 1)	/* an empty directory lists nothing: v is NULL */
+		qsort(v, n, sizeof(*v), by_age);
 	/* Oldest first, never the entry just written. */
 	for (i = 0, left = n; i < n && (left > PIPETTE_PLANCACHE_MAX_ENTRIES ||
 					 bytes > PIPETTE_PLANCACHE_MAX_BYTES); i++) {
