@@ -169,6 +169,8 @@ int pipette_site_factors_load(const char *path, const char *gpu, const char *sta
 static int stage_of(struct json_object *e, const char *src, struct pipette_obs_stage *st,
 		    struct pipette_err *err)
 {
+	struct json_object *v;
+
 	if (json_object_get_type(e) != json_type_object)
 		return pipette_fail(err, "%s: expected an object, got %s", src,
 				    pipette_json_type_name(e));
@@ -178,6 +180,11 @@ static int stage_of(struct json_object *e, const char *src, struct pipette_obs_s
 	    in_range(st->base_bytes, 0, 1e15, src, "base_bytes", err) ||
 	    in_range(st->transient_bytes, 0, 1e15, src, "transient_bytes", err) ||
 	    in_range(st->measured_bytes, 0, 1e15, src, "measured_reserved_bytes", err))
+		return -1;
+	st->predicted_bytes = 0;
+	if (json_object_object_get_ex(e, "predicted_bytes", &v) &&
+	    (get_num(e, "predicted_bytes", src, &st->predicted_bytes, err) ||
+	     in_range(st->predicted_bytes, 0, 1e15, src, "predicted_bytes", err)))
 		return -1;
 	return 0;
 }

@@ -44,6 +44,7 @@ struct pipette_obs_stage {
 	double base_bytes;	/* everything but the allocator's reserve */
 	double transient_bytes;	/* activations and temporaries */
 	double measured_bytes;	/* highest reserved peak a rank of it reported, 0 none */
+	double predicted_bytes;	/* the plan's total for the stage, 0 when not recorded */
 };
 
 /* One observation, as pipette_obs_load_dir reads it. */

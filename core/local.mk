@@ -57,7 +57,7 @@ noinst_LTLIBRARIES += core/libpipette_experts.la
 core_libpipette_experts_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 core_libpipette_experts_la_SOURCES = core/experts_ilp.c
 pipette_SOURCES += core/cli/cmd_experts.c
-pipette_SOURCES += core/cli/cmd_calibrate.c core/cli/cmd_observe.c
+pipette_SOURCES += core/cli/cmd_calibrate.c core/cli/cmd_observe.c core/cli/report_svg.c
 pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)
 
 # Training logs of Megatron-LM, NeMo 2.0 and torchtitan: step times and

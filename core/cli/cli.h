@@ -33,6 +33,10 @@ int cmd_plan(int argc, char **argv);
 int cmd_experts(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_observe(int argc, char **argv);
+struct pipette_observation;
+/* pipette observe --report: the store's observations as one SVG page
+ * (report_svg.c); -1 when out of memory or the write failed. */
+int cli_obs_report_svg(const struct pipette_observation *obs, int n, FILE *out);
 
 /* A --nodes value: a count N means node1..nodeN (the names of the example
  * caches), anything else is a Slurm hostlist ("gpu[01-16]") expanded by

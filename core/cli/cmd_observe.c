@@ -2,6 +2,7 @@
  * of the plan's stack), and the observation `pipette calibrate` fits. */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 static const char usage_text[] =
 "usage: pipette observe --plan PLAN.json --log TRAIN.log [--warmup N]\n"
 "                       [--record DIR] [--format table|json]\n"
+"       pipette observe --report DIR --svg OUT.svg\n"
 "\n"
 "Compare a plan (pipette plan --format json, or the file PIPETTE_PLAN_FILE\n"
 "names in the job) with what its job measured: the steady-state step time\n"
@@ -30,10 +32,15 @@ static const char usage_text[] =
 "                   parser's, see man pipette)\n"
 "  --record DIR     add the observation to the site's store (one new file,\n"
 "                   written atomically; pipette calibrate --from DIR)\n"
-"  --format F       table (default) or json (the observation)\n";
+"  --format F       table (default) or json (the observation)\n"
+"  --report DIR     with --svg: draw every observation of the store: the\n"
+"                   predicted against the measured step time and memory per\n"
+"                   stage (identity and +-10%% lines), and the histogram of\n"
+"                   the step-time errors\n"
+"  --svg FILE       where --report writes its SVG (atomically)\n";
 
 struct obs_opts {
-	const char *plan, *log, *record;
+	const char *plan, *log, *record, *report, *svg;
 	long warmup;
 	enum pipette_format fmt;
 };
@@ -212,6 +219,7 @@ static struct json_object *observation(const struct planned *p, const struct obs
 		json_object_object_add(s, "base_bytes", json_object_new_double(p->base[i]));
 		json_object_object_add(s, "transient_bytes", json_object_new_double(p->transient[i]));
 		json_object_object_add(s, "measured_reserved_bytes", json_object_new_double(peak[i]));
+		json_object_object_add(s, "predicted_bytes", json_object_new_double(p->total[i]));
 		json_object_array_add(stages, s);
 	}
 	json_object_object_add(root, "stages", stages);
@@ -246,7 +254,7 @@ static void print_table(const struct planned *p, const struct pipette_trainlog_s
 static int parse(int argc, char **argv, struct obs_opts *o)
 {
 	static const char *const known[] = { "--plan", "--log", "--warmup", "--record", "--format",
-					      NULL };
+					      "--report", "--svg", NULL };
 	struct cli_seen seen = { .n = 0 };
 	char name[32];
 	const char *v;
@@ -267,11 +275,21 @@ static int parse(int argc, char **argv, struct obs_opts *o)
 			o->log = v;
 		else if (!strcmp(name, "--record"))
 			o->record = v;
+		else if (!strcmp(name, "--report"))
+			o->report = v;
+		else if (!strcmp(name, "--svg"))
+			o->svg = v;
 		else if (!strcmp(name, "--warmup")) {
 			if ((rc = cli_int("--warmup", v, 0, PIPETTE_TRAINLOG_MAX_STEPS, &o->warmup)))
 				return rc;
 		} else if (cli_parse_format(v, 3, &o->fmt))
 			return cli_error("--format: '%.32s': expected table or json", v);
+	}
+	if (o->report || o->svg) {
+		if (!o->report || !o->svg || o->plan || o->log || o->record)
+			return cli_error("observe: --report DIR and --svg FILE go together, without "
+					 "--plan, --log or --record");
+		return 0;
 	}
 	if (!o->plan || !o->log)
 		return cli_error("observe: --plan and --log are required (see pipette observe --help)");
@@ -304,6 +322,39 @@ static int record(const char *dir, const struct planned *p, struct json_object *
 	return cli_error("--record: %s: 100 observations of this plan this second", dir);
 }
 
+/* --report DIR --svg OUT: a temporary file beside OUT, renamed over it. */
+static int report(const struct obs_opts *o)
+{
+	struct pipette_observation *obs = NULL;
+	struct pipette_err err;
+	char tmp[4096];
+	FILE *f;
+	int n = 0, fd, rc = 0;
+
+	if (pipette_obs_load_dir(o->report, &obs, &n, &err))
+		return cli_error("--report: %s", err.msg);
+	if (!n) {
+		pipette_obs_free(obs, n);
+		return cli_error("--report: %s: no observation (*.json) in it", o->report);
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", o->svg) >= sizeof(tmp) ||
+	    (fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
+		pipette_obs_free(obs, n);
+		return cli_error("--svg: %s: cannot create a file beside it: %s", o->svg,
+				 strerror(errno));
+	}
+	if (fchmod(fd, 0644) || cli_obs_report_svg(obs, n, f) || fflush(f) || fsync(fd))
+		rc = -1;
+	if (fclose(f) || rc || rename(tmp, o->svg)) {
+		unlink(tmp);
+		rc = cli_error("--svg: %s: cannot write: %s", o->svg, strerror(errno));
+	} else {
+		fprintf(stderr, "pipette: %d observations drawn in %s\n", n, o->svg);
+	}
+	pipette_obs_free(obs, n);
+	return rc;
+}
+
 int cmd_observe(int argc, char **argv)
 {
 	struct obs_opts o;
@@ -317,6 +368,8 @@ int cmd_observe(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? PIPETTE_EXIT_OK : rc;
+	if (o.report)
+		return report(&o);
 	if ((rc = read_plan(o.plan, &p)))
 		return rc;
 	if (pipette_trainlog_read(o.log, p.stack_id, &l, &err))

@@ -78,7 +78,8 @@ private=0
 if [ -z "${PIPETTE_SLURM_BASE:-}" ]; then
     # A cluster of its own, as tests/integration/run.sh does: never one that
     # another checkout's tests are using.
-    eval "$(SLURM_LOCAL_NODES=$N bash "$SL" private)" || exit 1
+    priv=$(SLURM_LOCAL_NODES=$N bash "$SL" private) || exit 1
+    eval "$priv"
     private=1
 fi
 if ! bash "$SL" status >/dev/null 2>&1; then

@@ -40,7 +40,12 @@ fi
 started=0
 private=0
 if [ -z "${PIPETTE_SLURM_BASE:-}" ]; then
-    eval "$(sl private)" || { echo "0 passed, 1 failed"; exit 1; }
+    if ! priv=$(sl private); then
+        echo "FAIL - run.sh: no private cluster (slurm-local.sh private failed)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    eval "$priv"
     private=1
 fi
 if ! sl status >/dev/null 2>&1; then started=1; fi

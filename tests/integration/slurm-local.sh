@@ -500,7 +500,7 @@ listening_ports() {
     for f in /proc/net/tcp /proc/net/tcp6; do
         [ -r "$f" ] || continue
         while read -r _ local_addr _ st _; do
-            [ "$st" = 0A ] && echo $((16#${local_addr##*:}))
+            if [ "$st" = 0A ]; then echo $((16#${local_addr##*:})); fi
         done < <(tail -n +2 "$f")
     done | sort -un
 }

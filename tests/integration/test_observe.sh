@@ -85,6 +85,15 @@ f=$(find "$LOGS" -name '*.observed' | sort | head -n 1)
 assert_match "step time: measured [0-9.]+ s \(median of 30 steady steps, 10 warm-up skipped" \
     "$(cat "$f" 2>/dev/null)" "observe: the steady state of the log (the default 10 warm-up steps left out)"
 
+run "$PIPETTE_BIN" observe --report "$STORE" --svg "$T_TMP/report.svg"
+assert_rc 0 "observe --report draws the store"
+assert_eq "${#FIXES[@]}" "$(grep -c "fill='#4e79a7' fill-opacity" "$T_TMP/report.svg")" \
+    "the report has one step-time point per job"
+assert_eq "${#FIXES[@]}" "$(grep -c "fill='#f28e2b' fill-opacity" "$T_TMP/report.svg")" \
+    "... and one memory point per stage that reported its peak"
+run "$PIPETTE_BIN" observe --report "$STORE"
+assert_rc 2 "observe --report without --svg is a usage error"
+
 run "$PIPETTE_BIN" calibrate --from "$STORE" --out "$T_TMP/site.json"
 assert_rc 0 "calibrate fits the store"
 echo "$OUT"
