@@ -92,6 +92,9 @@ struct grid_entry {
 	struct pipette_link *p2p;	/* [4][pp][per_stage]: s->s+1, s+1->s,
 					 * 0->pp-1, pp-1->0 (slot 2, 3 at s = 0) */
 	int filled_p2p;
+	/* Of each row of p2p, the links that can be its worst (p2p_front). */
+	struct pipette_link *front;
+	int *front_off;			/* 2 pp + 1 offsets into front */
 };
 
 /* Group links by shape (size, stride) over the whole cluster under the
@@ -239,6 +242,8 @@ static void grid_clear(struct grid_entry *e)
 	for (k = 0; k < N_KINDS; k++)
 		free(e->groups[k]);
 	free(e->p2p);
+	free(e->front);
+	free(e->front_off);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -641,6 +646,55 @@ static const struct p2p_entry *p2p_links(struct pipette_timer *t, const struct p
 	return e;
 }
 
+/* Of a row of n links, those that can be the row's slowest transfer for
+ * some message size, in the row's order: a link is left out when an
+ * earlier one is at least as slow and as long (it is never the first
+ * slowest) or when a later one is strictly slower or longer and no faster
+ * or shorter (it is never the slowest).  The scan of worst_p2p over these
+ * returns what it returns over the whole row; a row of a large cluster
+ * has a handful.  Returns the count kept in out. */
+static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out)
+{
+	int i, j, k, m = 0;
+
+	for (i = 0; i < n; i++) {
+		struct pipette_link l = row[i];
+
+		for (j = 0; j < m; j++)
+			if (out[j].gbps <= l.gbps && out[j].lat_us >= l.lat_us)
+				break;
+		if (j < m)
+			continue;
+		for (j = k = 0; j < m; j++)
+			if (!(l.gbps <= out[j].gbps && l.lat_us >= out[j].lat_us))
+				out[k++] = out[j];
+		m = k;
+		out[m++] = l;
+	}
+	return m;
+}
+
+/* The frontier of every row of e->p2p (2 pp rows of per_stage). */
+static void p2p_fronts(struct grid_entry *e, int pp, int per_stage)
+{
+	int r, rows = 2 * pp;
+
+	e->front = malloc((size_t)rows * per_stage * sizeof(*e->front));
+	e->front_off = malloc(((size_t)rows + 1) * sizeof(int));
+	if (!e->front || !e->front_off) {
+		free(e->front);
+		free(e->front_off);
+		e->front = NULL;
+		e->front_off = NULL;
+		return;
+	}
+	e->front_off[0] = 0;
+	for (r = 0; r < rows; r++)
+		e->front_off[r + 1] = e->front_off[r] +
+			p2p_front(e->p2p + (size_t)r * per_stage, per_stage,
+				  e->front + e->front_off[r]);
+}
+
 /* Slowest of the parallel point-to-point links between stage s and s2. */
 static struct pipette_link worst_p2p(struct pipette_timer *t, const struct placement *p,
 				     const struct pipette_config *c, int s, int s2,
@@ -673,10 +727,26 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 					e->p2p[((size_t)pp + a) * per_stage + k] =
 						pipette_cluster_link(p->cl, k, per_stage * a + k);
 				}
+				p2p_fronts(e, pp, per_stage);
 			}
 		}
 		if (!e->p2p)
 			slot = -1;
+	}
+	if (slot >= 0 && e->front) {
+		int r = slot * pp + idx;
+
+		if (bytes <= 0)		/* every time 0: the scan keeps the first */
+			return e->p2p[(size_t)r * per_stage];
+		for (i = e->front_off[r]; i < e->front_off[r + 1]; i++) {
+			double tt = pipette_p2p_s(bytes, e->front[i].gbps, e->front[i].lat_us);
+
+			if (tt > worst_t) {
+				worst_t = tt;
+				worst = e->front[i];
+			}
+		}
+		return worst;
 	}
 	for (i = 0; i < per_stage; i++) {
 		struct pipette_link l = slot >= 0
