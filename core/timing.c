@@ -80,8 +80,12 @@ static double coll_time(enum coll k, const struct group_links *g, double bytes)
 
 /* A search evaluates many configurations on one rank grid (tp, cp, dp, pp,
  * ep, etp): their groups and point-to-point links are the same, only the
- * bytes differ.  Each grid's links are read from the cluster once. */
-#define GRID_CACHE 8
+ * bytes differ.  Each grid's links are read from the cluster once.  The
+ * 2048-node search of tests/bench/bench_plan.c visits 140 grids in an
+ * order that comes back to them: 8 entries rebuilt one 1,527 times, 32
+ * entries 617 times (the plan from 2.05 to 1.55 s CPU, with SHAPE_CACHE;
+ * 98 MiB peak, 1.5 MiB or so per entry there). */
+#define GRID_CACHE 32
 enum { N_KINDS = 6 };
 
 struct grid_entry {
@@ -101,8 +105,10 @@ struct grid_entry {
  * default placement: the groups of a kind in stage s of any grid are the
  * consecutive global groups (per_stage/size)*s .. +per_stage/size - 1 of
  * their shape, so grids that differ in pp, dp or the other kinds share
- * them.  SHAPE_CACHE shapes, least recently used replaced. */
-#define SHAPE_CACHE 16
+ * them.  SHAPE_CACHE shapes, least recently used replaced: the 2048-node
+ * search of tests/bench/bench_plan.c asks for 30 shapes (16 entries built
+ * one 880 times, 32 entries each once). */
+#define SHAPE_CACHE 32
 struct shape_entry {
 	int size, stride;
 	unsigned long stamp;	/* pipette_cluster_version; 0 = empty */
@@ -114,8 +120,8 @@ struct shape_entry {
 /* Stage-to-stage links under the default placement by stage size ps:
  * fwd[r] = r -> r + ps and bwd[r] = r + ps -> r over the whole cluster,
  * which every pp of that stage size shares.  P2P_CACHE sizes, least
- * recently used replaced. */
-#define P2P_CACHE 8
+ * recently used replaced (as many as the grids: a grid's stage size). */
+#define P2P_CACHE GRID_CACHE
 struct p2p_entry {
 	int ps, n;
 	unsigned long stamp;	/* 0 = empty */
