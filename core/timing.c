@@ -156,6 +156,7 @@ struct pipette_timer {
 	 * the default placement (pipette_timer_cache_links). */
 	const struct pipette_cluster *cache_cl;
 	struct grid_entry *grids;	/* GRID_CACHE entries */
+	int last_grid;			/* the one grid_lookup found last */
 	long clock;
 };
 
@@ -558,9 +559,13 @@ static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct plac
 		return NULL;
 	if (!t->grids && !(t->grids = calloc(GRID_CACHE, sizeof(*t->grids))))
 		return NULL;
+	/* one estimate asks for its grid many times in a row */
+	if (t->grids[t->last_grid].key[0] && !memcmp(t->grids[t->last_grid].key, key, sizeof(key)))
+		return &t->grids[t->last_grid];
 	for (i = 0; i < GRID_CACHE; i++) {
 		if (t->grids[i].key[0] && !memcmp(t->grids[i].key, key, sizeof(key))) {
 			t->grids[i].used = ++t->clock;
+			t->last_grid = i;
 			return &t->grids[i];
 		}
 		if (t->grids[i].used < t->grids[victim].used)
@@ -569,6 +574,7 @@ static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct plac
 	grid_clear(&t->grids[victim]);
 	memcpy(t->grids[victim].key, key, sizeof(key));
 	t->grids[victim].used = ++t->clock;
+	t->last_grid = victim;
 	return &t->grids[victim];
 }
 
