@@ -22,7 +22,7 @@ static const char *sep(const char *what)
 	return what ? ": " : "";
 }
 
-static const char *kind(mode_t m)
+const char *pipette_file_kind(mode_t m)
 {
 	if (S_ISFIFO(m))
 		return "a FIFO";
@@ -34,6 +34,10 @@ static const char *kind(mode_t m)
 		return "a socket";
 	if (S_ISBLK(m))
 		return "a block device";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISREG(m))
+		return "a regular file";
 	return "a special file";
 }
 
@@ -68,7 +72,7 @@ static int open_regular(const char *path, const char *what, struct stat *st,
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
 		return pipette_fail(err, "%s%s%s: is %s, not a regular file", w, sep(what),
-				    path, kind(st->st_mode));
+				    path, pipette_file_kind(st->st_mode));
 	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {

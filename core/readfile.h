@@ -13,6 +13,7 @@
 #define PIPETTE_READFILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -37,6 +38,9 @@ struct pipette_file {
 int pipette_read_file(const char *path, const char *what, size_t max,
 		      struct pipette_file *f, struct pipette_err *err);
 void pipette_file_free(struct pipette_file *f);
+/* What a file of mode m is, for messages: "a FIFO", "a directory", "a
+ * symbolic link", "a regular file", ... */
+const char *pipette_file_kind(mode_t m);
 
 /* The same checks as pipette_read_file up to the first read (it opens,
  * does not block, refuses what is not a regular file) without reading:

@@ -55,25 +55,6 @@
  * an entry takes milliseconds (README "Performance"). */
 #define TMP_STALE_S 3600
 
-static const char *kind(mode_t m)
-{
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISSOCK(m))
-		return "a socket";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISLNK(m))
-		return "a symbolic link";
-	if (S_ISREG(m))
-		return "a regular file";
-	return "a special file";
-}
-
 /* Why openat(dirfd, name) failed, in words: ELOOP under O_NOFOLLOW (and
  * ENOTDIR under O_DIRECTORY) may mean a symbolic link. */
 static void open_failed(int dirfd, const char *name, const char *path, int e,
@@ -84,7 +65,7 @@ static void open_failed(int dirfd, const char *name, const char *path, int e,
 	if ((e == ELOOP || e == ENOTDIR || e == ENXIO) &&
 	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))) {
-		pipette_fail(err, "%.300s: is %s, refused", path, kind(st.st_mode));
+		pipette_fail(err, "%.300s: is %s, refused", path, pipette_file_kind(st.st_mode));
 		return;
 	}
 	pipette_fail(err, "%.300s: cannot open: %s", path, strerror(e));
@@ -199,7 +180,7 @@ int pipette_plancache_check_stat(const struct stat *st, unsigned uid, const char
 {
 	if (!S_ISREG(st->st_mode))
 		return pipette_fail(err, "%.300s: is %s, not a regular file: ignored", path,
-				    kind(st->st_mode));
+				    pipette_file_kind(st->st_mode));
 	if (st->st_uid != uid)
 		return pipette_fail(err, "%.300s: owned by uid %u, not %u: ignored", path,
 				    (unsigned)st->st_uid, uid);

@@ -177,12 +177,12 @@ tests_unit_test_launch_LDADD = $(TEST_LDADD)
 # Search, mapping and plan: quality against the default order and brute
 # force, and speed at 16 and 1024 nodes (make bench).
 BENCH_BINS += tests/bench/bench_plan
-tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c
+tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c tests/bench/bench_util.h
 tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"'
 tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 # Loading and validating 1024..4096-node caches in both forms (make bench).
 BENCH_BINS += tests/bench/bench_cache
-tests_bench_bench_cache_SOURCES = tests/bench/bench_cache.c
+tests_bench_bench_cache_SOURCES = tests/bench/bench_cache.c tests/bench/bench_util.h
 tests_bench_bench_cache_CFLAGS = $(AM_CFLAGS) -DPIPETTE_BIN='"$(abs_top_builddir)/pipette"'
 tests_bench_bench_cache_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 EXTRA_tests_bench_bench_cache_DEPENDENCIES = pipette$(EXEEXT)

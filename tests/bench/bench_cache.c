@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "bwcache.h"
 #include "cluster.h"
 #include "hardware.h"
@@ -35,31 +36,10 @@ struct usage {
 	double cpu_s, rss_mib;
 };
 
-static double loadavg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
 
 static int wait_child(pid_t pid, struct usage *u)
 {
-	struct rusage ru;
-	int status;
-
-	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		return -1;
-	u->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-		   (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-	u->rss_mib = ru.ru_maxrss / 1024.0;
-	return 0;
+	return bench_wait(pid, &u->cpu_s, &u->rss_mib);
 }
 
 /* In a child: the bench's generated cache of `nodes` x 8 GPUs to v1, and
@@ -207,7 +187,7 @@ int main(void)
 	static const struct { int nodes; double cpu, mib, validate; } run[] = {
 		{ 1024, 0, 0, 0 }, { 2048, 2, 256, 0 }, { 4096, 5, 512, 1 },
 	};
-	double load = loadavg();
+	double load = bench_loadavg();
 	size_t i;
 	int miss = 0, failed = 0;
 

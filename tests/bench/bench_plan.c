@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "bwcache.h"
 #include "cluster.h"
 #include "mapping.h"
@@ -163,19 +164,6 @@ out:
 	return rv;
 }
 
-/* The 1-minute load average, or -1. */
-static double loadavg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
 
 /* In a child: write the bench's generated cache of `nodes` x 8 GPUs (the
  * examples' figures: H100 nominal x 0.9, 5% slow pairs, 16-node leaf
@@ -214,9 +202,8 @@ static int write_generated(int nodes, const char *path)
 static int child_plan(const char *path, int nodes, long gb, long seq, double *cpu,
 		      double *rss_mib, double *gain)
 {
-	int fd[2], status;
+	int fd[2];
 	pid_t pid;
-	struct rusage ru;
 
 	if (pipe(fd))
 		return -1;
@@ -232,15 +219,11 @@ static int child_plan(const char *path, int nodes, long gb, long seq, double *cp
 		_exit(write(fd[1], &g, sizeof(g)) != sizeof(g));
 	}
 	close(fd[1]);
-	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || read(fd[0], gain, sizeof(*gain)) != sizeof(*gain)) {
+	if (bench_wait(pid, cpu, rss_mib) || read(fd[0], gain, sizeof(*gain)) != sizeof(*gain)) {
 		close(fd[0]);
 		return -1;
 	}
 	close(fd[0]);
-	*cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-	*rss_mib = ru.ru_maxrss / 1024.0;
 	return 0;
 }
 
@@ -254,7 +237,7 @@ static int speed_targets(void)
 	static const struct { int nodes; long gb; double cpu, mib, gain; } run[] = {
 		{ 1024, 2048, 0, 0, 1.18 }, { 2048, 4096, 2, 256, 1.15 }, { 4096, 8192, 5, 512, 0 },
 	};
-	double load = loadavg(), cpu, mib, gain;
+	double load = bench_loadavg(), cpu, mib, gain;
 	char path[1024];
 	size_t i;
 	int miss = 0;
