@@ -33,10 +33,27 @@ struct pipette_site_factors {
 void pipette_site_factors_init(struct pipette_site_factors *f);
 
 /* The entry of `gpu` (canonical name) and `stack` in a calibration file's
- * "site" list: 0 found, 1 the file has none for them, -1 on error (the
- * file and the field named).  A file without "site" has none. */
+ * "site" list: 0 found, 1 the file has no "site" list, 2 it has one
+ * without an entry for them, -1 on error (the file, the entry and the
+ * field named; every entry is checked, and two for one GPU type and stack
+ * are an error). */
 int pipette_site_factors_load(const char *path, const char *gpu, const char *stack,
 			      struct pipette_site_factors *out, struct pipette_err *err);
+
+/* --calibration FILE for a plan or an estimate on GPU `base` under
+ * `stack`: *gpu becomes base with the probe's figures ("gemm", when the
+ * file has them) and the site's factors for this GPU type and stack; the
+ * site's reserve share replaces the stack's unless options (the user's
+ * --stack-option list) set "reserve" itself, and never the stack's floor.
+ * *site gets what was applied (1, 1, -1 when nothing); *missing is set
+ * when the file has a "site" list without an entry for this GPU and stack
+ * (a typo in a GPU name would otherwise pass silently). */
+struct pipette_gpu_spec;
+struct pipette_stack;
+int pipette_calibration_apply(const char *path, const struct pipette_gpu_spec *base,
+			      struct pipette_stack *stack, const char *options,
+			      struct pipette_gpu_spec *gpu, struct pipette_site_factors *site,
+			      int *missing, struct pipette_err *err);
 
 /* One stage of an observed plan: what the model predicted it holds. */
 #define PIPETTE_OBS_MAX_STAGES 512
@@ -61,10 +78,12 @@ struct pipette_observation {
 
 /* Every *.json file of `dir` (at most PIPETTE_OBS_MAX_FILES, in name
  * order, so the result does not depend on the directory's order).  A file
- * that does not parse is an error naming it and the field. */
+ * that does not parse is left out: *nskip counts them and *skipped (NULL
+ * or malloc'd, free it) names the first ones with the field at fault.
+ * -1 only when the directory itself cannot be read. */
 #define PIPETTE_OBS_MAX_FILES 100000
 int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int *n,
-			 struct pipette_err *err);
+			 char **skipped, int *nskip, struct pipette_err *err);
 void pipette_obs_free(struct pipette_observation *obs, int n);
 
 /* The fit of one GPU type and stack. */

@@ -386,7 +386,8 @@ void pipette_memory_stage(const struct pipette_model *m,
 	if (stage == pipette_config_last_rank(c))
 		act += loss_bytes(m, c);
 	out->activations_bytes = act;
-	out->other_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c) + st->act_temp_factor * act;
+	out->outside_bytes = CUDA_CONTEXT_BYTES + comm_buffers(c);
+	out->other_bytes = out->outside_bytes + st->act_temp_factor * act;
 	transient = act + st->act_temp_factor * act;
 	out->transient_bytes = transient;
 	if (st->mem_fraction <= 0)

@@ -35,6 +35,8 @@ struct pipette_stage_memory {
 	double other_bytes;	/* CUDA context, NCCL buffers, temporaries */
 	double reserve_bytes;	/* the allocator's reserve the stack's rule adds */
 	double transient_bytes;	/* activations and temporaries: what the reserve is a share of */
+	double outside_bytes;	/* of other_bytes, what lies outside torch's allocator
+				 * (the CUDA context, NCCL's buffers) */
 	double stage_params;	/* parameters this GPU holds unsharded (after TP/EP) */
 	double expert_params;	/* of them, the routed experts' */
 	double layer_params;	/* of them, the largest transformer layer's */

@@ -293,24 +293,21 @@ static double now_s(void)
 }
 
 /* --calibration: the probe's GEMM and HBM figures and the site's factors
- * for this GPU type and stack (calib.h), whichever the file has.  The
- * reserve a site fits replaces the stack's share, never its floor
- * (reserve_floor_bytes, stack.c): a calibration cannot make a plan that
- * the allocator's floor would not hold. */
+ * for this GPU type and stack (calib.h), whichever the file has. */
 static int calibrate(struct pipette_plan *p, const char *path, struct pipette_err *err)
 {
-	int rv;
+	char msg[PIPETTE_PATH_MAX + 160];
+	int missing;
 
-	if (pipette_gpu_calibrate(p->gpu, path, &p->gpu_calibrated, err))
+	if (pipette_calibration_apply(path, p->gpu, &p->stack, p->req.stack_options,
+				      &p->gpu_calibrated, &p->site, &missing, err))
 		return -1;
-	rv = pipette_site_factors_load(path, p->gpu->name, p->stack.name, &p->site, err);
-	if (rv < 0)
-		return -1;
-	if (rv == 0) {
-		p->gpu_calibrated.site_compute = p->site.compute;
-		p->gpu_calibrated.site_comm = p->site.comm;
-		if (p->site.reserve_fraction >= 0)
-			p->stack.reserve_fraction = p->site.reserve_fraction;
+	if (missing) {
+		snprintf(msg, sizeof(msg), "%.2000s: its site list has no entry for %s under "
+			 "stack %s: the plan uses the model's own figures", path, p->gpu->name,
+			 p->stack.name);
+		if (add_warning(p, msg))
+			return pipette_fail(err, "out of memory");
 	}
 	return 0;
 }

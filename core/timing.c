@@ -1577,34 +1577,39 @@ static double embed_sync_s(struct pipette_timer *t, const struct placement *pl,
 }
 
 /* The site's calibration (calib.h): T = T_model + (compute - 1) C +
- * (comm - 1) E, C the computation (passes, bubble, optimizer step) and E
- * the exposed communication, the form the factors were fitted in; the
- * terms are scaled with it, so that the breakdown still adds up. */
+ * (comm - 1) E, the form the factors were fitted in.  C is the
+ * computation: the busiest stage's passes, the pipeline's idle time
+ * around them (bubble_s, which holds what PP transfers add) and the
+ * optimizer step; E = T_model - C is the rest, the communication left
+ * exposed (TP, CP and EP inside the passes, the DP tail, the embedding
+ * sync).  Both are known whether or not the PP share was separated
+ * (detail), so the search ranks with the correction the plan reports.
+ * The terms are scaled with it so that the breakdown still adds up. */
 static void site_correct(const struct pipette_gpu_spec *gpu, struct pipette_time *out)
 {
 	double a = gpu->site_compute > 0 ? gpu->site_compute : 1.0;
 	double b = gpu->site_comm > 0 ? gpu->site_comm : 1.0;
 	double c = out->compute_s + out->bubble_s + out->optimizer_s;
+	double in_pipe = out->makespan_s - out->compute_s - out->bubble_s;
 
 	out->model_s = out->iteration_s;
 	out->model_compute_s = c;
-	out->model_comm_s = out->exposed_comm_s;
+	out->model_comm_s = fmax(0.0, out->iteration_s - c);
 	if (a == 1.0 && b == 1.0)
 		return;
-	out->iteration_s += (a - 1) * c + (b - 1) * out->exposed_comm_s;
-	out->makespan_s += (a - 1) * (out->compute_s + out->bubble_s) +
-			   (b - 1) * (out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
-				      out->pp_exposed_s);
+	out->iteration_s += (a - 1) * c + (b - 1) * out->model_comm_s;
+	out->makespan_s += (a - 1) * (out->compute_s + out->bubble_s) + (b - 1) * in_pipe;
 	out->compute_s *= a;
 	out->bubble_s *= a;
 	out->optimizer_s *= a;
+	out->pp_exposed_s *= a;		/* inside the bubble */
 	out->tp_comm_s *= b;
 	out->cp_comm_s *= b;
 	out->ep_comm_s *= b;
-	out->pp_exposed_s *= b;
 	out->dp_exposed_s *= b;
 	out->embed_sync_s *= b;
-	out->exposed_comm_s *= b;
+	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
+			      out->pp_exposed_s + out->dp_exposed_s + out->embed_sync_s;
 }
 
 int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,

@@ -37,6 +37,9 @@ struct pipette_observation;
 /* pipette observe --report: the store's observations as one SVG page
  * (report_svg.c); -1 when out of memory or the write failed. */
 int cli_obs_report_svg(const struct pipette_observation *obs, int n, FILE *out);
+/* The observations of a store (--from, --report), the files left out
+ * named on stderr; PIPETTE_EXIT_USAGE (printed) when there is none. */
+int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **obs, int *n);
 
 /* A --nodes value: a count N means node1..nodeN (the names of the example
  * caches), anything else is a Slurm hostlist ("gpu[01-16]") expanded by

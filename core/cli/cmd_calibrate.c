@@ -26,6 +26,29 @@ static const char usage_text[] =
 "                   --calibration FILE\n"
 "  --format F       table (default) or json\n";
 
+int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **obs, int *n)
+{
+	struct pipette_err err;
+	char *skipped = NULL;
+	int nskip = 0;
+
+	if (pipette_obs_load_dir(dir, obs, n, &skipped, &nskip, &err))
+		return cli_error("%s: %s", opt, err.msg);
+	if (nskip) {
+		fprintf(stderr, "pipette: warning: %s: %d file(s) left out, not observations "
+			"of this version:\n%s", dir, nskip, skipped ? skipped : "");
+		if (nskip > 20)
+			fprintf(stderr, "  (and %d more)\n", nskip - 20);
+	}
+	free(skipped);
+	if (!*n) {
+		pipette_obs_free(*obs, *n);
+		*obs = NULL;
+		return cli_error("%s: %s: no observation (*.json) in it", opt, dir);
+	}
+	return 0;
+}
+
 struct group {
 	int *idx, n;
 	struct pipette_calib_fit fit;
@@ -184,14 +207,8 @@ int cmd_calibrate(int argc, char **argv)
 	json_object_object_add(root, "site", site);
 	if (rc)
 		goto out;
-	if (pipette_obs_load_dir(o.from, &obs, &n, &err)) {
-		rc = cli_error("--from: %s", err.msg);
+	if ((rc = cli_obs_load("--from", o.from, &obs, &n)))
 		goto out;
-	}
-	if (!n) {
-		rc = cli_error("--from: %s: no observation (*.json) in it", o.from);
-		goto out;
-	}
 	if (group_obs(obs, n, &g, &ng)) {
 		rc = cli_error("calibrate: out of memory");
 		goto out;

@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+#include "calib.h"
 #include "cli.h"
 #include "cluster.h"
 #include "hardware.h"
@@ -520,13 +521,20 @@ int cmd_estimate(int argc, char **argv)
 		return cli_error("--model: %s", err.msg);
 	if (!(gpu = pipette_gpu_lookup(o.gpu, &err)))
 		return cli_error("--gpu: %s", err.msg);
-	if (o.calibration) {
-		if (pipette_gpu_calibrate(gpu, o.calibration, &calibrated, &err))
-			return cli_error("--calibration: %s", err.msg);
-		gpu = &calibrated;
-	}
 	if (pipette_stack_resolve(o.stack, o.stack_options, &stack, &err))
 		return cli_error("--stack: %s", err.msg);
+	if (o.calibration) {
+		struct pipette_site_factors site;
+		int missing;
+
+		if (pipette_calibration_apply(o.calibration, gpu, &stack, o.stack_options,
+					      &calibrated, &site, &missing, &err))
+			return cli_error("--calibration: %s", err.msg);
+		if (missing)
+			fprintf(stderr, "pipette: warning: %s: its site list has no entry for %s "
+				"under stack %s\n", o.calibration, gpu->name, stack.name);
+		gpu = &calibrated;
+	}
 	o.cfg.stack = &stack;
 	if (!o.attention_set)
 		o.cfg.attention = stack.attention;

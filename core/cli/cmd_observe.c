@@ -95,12 +95,16 @@ static int plan_stages(struct json_object *mem, const char *src, struct planned 
 	p->nstages = p->pp;
 	for (i = 0; i < (size_t)p->pp; i++) {
 		struct json_object *st = json_object_array_get_idx(per, i);
-		double res;
+		double res, outside;
 
 		if (num(st, "total_bytes", src, &p->total[i]) || num(st, "reserve_bytes", src, &res) ||
-		    num(st, "transient_bytes", src, &p->transient[i]))
+		    num(st, "transient_bytes", src, &p->transient[i]) ||
+		    num(st, "outside_allocator_bytes", src, &outside))
 			return PIPETTE_EXIT_USAGE;
-		p->base[i] = p->total[i] - res;
+		/* what torch's allocator holds beside its reserve: the log's
+		 * reserved peak counts neither the CUDA context nor NCCL's
+		 * buffers */
+		p->base[i] = p->total[i] - res - outside;
 	}
 	return 0;
 }
@@ -326,28 +330,36 @@ static int record(const char *dir, const struct planned *p, struct json_object *
 static int report(const struct obs_opts *o)
 {
 	struct pipette_observation *obs = NULL;
-	struct pipette_err err;
 	char tmp[4096];
 	FILE *f;
-	int n = 0, fd, rc = 0;
+	int n = 0, fd, rc, e = 0;
 
-	if (pipette_obs_load_dir(o->report, &obs, &n, &err))
-		return cli_error("--report: %s", err.msg);
-	if (!n) {
+	if ((rc = cli_obs_load("--report", o->report, &obs, &n)))
+		return rc;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", o->svg) >= sizeof(tmp)) {
 		pipette_obs_free(obs, n);
-		return cli_error("--report: %s: no observation (*.json) in it", o->report);
+		return cli_error("--svg: %.200s: path too long", o->svg);
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", o->svg) >= sizeof(tmp) ||
-	    (fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
+	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
+		e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
 		pipette_obs_free(obs, n);
 		return cli_error("--svg: %s: cannot create a file beside it: %s", o->svg,
-				 strerror(errno));
+				 strerror(e));
 	}
+	errno = 0;
 	if (fchmod(fd, 0644) || cli_obs_report_svg(obs, n, f) || fflush(f) || fsync(fd))
-		rc = -1;
-	if (fclose(f) || rc || rename(tmp, o->svg)) {
+		e = errno ? errno : EIO;
+	if (fclose(f) && !e)
+		e = errno ? errno : EIO;
+	if (!e && rename(tmp, o->svg))
+		e = errno;
+	if (e) {
 		unlink(tmp);
-		rc = cli_error("--svg: %s: cannot write: %s", o->svg, strerror(errno));
+		rc = cli_error("--svg: %s: cannot write: %s", o->svg, strerror(e));
 	} else {
 		fprintf(stderr, "pipette: %d observations drawn in %s\n", n, o->svg);
 	}

@@ -112,6 +112,7 @@ static struct json_object *stage_mem_json(const struct pipette_stage_memory *s, 
 	json_object_object_add(o, "other_bytes", jd(s->other_bytes));
 	json_object_object_add(o, "reserve_bytes", jd(s->reserve_bytes));
 	json_object_object_add(o, "transient_bytes", jd(s->transient_bytes));
+	json_object_object_add(o, "outside_allocator_bytes", jd(s->outside_bytes));
 	json_object_object_add(o, "total_bytes", jd(s->total_bytes));
 	return o;
 }

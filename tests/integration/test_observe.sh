@@ -46,7 +46,8 @@ val() { grep -m1 "\"$1\":" "$plan" | sed 's/.*://; s/,$//'; }
 stage0() { sed -n '/"per_stage"/,$p' "$plan" | grep -m1 "\"$1\":" | sed 's/.*://; s/,$//'; }
 model=$(val model_s); comp=$(val model_compute_s); comm=$(val model_comm_s)
 total=$(stage0 total_bytes); res=$(stage0 reserve_bytes); trans=$(stage0 transient_bytes)
-awk -v m="$model" -v c="$comp" -v e="$comm" -v a="$A" -v b="$B" -v r="$R" \
+outside=$(stage0 outside_allocator_bytes)
+awk -v m="$model" -v c="$comp" -v e="$comm" -v a="$A" -v b="$B" -v r="$R" -v out="$outside" \
     -v tot="$total" -v res="$res" -v tr="$trans" -v gb="$PIPETTE_GLOBAL_BATCH" '
 BEGIN {
     t = m + (a - 1) * c + (b - 1) * e
@@ -58,7 +59,9 @@ BEGIN {
         ms = 1000 * t * (i <= 3 ? 3 : 1 + 0.002 * ((i * 7) % 5 - 2))
         printf " iteration %8d/%8d | consumed samples: %12d | elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d | lm loss: %.6E | loss scale: 1.0 | grad norm: 1.000 | number of skipped iterations:   0 | number of nan iterations:   0 |\n", i, 40, i * gb, ms, 1.5e-4, gb, 7.25
         if (i == 1) {
-            mb = (tot - res + r * tr) / 1048576
+            # torch reserves the model bytes and the reserve; the CUDA
+            # context and NCCL buffers lie outside its allocator
+            mb = (tot - res - out + r * tr) / 1048576
             printf "[Rank 0] (after 1 iterations) memory (MB) | allocated: %.2f | max allocated: %.2f | reserved: %.2f | max reserved: %.2f\n", mb * 0.9, mb * 0.95, mb, mb
         }
     }

@@ -33,7 +33,8 @@ static void synth(struct pipette_observation *o, int n, double a, double b, doub
 	}
 }
 
-static int idx[64] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+static int idx[64] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+		      20 };
 
 START_TEST(test_fit_recovers_factors)
 {
@@ -95,7 +96,8 @@ START_TEST(test_fit_comm_not_identifiable)
 END_TEST
 
 /* The reserve: the largest share a stage's reserved peak implies, over
- * the observations that are not outliers; never negative. */
+ * the observations that are not outliers; stages whose implied reserve
+ * is within the stack's 2 GiB floor (or below nothing) say nothing. */
 START_TEST(test_fit_reserve)
 {
 	struct pipette_observation o[4];
@@ -106,14 +108,38 @@ START_TEST(test_fit_reserve)
 
 	synth(o, 4, 1.0, 1.0, 0.1);
 	for (i = 0; i < 4; i++) {
-		st[i][0] = (struct pipette_obs_stage){ 40e9, 10e9, 40e9 + 10e9 * 0.1 * (i + 1) };
-		st[i][1] = (struct pipette_obs_stage){ 40e9, 10e9, 30e9 };	/* below: 0 */
+		st[i][0] = (struct pipette_obs_stage){ 40e9, 10e9, 40e9 + 10e9 * 0.1 * (i + 1), 0 };
+		st[i][1] = (struct pipette_obs_stage){ 40e9, 10e9, 30e9, 0 };	/* below: 0 */
 		o[i].stages = st[i];
 		o[i].nstages = 2;
 	}
 	ck_assert_int_eq(pipette_calib_fit(o, idx, 4, &f, &err), 0);
 	ck_assert_double_eq_tol(f.f.reserve_fraction, 0.4, 1e-9);
-	ck_assert_int_eq(f.reserve_obs, 8);
+	ck_assert_int_eq(f.reserve_obs, 2);	/* 3 and 4 GB above the base; not 1, 2 GB */
+	pipette_calib_fit_free(&f);
+}
+END_TEST
+
+/* One job with a little communication cannot set the communication
+ * factor: 20 compute-only jobs and one whose 3% of communication ran 8%
+ * slow leave it at 1, not fitted. */
+START_TEST(test_fit_comm_one_job)
+{
+	struct pipette_observation o[21];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i;
+
+	synth(o, 21, 1.05, 1.0, 0.0);
+	o[20].comm_s = 0.03 * o[20].compute_s;
+	o[20].model_s = o[20].compute_s + o[20].comm_s;
+	o[20].measured_s = 1.05 * o[20].compute_s * 1.08 + o[20].comm_s;
+	for (i = 0; i < 21; i++)
+		idx[i] = i;
+	ck_assert_int_eq(pipette_calib_fit(o, idx, 21, &f, &err), 0);
+	ck_assert(!f.comm_fitted);
+	ck_assert_double_eq(f.f.comm, 1.0);
+	ck_assert_double_eq_tol(f.f.compute, 1.05, 0.01);
 	pipette_calib_fit_free(&f);
 }
 END_TEST
@@ -169,39 +195,44 @@ START_TEST(test_store)
 {
 	struct pipette_observation *o;
 	struct pipette_err err;
-	char path[256];
-	int n;
+	char path[256], *skipped;
+	int n, nskip;
 
 	make_tmpdir();
 	write_text("b.json", OBS("2.5"));
 	write_text("a.json", OBS("2.2"));
 	write_text("notes.txt", "not an observation");
 	write_text(".tmp-x.json", "{ half");	/* a writer's temporary file */
-	ck_assert_msg(pipette_obs_load_dir(tmpdir, &o, &n, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_obs_load_dir(tmpdir, &o, &n, &skipped, &nskip, &err) == 0, "%s",
+		      err.msg);
 	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(nskip, 0);
+	ck_assert_ptr_null(skipped);
 	ck_assert_str_eq(o[0].name, "a.json");	/* name order */
 	ck_assert_double_eq(o[0].measured_s, 2.2);
 	ck_assert_double_eq(o[1].compute_s, 1.5);
 	pipette_obs_free(o, n);
 
+	/* a file that does not parse is left out and named; the rest load */
 	write_text("c.json", OBS("\"fast\""));
-	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
-	ck_assert_msg(strstr(err.msg, "c.json: measured: iteration_s: expected a number, got a "
-			     "string"), "%s", err.msg);
-	write_text("c.json", OBS("-1"));
-	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
-	ck_assert_msg(strstr(err.msg, "c.json: measured: iteration_s: -1 is outside"), "%s",
-		      err.msg);
-	snprintf(path, sizeof(path), "%s/c.json", tmpdir);
-	unlink(path);
+	write_text("d.json", OBS("-1"));
+	snprintf(path, sizeof(path), "%s/e.json", tmpdir);
 	ck_assert_int_eq(mkfifo(path, 0600), 0);	/* never blocks on it */
-	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
-	ck_assert_msg(strstr(err.msg, "is a FIFO"), "%s", err.msg);
+	write_text("f.json", "{\"schema\": \"pipette-obs/2\"}");
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &skipped, &nskip, &err), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(nskip, 4);
+	ck_assert_msg(strstr(skipped, "c.json: measured: iteration_s: expected a number, got a "
+			     "string"), "%s", skipped);
+	ck_assert_msg(strstr(skipped, "d.json: measured: iteration_s: -1 is outside"), "%s",
+		      skipped);
+	ck_assert_msg(strstr(skipped, "e.json: is a FIFO"), "%s", skipped);
+	ck_assert_msg(strstr(skipped, "f.json: schema"), "%s", skipped);
+	free(skipped);
+	pipette_obs_free(o, n);
 	unlink(path);
-	write_text("c.json", "{\"schema\": \"pipette-obs/2\"}");
-	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &err), -1);
-	ck_assert_msg(strstr(err.msg, "schema"), "%s", err.msg);
-	ck_assert_int_eq(pipette_obs_load_dir("/nonexistent-dir", &o, &n, &err), -1);
+	ck_assert_int_eq(pipette_obs_load_dir("/nonexistent-dir", &o, &n, &skipped, &nskip, &err),
+			 -1);
 	ck_assert_msg(strstr(err.msg, "/nonexistent-dir"), "%s", err.msg);
 	rm_tmpdir();
 }
@@ -224,7 +255,8 @@ START_TEST(test_site_file)
 	ck_assert_double_eq(f.comm, 0.9);
 	ck_assert_double_eq(f.reserve_fraction, 0.3);
 	ck_assert_int_eq(f.observations, 12);
-	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "nemo", &f, &err), 1);
+	/* a site list without an entry for nemo */
+	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "nemo", &f, &err), 2);
 	ck_assert_double_eq(f.compute, 1.0);
 	ck_assert(f.reserve_fraction < 0);
 	write_text("cal.json", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
@@ -232,6 +264,13 @@ START_TEST(test_site_file)
 	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err),
 			 -1);
 	ck_assert_msg(strstr(err.msg, "site[0]: compute_factor: 12 is outside"), "%s", err.msg);
+	write_text("cal.json", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 1.2, \"comm_factor\": 0.9}, {\"gpu\": \"h100-sxm-80gb\", "
+		   "\"stack\": \"megatron\", \"compute_factor\": 1.1, \"comm_factor\": 1}]}");
+	ck_assert_int_eq(pipette_site_factors_load(path, "A100-SXM-80GB", "megatron", &f, &err),
+			 -1);	/* every entry is checked: a duplicate is an error for any GPU */
+	ck_assert_msg(strstr(err.msg, "site[1]: h100-sxm-80gb / megatron is also site[0]"), "%s",
+		      err.msg);
 	write_text("cal.json", "{\"site\": {}}");
 	ck_assert_int_eq(pipette_site_factors_load(path, "H100-SXM-80GB", "megatron", &f, &err),
 			 -1);
@@ -294,6 +333,7 @@ int main(void)
 	tcase_add_test(tc, test_fit_outlier_named);
 	tcase_add_test(tc, test_fit_comm_not_identifiable);
 	tcase_add_test(tc, test_fit_reserve);
+	tcase_add_test(tc, test_fit_comm_one_job);
 	tcase_add_test(tc, test_fit_implausible);
 	tcase_add_test(tc, test_store);
 	tcase_add_test(tc, test_site_file);
