@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin.h"
@@ -161,47 +162,87 @@ untouched:
 	return pipette_outcome_warnings(out, msg);
 }
 
-/* The plan file of plan_dir=DIR: DIR/pipette-plan-HASH.json, named by the
- * plan's hash so that every step applying the plan (the plan cache's too)
- * finds it under the same name. */
+/* The plan file of plan_dir=DIR: DIR/UID/pipette-plan-HASH.json, in the
+ * user's own directory (a shared 1777 spool lets no one plant or hold a
+ * name another user's job will read), named by the plan's hash so that
+ * every step applying the plan (the plan cache's too) finds it. */
 static int plan_file_name(const struct pipette_step *st, const struct pipette_plan *plan,
 			  char *name, size_t nlen, char *path, size_t plen)
 {
 	if ((size_t)snprintf(name, nlen, "pipette-plan-%s.json", pipette_plan_hash(plan)) >= nlen)
 		return -1;
-	return (size_t)snprintf(path, plen, "%s/%s", st->site->plan_dir, name) >= plen ? -1 : 0;
+	return (size_t)snprintf(path, plen, "%s/%u/%s", st->site->plan_dir, st->uid, name) >=
+	       plen ? -1 : 0;
 }
 
-/* Node 0 writes the plan it applies into plan_dir, as the job's user (the
- * planner child runs as the user): the directory opened without following
- * a symbolic link, a new temporary file beside the plan's (O_EXCL), the
- * JSON, fsync, then a rename over the name.  A failure is a notice: the
- * plan file never costs a step its plan. */
+/* DIR/UID, made (0700) when missing, opened without following a symbolic
+ * link and checked on the descriptor: the user's, writable by no one
+ * else.  -1 with errno set (EPERM when it is someone else's). */
+static int user_dir(const char *root, unsigned uid)
+{
+	char name[16];
+	struct stat sb;
+	int rfd, dfd = -1, e = 0;
+
+	snprintf(name, sizeof(name), "%u", uid);
+	if ((rfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	if (mkdirat(rfd, name, 0700) && errno != EEXIST)
+		e = errno;
+	else if ((dfd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		e = errno;
+	else if (fstat(dfd, &sb) || sb.st_uid != uid || (sb.st_mode & 022))
+		e = EPERM;
+	close(rfd);
+	if (e) {
+		if (dfd >= 0)
+			close(dfd);
+		errno = e;
+		return -1;
+	}
+	return dfd;
+}
+
+/* Node 0 writes the plan it applies, as the job's user (the planner child
+ * runs as the user): a new temporary file beside the name (O_EXCL, named
+ * by host and process), the JSON, then a rename over the name (no fsync:
+ * a spool, and a slow file system must not hold the step).  A failure is
+ * a notice: the plan file never costs a step its plan. */
 static void write_plan_file(const struct pipette_step *st, const struct pipette_plan *plan,
 			    FILE *out)
 {
-	char name[64], tmp[96], path[PIPETTE_PATH_MAX + 64];
-	int dfd, fd = -1, ok = 0;
+	char name[64], tmp[160], host[64], path[PIPETTE_PATH_MAX + 96];
+	int dfd, fd = -1, made = 0, e = 0;
 	FILE *f = NULL;
 
 	if (!st->site->plan_dir[0] || st->node_id != 0 ||
 	    plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)))
 		return;
-	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
-	dfd = open(st->site->plan_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd >= 0)
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd >= 0 && (f = fdopen(fd, "w")))
-		fd = -1;
-	if (f && pipette_plan_write_json(plan, f) == 0 && fflush(f) == 0 && fsync(fileno(f)) == 0)
-		ok = 1;
-	if (f && fclose(f) != 0)
-		ok = 0;
-	if (ok && renameat(dfd, tmp, dfd, name) != 0)
-		ok = 0;
-	if (!ok) {
-		notice(out, "plan file %s: cannot write it: %s", path, strerror(errno));
-		if (dfd >= 0)
+	if (gethostname(host, sizeof(host)))
+		strcpy(host, "host");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(tmp, sizeof(tmp), ".%s.%.40s.%ld", name, host, (long)getpid());
+	if ((dfd = user_dir(st->site->plan_dir, st->uid)) < 0)
+		e = errno;
+	else if ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      0644)) < 0)
+		e = errno;
+	else {
+		made = 1;
+		if (!(f = fdopen(fd, "w")))
+			e = errno;
+		else
+			fd = -1;
+	}
+	if (!e && (pipette_plan_write_json(plan, f) || fflush(f)))
+		e = errno ? errno : EIO;
+	if (f && fclose(f) && !e)
+		e = errno ? errno : EIO;
+	if (!e && renameat(dfd, tmp, dfd, name))
+		e = errno;
+	if (e) {
+		notice(out, "plan file %s: cannot write it: %s", path, strerror(e));
+		if (made)
 			unlinkat(dfd, tmp, 0);
 	}
 	if (fd >= 0)
@@ -224,11 +265,12 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 	    (o->dry_run == 1 && plan_lines(f, pipette_plan_write_env, plan)))
 		return pipette_fail(err, "writing the result: out of memory");
 	if (st->site->plan_dir[0]) {
-		char name[64], path[PIPETTE_PATH_MAX + 64];
+		char name[64], path[PIPETTE_PATH_MAX + 96];
 
-		if (plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)) ||
-		    pipette_outcome_record_var(f, "PIPETTE_PLAN_FILE", path, err))
+		if (plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)))
 			return pipette_fail(err, "plan_dir: the plan file's path is too long");
+		if (pipette_outcome_record_var(f, "PIPETTE_PLAN_FILE", path, err))
+			return -1;
 	}
 	if (st->batch)
 		return pipette_outcome_record_job(f, plan, err);

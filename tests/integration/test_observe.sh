@@ -119,6 +119,21 @@ la=$(field loo_error_after)
 holds "leave-one-out error lower after calibration ($la) than before ($lb)" \
     awk -v x="$la" -v y="$lb" 'BEGIN { exit !(x < y) }'
 
+# --- plan_dir: a user directory someone else planted ---------------------------
+# The step runs with its plan; the plan file is refused with a warning.
+PLANTED=$T_TMP/planted
+mkdir -m 1777 "$PLANTED"
+mkdir -m 0755 "$PLANTED/$(id -u)"
+chown nobody "$PLANTED/$(id -u)"
+plugstack_set pipette "required $PLUGIN gpu=H100 bandwidth=$UNIFORM plan_dir=$PLANTED"
+srun_t -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "${M8[@]}" --pipette-fix="tp=8,pp=1,dp=4" \
+    bash -c '[ "$SLURM_PROCID" = 0 ] && echo "$PIPETTE_PLAN_HASH"; true'
+assert_rc 0 "plan_dir with another user's UID directory: the step runs"
+assert_match '^[0-9a-f]{16}$' "$OUT" "... with its plan"
+assert_match "plan file $PLANTED/$(id -u)/pipette-plan-[0-9a-f]+\.json: cannot write it: Operation not permitted" \
+    "$ERR" "... and a warning that the plan file was refused"
+assert_eq "" "$(find "$PLANTED" -name '*.json' 2>/dev/null)" "... and no file written there"
+
 # --- a plan under the site's fit ---------------------------------------------
 pipette_on "calibration=$T_TMP/site.json"
 srun_t -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "${M8[@]}" --pipette-fix="tp=8,pp=1,dp=4" \
