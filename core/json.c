@@ -145,18 +145,22 @@ int pipette_json_write_file(const char *path, const char *what, struct json_obje
 		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
 				    strerror(errno));
 	len = strlen(text);
+	errno = 0;
 	if (fchmod(fd, (mode_t)mode) || write(fd, text, len) != (ssize_t)len ||
 	    write(fd, "\n", 1) != 1 || fsync(fd))
 		rc = -1;
-	e = errno;
+	e = errno ? errno : EIO;	/* a short write sets none */
 	if (close(fd))
 		rc = -1;
 	if (!rc && (replace ? rename(tmp, path) : link(tmp, path)))
 		rc = -1, e = errno;
 	if (rc || !replace)
 		unlink(tmp);
+	if (rc && e == EEXIST && !replace) {
+		pipette_fail(err, "%s: %s: exists", what, path);
+		return 1;
+	}
 	if (rc)
-		return pipette_fail(err, "%s: %s: cannot write: %s", what, path,
-				    e == EEXIST ? "exists" : strerror(e));
+		return pipette_fail(err, "%s: %s: cannot write: %s", what, path, strerror(e));
 	return 0;
 }

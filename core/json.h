@@ -32,9 +32,9 @@ struct json_object *pipette_json_read(const char *path, const char *what, size_t
 
 /* Write `o` (pretty-printed, one trailing newline) to `path` whole or
  * not at all: a temporary file beside it (mode `mode`), flushed to disk,
- * then linked to `path` (replace = 0: fails with "exists" when path does;
+ * then linked to `path` (replace = 0: returns 1, "exists", when path does;
  * never follows a symbolic link there) or renamed over it (replace = 1).
- * Errors: "WHAT: PATH: REASON". */
+ * Errors (-1): "WHAT: PATH: REASON". */
 int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
 			    unsigned mode, int replace, struct pipette_err *err);
 

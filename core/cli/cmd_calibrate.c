@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -51,6 +52,7 @@ int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **
 
 struct group {
 	int *idx, n;
+	int failed;
 	struct pipette_calib_fit fit;
 };
 
@@ -73,9 +75,13 @@ static int group_obs(const struct pipette_observation *obs, int n, struct group 
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
+		int size = 0;
+
 		if (seen[i])
 			continue;
-		if (!(g[*ng].idx = malloc(sizeof(int) * (size_t)n))) {
+		for (j = i; j < n; j++)
+			size += !seen[j] && same_kind(&obs[i], &obs[j]);
+		if (!(g[*ng].idx = malloc(sizeof(int) * (size_t)size))) {
 			free(seen);
 			return -1;
 		}
@@ -134,12 +140,13 @@ static void fit_table(const struct pipette_observation *obs, const struct group 
 	if (f->loo)
 		printf("; leave-one-out %.2f%% -> %.2f%%%s\n", 100 * f->loo_before,
 		       100 * f->loo_after, f->loo_after < f->loo_before ? ""
-		       : " (the fit does not generalise: keep the model as it is)");
+		       : " (the fit does not generalise: not written)");
 	else
-		printf("; leave-one-out needs 3 observations\n");
+		printf("; leave-one-out %s\n", f->n < 3 ? "needs 3 observations: not written"
+		       : "not run for so many observations");
 	for (i = 0; i < f->n; i++)
 		if (f->outlier[i])
-			printf("    %s %s", k++ ? "," : "outliers (weighed down, not dropped):",
+			printf("%s%s", k++ ? ", " : "    outliers (weighed down, not dropped): ",
 			       obs[g->idx[i]].name);
 	if (k)
 		printf("\n");
@@ -179,19 +186,62 @@ static int parse(int argc, char **argv, struct cal_opts *o)
 	return 0;
 }
 
+/* A fit is written only when it generalises: leave-one-out (three
+ * observations at least) lower than the model as it is; past the number
+ * leave-one-out is run for, three parameters cannot overfit and the fit's
+ * own error decides. */
+static int generalises(const struct pipette_calib_fit *f)
+{
+	if (f->loo)
+		return f->loo_after < f->loo_before;
+	return f->n >= 3 && f->err_after < f->err_before;
+}
+
+/* Fit every group.  A group whose fit fails is reported and left out; the
+ * others are still fitted.  *all gets every fit, *site those written. */
 static int fit_all(const struct pipette_observation *obs, struct group *g, int ng,
-		   struct json_object *site)
+		   struct json_object *all, struct json_object *site)
 {
 	struct pipette_err err;
-	int i;
+	int i, bad = 0;
 
 	for (i = 0; i < ng; i++) {
-		if (pipette_calib_fit(obs, g[i].idx, g[i].n, &g[i].fit, &err))
-			return cli_error("calibrate: %s %s: %s", obs[g[i].idx[0]].gpu,
-					 obs[g[i].idx[0]].stack, err.msg);
-		json_object_array_add(site, fit_json(obs, &g[i]));
+		struct json_object *e;
+
+		if (pipette_calib_fit(obs, g[i].idx, g[i].n, &g[i].fit, &err)) {
+			fprintf(stderr, "pipette: calibrate: %s %s (%d observations from %s on): %s\n",
+				obs[g[i].idx[0]].gpu, obs[g[i].idx[0]].stack, g[i].n,
+				obs[g[i].idx[0]].name, err.msg);
+			g[i].failed = 1;
+			bad++;
+			continue;
+		}
+		e = fit_json(obs, &g[i]);
+		json_object_object_add(e, "written", json_object_new_boolean(generalises(&g[i].fit)));
+		json_object_array_add(all, e);
+		if (generalises(&g[i].fit))
+			json_object_array_add(site, json_object_get(e));
 	}
-	return 0;
+	return bad == ng ? PIPETTE_EXIT_USAGE : 0;
+}
+
+/* The calibration file --out names, as it is (another tool's keys, the
+ * probe's "gemm", kept), or a new one; "site" replaced. */
+static struct json_object *out_doc(const char *path, struct json_object *site)
+{
+	struct pipette_err err;
+	struct json_object *doc = NULL;
+
+	if (access(path, F_OK) == 0 &&
+	    !(doc = pipette_json_read(path, "--out", 16 << 20, 16, NULL, &err))) {
+		cli_error("%s", err.msg);
+		return NULL;
+	}
+	if (!doc)
+		doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("pipette-calibration/1"));
+	json_object_object_add(doc, "site", json_object_get(site));
+	return doc;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -201,10 +251,11 @@ int cmd_calibrate(int argc, char **argv)
 	struct pipette_err err;
 	struct group *g = NULL;
 	struct json_object *root = json_object_new_object(), *site = json_object_new_array();
+	struct json_object *all = json_object_new_array(), *doc = NULL;
 	int n = 0, ng = 0, i, rc = parse(argc, argv, &o);
 
 	json_object_object_add(root, "schema", json_object_new_string("pipette-calibration/1"));
-	json_object_object_add(root, "site", site);
+	json_object_object_add(root, "fits", all);
 	if (rc)
 		goto out;
 	if ((rc = cli_obs_load("--from", o.from, &obs, &n)))
@@ -213,15 +264,17 @@ int cmd_calibrate(int argc, char **argv)
 		rc = cli_error("calibrate: out of memory");
 		goto out;
 	}
-	if ((rc = fit_all(obs, g, ng, site)))
+	if ((rc = fit_all(obs, g, ng, all, site)))
 		goto out;
 	if (o.fmt == PIPETTE_FMT_JSON)
 		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
 	else
 		for (i = 0; i < ng; i++)
-			fit_table(obs, &g[i]);
-	if (o.out && pipette_json_write_file(o.out, "--out", root, 0644, 1, &err))
-		rc = cli_error("%s", err.msg);
+			if (!g[i].failed)
+				fit_table(obs, &g[i]);
+	if (o.out && (!(doc = out_doc(o.out, site)) ||
+		      pipette_json_write_file(o.out, "--out", doc, 0644, 1, &err)))
+		rc = doc ? cli_error("%s", err.msg) : PIPETTE_EXIT_USAGE;
 out:
 	for (i = 0; i < ng; i++) {
 		free(g[i].idx);
@@ -229,6 +282,8 @@ out:
 	}
 	free(g);
 	pipette_obs_free(obs, n);
+	json_object_put(site);
+	json_object_put(doc);
 	json_object_put(root);
 	return rc < 0 ? PIPETTE_EXIT_OK : rc;
 }

@@ -1,6 +1,7 @@
 /* pipette observe: a plan against what its job measured (the training log
  * of the plan's stack), and the observation `pipette calibrate` fits. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -58,15 +59,35 @@ struct planned {
 	       total[PIPETTE_OBS_MAX_STAGES];
 };
 
-static int num(struct json_object *o, const char *key, const char *src, double *out)
+/* A figure of the plan: finite, >= 0 and at most 1e15 (bytes of one
+ * stage, seconds, counts). */
+#define FIGURE_MAX 1e15
+
+static int num(struct json_object *o, const char *where, const char *key, const char *src,
+	       double *out)
 {
 	struct json_object *v;
 
-	if (!json_object_object_get_ex(o, key, &v) ||
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
 	    (json_object_get_type(v) != json_type_double &&
 	     json_object_get_type(v) != json_type_int))
-		return cli_error("--plan: %s: %s: expected a number", src, key);
+		return cli_error("--plan: %s: %s.%s: expected a number", src, where, key);
 	*out = json_object_get_double(v);
+	if (!(*out >= 0 && *out <= FIGURE_MAX))
+		return cli_error("--plan: %s: %s.%s: %g is not a figure in [0, %g]", src, where, key,
+				 *out, FIGURE_MAX);
+	return 0;
+}
+
+/* A parallel size: a whole number in [1, max]. */
+static int size_of(struct json_object *cfg, const char *key, const char *src, double max,
+		   double *out)
+{
+	if (num(cfg, "config", key, src, out))
+		return PIPETTE_EXIT_USAGE;
+	if (*out < 1 || *out > max || *out != floor(*out))
+		return cli_error("--plan: %s: config.%s: %g is not a whole number in [1, %g]", src,
+				 key, *out, max);
 	return 0;
 }
 
@@ -95,11 +116,14 @@ static int plan_stages(struct json_object *mem, const char *src, struct planned 
 	p->nstages = p->pp;
 	for (i = 0; i < (size_t)p->pp; i++) {
 		struct json_object *st = json_object_array_get_idx(per, i);
+		char where[64];
 		double res, outside;
 
-		if (num(st, "total_bytes", src, &p->total[i]) || num(st, "reserve_bytes", src, &res) ||
-		    num(st, "transient_bytes", src, &p->transient[i]) ||
-		    num(st, "outside_allocator_bytes", src, &outside))
+		snprintf(where, sizeof(where), "predicted.memory.per_stage[%zu]", i);
+		if (num(st, where, "total_bytes", src, &p->total[i]) ||
+		    num(st, where, "reserve_bytes", src, &res) ||
+		    num(st, where, "transient_bytes", src, &p->transient[i]) ||
+		    num(st, where, "outside_allocator_bytes", src, &outside))
 			return PIPETTE_EXIT_USAGE;
 		/* what torch's allocator holds beside its reserve: the log's
 		 * reserved peak counts neither the CUDA context nor NCCL's
@@ -120,8 +144,9 @@ static int read_plan(const char *path, struct planned *p)
 	memset(p, 0, sizeof(*p));
 	if (!(root = pipette_json_read(path, "--plan", 64 << 20, 64, NULL, &err)))
 		return cli_error("%s", err.msg);
-	if (str(root, "schema", path, p->model, sizeof(p->model)) ||
-	    strcmp(p->model, "pipette-plan/1")) {
+	if (str(root, "schema", path, p->model, sizeof(p->model)))
+		goto out;
+	if (strcmp(p->model, "pipette-plan/1")) {
 		cli_error("--plan: %s: schema: expected \"pipette-plan/1\" (pipette plan --format json)",
 			  path);
 		goto out;
@@ -131,6 +156,11 @@ static int read_plan(const char *path, struct planned *p)
 	    str(root, "stack", path, p->stack, sizeof(p->stack)) ||
 	    str(root, "plan_hash", path, p->hash, sizeof(p->hash)))
 		goto out;
+	/* the hash names the observation's file: 16 hex digits, nothing else */
+	if (strlen(p->hash) != 16 || strspn(p->hash, "0123456789abcdef") != 16) {
+		cli_error("--plan: %s: plan_hash: '%.32s' is not 16 hex digits", path, p->hash);
+		goto out;
+	}
 	if (pipette_stack_lookup(p->stack, &st, &err)) {
 		cli_error("--plan: %s: stack: %s", path, err.msg);
 		goto out;
@@ -143,16 +173,19 @@ static int read_plan(const char *path, struct planned *p)
 		cli_error("--plan: %s: expected config, predicted.time and predicted.memory", path);
 		goto out;
 	}
-	if (num(cfg, "tp", path, &tp) || num(cfg, "pp", path, &ppd) || num(cfg, "dp", path, &dp) ||
-	    num(cfg, "cp", path, &cp) || num(cfg, "global_batch", path, &gb) ||
-	    num(cfg, "seq_len", path, &seq) || num(t, "iteration_s", path, &p->site_s) ||
-	    num(t, "model_s", path, &p->model_s) ||
-	    num(t, "model_compute_s", path, &p->compute_s) ||
-	    num(t, "model_comm_s", path, &p->comm_s))
+	if (size_of(cfg, "tp", path, 1 << 20, &tp) || size_of(cfg, "pp", path,
+							       PIPETTE_OBS_MAX_STAGES, &ppd) ||
+	    size_of(cfg, "dp", path, 1 << 20, &dp) || size_of(cfg, "cp", path, 1 << 20, &cp) ||
+	    num(cfg, "config", "global_batch", path, &gb) ||
+	    num(cfg, "config", "seq_len", path, &seq) ||
+	    num(t, "predicted.time", "iteration_s", path, &p->site_s) ||
+	    num(t, "predicted.time", "model_s", path, &p->model_s) ||
+	    num(t, "predicted.time", "model_compute_s", path, &p->compute_s) ||
+	    num(t, "predicted.time", "model_comm_s", path, &p->comm_s))
 		goto out;
-	if (!(ppd >= 1 && ppd <= PIPETTE_OBS_MAX_STAGES && tp >= 1 && dp >= 1 && cp >= 1 &&
-	      tp * dp * cp <= 1e7 && p->model_s > 0)) {
-		cli_error("--plan: %s: config or predicted.time out of range", path);
+	if (tp * dp * cp > 1 << 20 || !(p->model_s > 0)) {
+		cli_error("--plan: %s: config.tp x dp x cp or predicted.time.model_s out of range",
+			  path);
 		goto out;
 	}
 	p->pp = (int)ppd;
@@ -309,18 +342,19 @@ static int record(const char *dir, const struct planned *p, struct json_object *
 	struct pipette_err err;
 	char path[4096], stamp[32];
 	time_t now = time(NULL);
-	int k;
+	int k, rc;
 
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
 	for (k = 0; k < 100; k++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s-%ld-%d.json", dir, p->hash, stamp,
 				     (long)getpid(), k) >= sizeof(path))
 			return cli_error("--record: %s: path too long", dir);
-		if (!pipette_json_write_file(path, "--record", obs, 0644, 0, &err)) {
+		rc = pipette_json_write_file(path, "--record", obs, 0644, 0, &err);
+		if (rc == 0) {
 			fprintf(stderr, "pipette: recorded %s\n", path);
 			return 0;
 		}
-		if (!strstr(err.msg, ": exists"))
+		if (rc < 0)
 			return cli_error("%s", err.msg);
 	}
 	return cli_error("--record: %s: 100 observations of this plan this second", dir);

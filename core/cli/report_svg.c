@@ -77,7 +77,7 @@ static void guides(FILE *out, const struct panel *p)
 	int k;
 
 	for (k = 0; k < 3; k++) {
-		double x1 = p->lo, x2 = fmin(p->hi, p->hi / f[k]);
+		double x1 = fmax(p->lo, p->lo / f[k]), x2 = fmin(p->hi, p->hi / f[k]);
 
 		fprintf(out, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' "
 			"stroke-dasharray='%s'/>\n", px(p, x1), py(p, fmin(p->hi, x1 * f[k])),
@@ -102,7 +102,10 @@ static void histogram(FILE *out, double x0, double y0, const double *err, int n)
 
 	memset(count, 0, sizeof(count));
 	for (i = 0; i < n; i++) {
-		k = (int)floor(err[i] / BIN) + BINS / 2;
+		/* clamped before the conversion: an error of 1e12 is the last bin */
+		double b = floor(fmax(-BINS, fmin(BINS, err[i] / BIN))) + BINS / 2;
+
+		k = (int)b;
 		count[k < 0 ? 0 : k >= BINS ? BINS - 1 : k]++;
 	}
 	for (k = 0; k < BINS; k++)
