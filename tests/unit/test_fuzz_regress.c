@@ -294,6 +294,10 @@ int main(void)
 	Suite *s = suite_create("fuzz_regress");
 	TCase *tc = tcase_create("replay");
 
+	/* Check's default of 4 s: the replay takes ~20 ms alone, and ran out
+	 * once on a CI machine busy with other work (every parser on ~200
+	 * seeds, the training logs under six stacks each). */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_replay_seeds);
 	tcase_add_test(tc, test_replay_regressions);
 	tcase_add_test(tc, test_hf_null_names_the_problem);
