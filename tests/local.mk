@@ -146,7 +146,7 @@ tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD)
 # the pinning of a step's inputs.
 check_PROGRAMS += tests/unit/test_plugin_child
 TESTS += tests/unit/test_plugin_child
-tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c \
+tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
 	plugin/step.c plugin/stepbody.c plugin/plancache.c
@@ -158,7 +158,7 @@ tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
 # step's shared text, a node's result through the cache, the key.
 check_PROGRAMS += tests/unit/test_plugin_cache
 TESTS += tests/unit/test_plugin_cache
-tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c \
+tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/outcome.c plugin/digest.c plugin/hooks.c \
 	plugin/step.c plugin/stepbody.c plugin/plancache.c

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "fake_env.h"
 #include "plugin.h"
 #include "readfile.h"
 
@@ -662,51 +663,6 @@ START_TEST(test_hit_same_bytes)
 }
 END_TEST
 
-struct var {
-	char name[32];
-	char value[8192];
-};
-
-struct fake_env {
-	struct var v[64];
-	int n;
-};
-
-static int fake_set(void *ctx, const char *name, const char *value, int overwrite,
-		    struct pipette_err *err)
-{
-	struct fake_env *e = ctx;
-	int i;
-
-	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].name, name)) {
-			if (!overwrite)
-				return 1;
-			break;
-		}
-	if (i == e->n) {
-		if (e->n == 64)
-			return pipette_fail(err, "full");
-		e->n++;
-	}
-	pipette_strlcpy(e->v[i].name, name, sizeof(e->v[i].name));
-	pipette_strlcpy(e->v[i].value, value, sizeof(e->v[i].value));
-	return 0;
-}
-
-static int fake_get(void *ctx, const char *name, char *buf, size_t len,
-		    struct pipette_err *err)
-{
-	struct fake_env *e = ctx;
-	int i;
-
-	(void)err;
-	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].name, name))
-			return pipette_strlcpy(buf, e->v[i].value, len) ? -1 : 0;
-	return 1;
-}
-
 /* A cached result gives every task exactly what apply.c writes from the
  * plan itself, with this node's GPUs and the step's port. */
 START_TEST(test_hit_matches_apply)
@@ -719,7 +675,7 @@ START_TEST(test_hit_matches_apply)
 	struct pipette_outcome o;
 	struct pipette_err err;
 	struct pipette_task_ctx t = { 0 };
-	int k, i;
+	int k;
 
 	make_root(root);
 	fixture(&f, root, PIPETTE_LAUNCH_SRUN, 2);
@@ -747,16 +703,7 @@ START_TEST(test_hit_matches_apply)
 		t.local_task = k;
 		ck_assert_int_eq(pipette_apply_task(plan, &t, &de, &err), 0);
 		ck_assert_int_eq(pipette_outcome_apply(&o, k, &re, &err), 0);
-		ck_assert_int_eq(direct.n, replayed.n);
-		for (i = 0; i < direct.n; i++) {
-			int j;
-
-			for (j = 0; j < replayed.n; j++)
-				if (!strcmp(replayed.v[j].name, direct.v[i].name))
-					break;
-			ck_assert_msg(j < replayed.n, "%s missing", direct.v[i].name);
-			ck_assert_str_eq(replayed.v[j].value, direct.v[i].value);
-		}
+		fake_env_same(&direct, &replayed);
 	}
 	pipette_plan_destroy(plan);
 	free(text);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "fake_env.h"
 #include "plugin.h"
 #include "readfile.h"
 
@@ -228,63 +229,6 @@ END_TEST
 
 /* ---- the result text ----------------------------------------------------- */
 
-struct var {
-	char name[32];
-	char value[8192];
-	int overwrite;
-};
-
-struct fake_env {
-	struct var v[64];
-	int n;
-};
-
-static int fake_set(void *ctx, const char *name, const char *value, int overwrite,
-		    struct pipette_err *err)
-{
-	struct fake_env *e = ctx;
-	int i;
-
-	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].name, name)) {
-			if (!overwrite)
-				return 1;
-			break;
-		}
-	if (i == e->n) {
-		if (e->n == 64)
-			return pipette_fail(err, "full");
-		e->n++;
-	}
-	pipette_strlcpy(e->v[i].name, name, sizeof(e->v[i].name));
-	pipette_strlcpy(e->v[i].value, value, sizeof(e->v[i].value));
-	e->v[i].overwrite = overwrite;
-	return 0;
-}
-
-static int fake_get(void *ctx, const char *name, char *buf, size_t len,
-		    struct pipette_err *err)
-{
-	struct fake_env *e = ctx;
-	int i;
-
-	(void)err;
-	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].name, name))
-			return pipette_strlcpy(buf, e->v[i].value, len) ? -1 : 0;
-	return 1;
-}
-
-static const char *get(struct fake_env *e, const char *name)
-{
-	int i;
-
-	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].name, name))
-			return e->v[i].value;
-	return NULL;
-}
-
 START_TEST(test_outcome_parse_apply)
 {
 	char text[] = "W the cache is 40 days old\nL chosen: tp 2\n"
@@ -299,16 +243,16 @@ START_TEST(test_outcome_parse_apply)
 	ck_assert_int_eq(o.failed, 0);
 	ck_assert_int_eq(pipette_outcome_apply(&o, 1, &env, &err), 0);
 	ck_assert_int_eq(e.n, 3);
-	ck_assert_str_eq(get(&e, "PIPETTE_TP"), "2");
-	ck_assert_str_eq(get(&e, "RANK"), "1");
-	ck_assert_str_eq(get(&e, "MASTER_PORT"), "61000");
+	ck_assert_str_eq(fake_value(&e, "PIPETTE_TP"), "2");
+	ck_assert_str_eq(fake_value(&e, "RANK"), "1");
+	ck_assert_str_eq(fake_value(&e, "MASTER_PORT"), "61000");
 	/* The job only (the batch step): no task variable. */
 	memset(&e, 0, sizeof(e));
 	ck_assert_int_eq(pipette_outcome_apply(&o, -1, &env, &err), 0);
 	ck_assert_int_eq(e.n, 1);
 	/* Applying twice walks the same intact text. */
 	ck_assert_int_eq(pipette_outcome_apply(&o, 0, &env, &err), 0);
-	ck_assert_str_eq(get(&e, "RANK"), "0");
+	ck_assert_str_eq(fake_value(&e, "RANK"), "0");
 }
 END_TEST
 
@@ -392,7 +336,7 @@ START_TEST(test_outcome_replays_apply)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	struct pipette_outcome o;
-	int node, k, i;
+	int node, k;
 
 	t.node = pipette_plan_node_index(plan, "gpu-a");
 	ck_assert_int_eq(t.node, 0);	/* canonical order, not the listed one */
@@ -418,15 +362,9 @@ START_TEST(test_outcome_replays_apply)
 			t.local_task = k;
 			ck_assert_int_eq(pipette_apply_task(plan, &t, &de, &err), 0);
 			ck_assert_int_eq(pipette_outcome_apply(&o, k, &re, &err), 0);
-			ck_assert_int_eq(direct.n, replayed.n);
-			for (i = 0; i < direct.n; i++) {
-				const char *v = get(&replayed, direct.v[i].name);
-
-				ck_assert_msg(v, "%s missing", direct.v[i].name);
-				ck_assert_str_eq(v, direct.v[i].value);
-			}
-			ck_assert_ptr_nonnull(get(&replayed, "PIPETTE_PLAN_HASH"));
-			ck_assert_str_eq(get(&replayed, "PIPETTE_PLAN_HASH"),
+			fake_env_same(&direct, &replayed);
+			ck_assert_ptr_nonnull(fake_value(&replayed, "PIPETTE_PLAN_HASH"));
+			ck_assert_str_eq(fake_value(&replayed, "PIPETTE_PLAN_HASH"),
 					 pipette_plan_hash(plan));
 		}
 		free(text);
