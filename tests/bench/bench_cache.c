@@ -60,19 +60,7 @@ static int write_caches(int nodes, const char *v1, const char *v2)
 		int *group_of = malloc((size_t)nodes * sizeof(int)), i, n_sw = nodes / 16;
 		char **names = malloc((size_t)n_sw * sizeof(char *));
 
-		pipette_bw_gen_init(&g);
-		g.seed = (unsigned long long)nodes;
-		g.nodes = nodes;
-		g.gpus_per_node = 8;
-		g.prefix = "node";
-		g.inter_gbps = 45;
-		g.intra_gbps = 405;
-		g.slow_frac = 0.05;
-		g.switch_size = 16;
-		g.cross_factor = 0.9;
-		g.slow_switch = 5;
-		g.slow_switch_factor = 0.6;
-		g.degraded_node = 77;
+		bench_gen(&g, nodes);
 		for (i = 0; i < nodes; i++)
 			group_of[i] = i / 16;
 		for (i = 0; i < n_sw; i++) {

@@ -177,19 +177,7 @@ static int write_generated(int nodes, const char *path)
 	int status;
 
 	if (pid == 0) {
-		pipette_bw_gen_init(&g);
-		g.seed = (unsigned long long)nodes;
-		g.nodes = nodes;
-		g.gpus_per_node = 8;
-		g.prefix = "node";
-		g.inter_gbps = 45;
-		g.intra_gbps = 405;
-		g.slow_frac = 0.05;
-		g.switch_size = 16;
-		g.cross_factor = 0.9;
-		g.slow_switch = 5;
-		g.slow_switch_factor = 0.6;
-		g.degraded_node = 77;
+		bench_gen(&g, nodes);
 		_exit(pipette_bwcache_generate(&g, &bw, &err) || pipette_bwcache_save(bw, path, &err));
 	}
 	return pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include "bwcache.h"
+
 /* The 1-minute load average, or -1. */
 static inline double bench_loadavg(void)
 {
@@ -36,6 +38,26 @@ static inline int bench_wait(pid_t pid, double *cpu_s, double *rss_mib)
 		 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 	*rss_mib = ru.ru_maxrss / 1024.0;
 	return 0;
+}
+
+/* The benches' generated cluster of `nodes` x 8 GPUs (the examples'
+ * figures: H100 nominal x 0.9, 5% slow pairs, 16-node leaf switches, one
+ * slow switch, one degraded node; seed = nodes). */
+static inline void bench_gen(struct pipette_bw_gen *g, int nodes)
+{
+	pipette_bw_gen_init(g);
+	g->seed = (unsigned long long)nodes;
+	g->nodes = nodes;
+	g->gpus_per_node = 8;
+	g->prefix = "node";
+	g->inter_gbps = 45;
+	g->intra_gbps = 405;
+	g->slow_frac = 0.05;
+	g->switch_size = 16;
+	g->cross_factor = 0.9;
+	g->slow_switch = 5;
+	g->slow_switch_factor = 0.6;
+	g->degraded_node = 77;
 }
 
 #endif
