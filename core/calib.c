@@ -69,42 +69,6 @@ void pipette_site_factors_init(struct pipette_site_factors *f)
 	f->observations = 0;
 }
 
-/* obj[key] as a finite number; -1 with the field named when it is not. */
-static int get_num(struct json_object *obj, const char *key, const char *src, double *out,
-		   struct pipette_err *err)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v))
-		return pipette_fail(err, "%s: %s: missing", src, key);
-	if (json_object_get_type(v) != json_type_double && json_object_get_type(v) != json_type_int)
-		return pipette_fail(err, "%s: %s: expected a number, got %s", src, key,
-				    pipette_json_type_name(v));
-	*out = json_object_get_double(v);
-	if (!isfinite(*out))
-		return pipette_fail(err, "%s: %s: not a finite number", src, key);
-	return 0;
-}
-
-static int get_str(struct json_object *obj, const char *key, const char *src, char *out,
-		   size_t len, struct pipette_err *err)
-{
-	struct json_object *v;
-	const char *s;
-
-	if (!json_object_object_get_ex(obj, key, &v))
-		return pipette_fail(err, "%s: %s: missing", src, key);
-	if (json_object_get_type(v) != json_type_string)
-		return pipette_fail(err, "%s: %s: expected a string, got %s", src, key,
-				    pipette_json_type_name(v));
-	s = json_object_get_string(v);
-	if (strlen(s) >= len || !*s)
-		return pipette_fail(err, "%s: %s: '%.40s' is empty or longer than %zu bytes",
-				    src, key, s, len - 1);
-	strcpy(out, s);
-	return 0;
-}
-
 static int in_range(double v, double lo, double hi, const char *src, const char *key,
 		    struct pipette_err *err)
 {
@@ -123,20 +87,20 @@ static int site_entry(struct json_object *e, const char *src, char g[64], char s
 	if (json_object_get_type(e) != json_type_object)
 		return pipette_fail(err, "%s: expected an object, got %s", src,
 				    pipette_json_type_name(e));
-	if (get_str(e, "gpu", src, g, 64, err) || get_str(e, "stack", src, s, 32, err) ||
-	    get_num(e, "compute_factor", src, &out->compute, err) ||
-	    get_num(e, "comm_factor", src, &out->comm, err) ||
+	if (pipette_json_string(e, "gpu", src, g, 64, err) || pipette_json_string(e, "stack", src, s, 32, err) ||
+	    pipette_json_number(e, "compute_factor", src, &out->compute, err) ||
+	    pipette_json_number(e, "comm_factor", src, &out->comm, err) ||
 	    in_range(out->compute, FACTOR_MIN, FACTOR_MAX, src, "compute_factor", err) ||
 	    in_range(out->comm, FACTOR_MIN, FACTOR_MAX, src, "comm_factor", err))
 		return -1;
 	out->reserve_fraction = -1;
 	if (json_object_object_get_ex(e, "reserve_fraction", &v) &&
 	    json_object_get_type(v) != json_type_null &&
-	    (get_num(e, "reserve_fraction", src, &out->reserve_fraction, err) ||
+	    (pipette_json_number(e, "reserve_fraction", src, &out->reserve_fraction, err) ||
 	     in_range(out->reserve_fraction, 0, RESERVE_MAX, src, "reserve_fraction", err)))
 		return -1;
 	if (json_object_object_get_ex(e, "observations", &v) &&
-	    (get_num(e, "observations", src, &obs, err) ||
+	    (pipette_json_number(e, "observations", src, &obs, err) ||
 	     in_range(obs, 0, 1e9, src, "observations", err)))
 		return -1;
 	out->observations = (long)obs;
@@ -245,16 +209,16 @@ static int stage_of(struct json_object *e, const char *src, struct pipette_obs_s
 	if (json_object_get_type(e) != json_type_object)
 		return pipette_fail(err, "%s: expected an object, got %s", src,
 				    pipette_json_type_name(e));
-	if (get_num(e, "base_bytes", src, &st->base_bytes, err) ||
-	    get_num(e, "transient_bytes", src, &st->transient_bytes, err) ||
-	    get_num(e, "measured_reserved_bytes", src, &st->measured_bytes, err) ||
+	if (pipette_json_number(e, "base_bytes", src, &st->base_bytes, err) ||
+	    pipette_json_number(e, "transient_bytes", src, &st->transient_bytes, err) ||
+	    pipette_json_number(e, "measured_reserved_bytes", src, &st->measured_bytes, err) ||
 	    in_range(st->base_bytes, 0, 1e15, src, "base_bytes", err) ||
 	    in_range(st->transient_bytes, 0, 1e15, src, "transient_bytes", err) ||
 	    in_range(st->measured_bytes, 0, 1e15, src, "measured_reserved_bytes", err))
 		return -1;
 	st->predicted_bytes = 0;
 	if (json_object_object_get_ex(e, "predicted_bytes", &v) &&
-	    (get_num(e, "predicted_bytes", src, &st->predicted_bytes, err) ||
+	    (pipette_json_number(e, "predicted_bytes", src, &st->predicted_bytes, err) ||
 	     in_range(st->predicted_bytes, 0, 1e15, src, "predicted_bytes", err)))
 		return -1;
 	return 0;
@@ -271,8 +235,8 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    json_object_get_type(v) != json_type_string ||
 	    strcmp(json_object_get_string(v), "pipette-obs/1"))
 		return pipette_fail(err, "%s: schema: expected \"pipette-obs/1\"", src);
-	if (get_str(root, "gpu", src, o->gpu, sizeof(o->gpu), err) ||
-	    get_str(root, "stack", src, o->stack, sizeof(o->stack), err))
+	if (pipette_json_string(root, "gpu", src, o->gpu, sizeof(o->gpu), err) ||
+	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err))
 		return -1;
 	if (!json_object_object_get_ex(root, "predicted", &pred) ||
 	    json_object_get_type(pred) != json_type_object)
@@ -281,15 +245,15 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    json_object_get_type(meas) != json_type_object)
 		return pipette_fail(err, "%s: measured: expected an object", src);
 	snprintf(sub, sizeof(sub), "%.300s: predicted", src);
-	if (get_num(pred, "iteration_s", sub, &o->model_s, err) ||
-	    get_num(pred, "compute_s", sub, &o->compute_s, err) ||
-	    get_num(pred, "comm_s", sub, &o->comm_s, err) ||
+	if (pipette_json_number(pred, "iteration_s", sub, &o->model_s, err) ||
+	    pipette_json_number(pred, "compute_s", sub, &o->compute_s, err) ||
+	    pipette_json_number(pred, "comm_s", sub, &o->comm_s, err) ||
 	    in_range(o->model_s, 1e-6, 1e6, sub, "iteration_s", err) ||
 	    in_range(o->compute_s, 0, o->model_s * 1.01, sub, "compute_s", err) ||
 	    in_range(o->comm_s, 0, o->model_s * 1.01, sub, "comm_s", err))
 		return -1;
 	snprintf(sub, sizeof(sub), "%.300s: measured", src);
-	if (get_num(meas, "iteration_s", sub, &o->measured_s, err) ||
+	if (pipette_json_number(meas, "iteration_s", sub, &o->measured_s, err) ||
 	    in_range(o->measured_s, 1e-6, 1e6, sub, "iteration_s", err))
 		return -1;
 	if (!json_object_object_get_ex(root, "stages", &stages) ||

@@ -138,18 +138,6 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int json_number(struct json_object *o, const char *key, double *out)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) ||
-	    (json_object_get_type(v) != json_type_double &&
-	     json_object_get_type(v) != json_type_int))
-		return -1;
-	*out = json_object_get_double(v);
-	return isfinite(*out) ? 0 : -1;
-}
-
 int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 			  struct pipette_gpu_spec *out, struct pipette_err *err)
 {
@@ -166,7 +154,8 @@ int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 		return 0;
 	}
 	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
-	    json_number(gemm, "max_tflops", &rmax) || json_number(gemm, "half_gflop", &half)) {
+	    pipette_json_number(gemm, "max_tflops", path, &rmax, NULL) ||
+	    pipette_json_number(gemm, "half_gflop", path, &half, NULL)) {
 		pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "
 			     "numbers of pipette-probe --local --gemm", path);
 		goto out;
@@ -185,7 +174,8 @@ int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 		for (i = 0; i < (int)json_object_array_length(list) && nh < 64; i++) {
 			double v;
 
-			if (!json_number(json_object_array_get_idx(list, (size_t)i), "hbm_gbps", &v) &&
+			if (!pipette_json_number(json_object_array_get_idx(list, (size_t)i), "hbm_gbps",
+						 path, &v, NULL) &&
 			    v > 0 && v <= 10 * base->hbm_gbps)
 				hbm[nh++] = v;
 		}

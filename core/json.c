@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,5 +163,40 @@ int pipette_json_write_file(const char *path, const char *what, struct json_obje
 	}
 	if (rc)
 		return pipette_fail(err, "%s: %s: cannot write: %s", what, path, strerror(e));
+	return 0;
+}
+
+int pipette_json_number(struct json_object *obj, const char *key, const char *src,
+			double *out, struct pipette_err *err)
+{
+	struct json_object *v;
+
+	if (!obj || !json_object_object_get_ex(obj, key, &v))
+		return pipette_fail(err, "%s: %s: missing", src, key);
+	if (json_object_get_type(v) != json_type_double && json_object_get_type(v) != json_type_int)
+		return pipette_fail(err, "%s: %s: expected a number, got %s", src, key,
+				    pipette_json_type_name(v));
+	*out = json_object_get_double(v);
+	if (!isfinite(*out))
+		return pipette_fail(err, "%s: %s: not a finite number", src, key);
+	return 0;
+}
+
+int pipette_json_string(struct json_object *obj, const char *key, const char *src,
+			char *out, size_t len, struct pipette_err *err)
+{
+	struct json_object *v;
+	const char *s;
+
+	if (!obj || !json_object_object_get_ex(obj, key, &v))
+		return pipette_fail(err, "%s: %s: missing", src, key);
+	if (json_object_get_type(v) != json_type_string)
+		return pipette_fail(err, "%s: %s: expected a string, got %s", src, key,
+				    pipette_json_type_name(v));
+	s = json_object_get_string(v);
+	if (strlen(s) >= len || !*s)
+		return pipette_fail(err, "%s: %s: '%.40s' is empty or longer than %zu bytes",
+				    src, key, s, len - 1);
+	strcpy(out, s);
 	return 0;
 }

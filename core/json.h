@@ -30,6 +30,15 @@ struct json_object *pipette_json_read(const char *path, const char *what, size_t
 				      int depth, unsigned char sha256[PIPETTE_SHA256_LEN],
 				      struct pipette_err *err);
 
+/* obj[key] (obj may be NULL) as a finite number, or a non-empty string of
+ * at most len - 1 bytes.  Errors name the source and the key: "SRC: KEY:
+ * missing", "SRC: KEY: expected a number, got a string", "SRC: KEY: not a
+ * finite number", "SRC: KEY: '...' is empty or longer than N bytes". */
+int pipette_json_number(struct json_object *obj, const char *key, const char *src,
+			double *out, struct pipette_err *err);
+int pipette_json_string(struct json_object *obj, const char *key, const char *src,
+			char *out, size_t len, struct pipette_err *err);
+
 /* Write `o` (pretty-printed, one trailing newline) to `path` whole or
  * not at all: a temporary file beside it (mode `mode`), flushed to disk,
  * then linked to `path` (replace = 0: returns 1, "exists", when path does;

@@ -66,15 +66,14 @@ struct planned {
 static int num(struct json_object *o, const char *where, const char *key, const char *src,
 	       double *out)
 {
-	struct json_object *v;
+	struct pipette_err err;
+	char at[PIPETTE_ERR_MAX];
 
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    (json_object_get_type(v) != json_type_double &&
-	     json_object_get_type(v) != json_type_int))
-		return cli_error("--plan: %s: %s.%s: expected a number", src, where, key);
-	*out = json_object_get_double(v);
+	snprintf(at, sizeof(at), "%.300s: %s", src, where);
+	if (pipette_json_number(o, key, at, out, &err))
+		return cli_error("--plan: %s", err.msg);
 	if (!(*out >= 0 && *out <= FIGURE_MAX))
-		return cli_error("--plan: %s: %s.%s: %g is not a figure in [0, %g]", src, where, key,
+		return cli_error("--plan: %s: %s: %s: %g is not a figure in [0, %g]", src, where, key,
 				 *out, FIGURE_MAX);
 	return 0;
 }
@@ -86,20 +85,17 @@ static int size_of(struct json_object *cfg, const char *key, const char *src, do
 	if (num(cfg, "config", key, src, out))
 		return PIPETTE_EXIT_USAGE;
 	if (*out < 1 || *out > max || *out != floor(*out))
-		return cli_error("--plan: %s: config.%s: %g is not a whole number in [1, %g]", src,
+		return cli_error("--plan: %s: config: %s: %g is not a whole number in [1, %g]", src,
 				 key, *out, max);
 	return 0;
 }
 
 static int str(struct json_object *o, const char *key, const char *src, char *out, size_t len)
 {
-	struct json_object *v;
+	struct pipette_err err;
 
-	if (!json_object_object_get_ex(o, key, &v) || json_object_get_type(v) != json_type_string ||
-	    strlen(json_object_get_string(v)) >= len)
-		return cli_error("--plan: %s: %s: expected a string of at most %zu bytes", src, key,
-				 len - 1);
-	strcpy(out, json_object_get_string(v));
+	if (pipette_json_string(o, key, src, out, len, &err))
+		return cli_error("--plan: %s", err.msg);
 	return 0;
 }
 

@@ -358,6 +358,65 @@ START_TEST(test_device_and_directory_inputs)
 }
 END_TEST
 
+/* observe, calibrate: a plan file whose fields are wrong is refused with
+ * the file and the field; a FIFO as the plan, the log or the store is
+ * refused at once. */
+static void write_plan_variant(const char *name, const char *after, const char *from,
+			       const char *to)
+{
+	char path[128], *p, *hit;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	p = strdup(out);
+	ck_assert_ptr_nonnull(p);
+	hit = after ? strstr(p, after) : p;
+	ck_assert_msg(hit != NULL, "the plan has no '%s'", after);
+	hit = strstr(hit, from);
+	ck_assert_msg(hit != NULL, "the plan has no '%s'", from);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%.*s%s%s", (int)(hit - p), p, to, hit + strlen(from));
+	fclose(f);
+	free(p);
+}
+
+START_TEST(test_observe_errors)
+{
+	const char *fifo = "is a FIFO, not a regular file";
+	char args[512];
+
+	ck_assert_int_eq(cli_run(PLAN "--model llama3-8b --tp 2 --pp 2 --dp 4 --format json", out,
+				 OUT_MAX), 0);
+	write_plan_variant("hash.json", NULL, "\"plan_hash\":\"", "\"plan_hash\":\"../");
+	write_plan_variant("tp.json", NULL, "\"tp\":2,", "\"tp\":2.5,");
+	write_plan_variant("tps.json", NULL, "\"tp\":2,", "\"tp\":\"two\",");
+	write_plan_variant("reserve.json", "\"per_stage\"", "\"reserve_bytes\":",
+			   "\"reserve_bytes\":-");
+	write_plan_variant("good.json", NULL, "\"tp\":2,", "\"tp\":2,");
+#define LOG TEST_DATADIR "/trainlogs/megatron.log"
+	snprintf(args, sizeof(args), "observe --plan %s/hash.json --log " LOG, tmpdir);
+	expect(args, 2, "hash.json: plan_hash: '../");
+	snprintf(args, sizeof(args), "observe --plan %s/tp.json --log " LOG, tmpdir);
+	expect(args, 2, "tp.json: config: tp: 2.5 is not a whole number");
+	snprintf(args, sizeof(args), "observe --plan %s/tps.json --log " LOG, tmpdir);
+	expect(args, 2, "tps.json: config: tp: expected a number, got a string");
+	snprintf(args, sizeof(args), "observe --plan %s/reserve.json --log " LOG, tmpdir);
+	expect(args, 2, "reserve.json: predicted.memory.per_stage[0]: reserve_bytes: -");
+	snprintf(args, sizeof(args), "observe --plan %s/good.json --log " LOG, tmpdir);
+	expect(args, 0, "step time: measured 1.5010 s");
+#undef LOG
+	expect_refused("observe --plan %s/fifo --log %s/fifo", "--plan: %s/fifo: ", fifo, NULL);
+	expect_refused("observe --plan %s/good.json --log %s/fifo", "--log: %s/fifo: ", fifo,
+		       NULL);
+	expect("observe --report /nonexistent-store --svg /tmp/x.svg", 2,
+	       "--report: /nonexistent-store: not a directory that can be read");
+	expect("observe --report /tmp", 2, "--report DIR and --svg FILE go together");
+	expect("calibrate --from /nonexistent-store", 2,
+	       "--from: /nonexistent-store: not a directory that can be read");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -380,6 +439,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fifo_inputs);
 	tcase_add_test(tc, test_device_and_directory_inputs);
+	tcase_add_test(tc, test_observe_errors);
 	suite_add_tcase(s, tc);
 	rc = check_run(s);
 	free(out);
