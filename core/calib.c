@@ -15,9 +15,9 @@
 #include "json.h"
 #include "stack.h"
 
-/* A calibration file or one observation is a few kilobytes. */
-#define CALIB_JSON_MAX (16 << 20)
-#define CALIB_JSON_DEPTH 16
+/* One observation is a few kilobytes, nested a few levels. */
+#define OBS_JSON_MAX (16 << 20)
+#define OBS_JSON_DEPTH 16
 /* Factors outside this range are not a calibration but a wrong plan or a
  * wrong log: the model's published errors are within tens of percent
  * (README, "Accuracy"), so a factor of 5 means the job ran something else. */
@@ -107,27 +107,21 @@ static int site_entry(struct json_object *e, const char *src, char g[64], char s
 	return 0;
 }
 
-int pipette_site_factors_load(const char *path, const char *gpu, const char *stack,
-			      struct pipette_site_factors *out, struct pipette_err *err)
+/* pipette_site_factors_load on the document already read. */
+static int site_factors_doc(struct json_object *root, const char *path, const char *gpu,
+			    const char *stack, struct pipette_site_factors *out,
+			    struct pipette_err *err)
 {
-	struct json_object *root, *site;
+	struct json_object *site;
 	size_t i, n;
 	int rv;
 
 	pipette_site_factors_init(out);
-	if (!(root = pipette_json_read(path, "calibration", CALIB_JSON_MAX, CALIB_JSON_DEPTH,
-				       NULL, err)))
-		return -1;
-	if (!json_object_object_get_ex(root, "site", &site)) {
-		json_object_put(root);
+	if (!json_object_object_get_ex(root, "site", &site))
 		return 1;
-	}
-	if (json_object_get_type(site) != json_type_array) {
-		pipette_fail(err, "%s: site: expected an array, got %s", path,
-			     pipette_json_type_name(site));
-		json_object_put(root);
-		return -1;
-	}
+	if (json_object_get_type(site) != json_type_array)
+		return pipette_fail(err, "%s: site: expected an array, got %s", path,
+				    pipette_json_type_name(site));
 	/* Every entry is checked, not only up to the one asked for: a file
 	 * that is wrong for one GPU type is wrong. */
 	n = json_object_array_length(site);
@@ -154,9 +148,30 @@ int pipette_site_factors_load(const char *path, const char *gpu, const char *sta
 			rv = 0;
 		}
 	}
-	json_object_put(root);
 	if (rv < 0)
 		pipette_site_factors_init(out);
+	return rv;
+}
+
+/* The calibration file, read once for both of its parts. */
+static struct json_object *read_calibration(const char *path, struct pipette_err *err)
+{
+	return pipette_json_read(path, "calibration", PIPETTE_CALIBRATION_JSON_MAX,
+				 PIPETTE_CALIBRATION_JSON_DEPTH, NULL, err);
+}
+
+int pipette_site_factors_load(const char *path, const char *gpu, const char *stack,
+			      struct pipette_site_factors *out, struct pipette_err *err)
+{
+	struct json_object *root = read_calibration(path, err);
+	int rv;
+
+	if (!root) {
+		pipette_site_factors_init(out);
+		return -1;
+	}
+	rv = site_factors_doc(root, path, gpu, stack, out, err);
+	json_object_put(root);
 	return rv;
 }
 
@@ -180,13 +195,16 @@ int pipette_calibration_apply(const char *path, const struct pipette_gpu_spec *b
 			      struct pipette_gpu_spec *gpu, struct pipette_site_factors *site,
 			      int *missing, struct pipette_err *err)
 {
+	struct json_object *root;
 	int rv;
 
 	*missing = 0;
 	pipette_site_factors_init(site);
-	if (pipette_gpu_calibrate(base, path, gpu, err))
+	if (!(root = read_calibration(path, err)))
 		return -1;
-	rv = pipette_site_factors_load(path, base->name, stack->name, site, err);
+	rv = pipette_gpu_calibrate_doc(base, root, path, gpu, err) ? -1
+	     : site_factors_doc(root, path, base->name, stack->name, site, err);
+	json_object_put(root);
 	if (rv < 0)
 		return -1;
 	*missing = rv == 2;
@@ -350,7 +368,7 @@ static int obs_load(const char *dir, const char *name, struct pipette_observatio
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return pipette_fail(err, "%.200s: path too long", dir);
 	snprintf(o->name, sizeof(o->name), "%s", name);
-	if (!(root = pipette_json_read(path, "observation", CALIB_JSON_MAX, CALIB_JSON_DEPTH,
+	if (!(root = pipette_json_read(path, "observation", OBS_JSON_MAX, OBS_JSON_DEPTH,
 				       NULL, err)))
 		return -1;
 	rv = obs_parse(root, path, o, err);

@@ -128,8 +128,6 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 	return NULL;
 }
 
-/* A probe report is a few kilobytes. */
-#define PROBE_JSON_MAX (16 << 20)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -138,34 +136,28 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
-			  struct pipette_gpu_spec *out, struct pipette_err *err)
+int pipette_gpu_calibrate_doc(const struct pipette_gpu_spec *base, struct json_object *root,
+			      const char *path, struct pipette_gpu_spec *out,
+			      struct pipette_err *err)
 {
-	struct json_object *root, *gemm, *list;
+	struct json_object *gemm, *list;
 	double rmax, half, hbm[64];
-	int rv = -1, nh = 0, i;
+	int nh = 0, i;
 
-	if (!(root = pipette_json_read(path, "calibration", PROBE_JSON_MAX, 32, NULL, err)))
-		return -1;
 	if (!json_object_object_get_ex(root, "gemm", &gemm) &&
 	    json_object_object_get_ex(root, "site", &list)) {
 		*out = *base;	/* the site's factors alone (calib.h) */
-		json_object_put(root);
 		return 0;
 	}
 	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
 	    pipette_json_number(gemm, "max_tflops", path, &rmax, NULL) ||
-	    pipette_json_number(gemm, "half_gflop", path, &half, NULL)) {
-		pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "
-			     "numbers of pipette-probe --local --gemm", path);
-		goto out;
-	}
-	if (!(rmax > 0 && rmax <= 2 * base->peak_tflops) || !(half > 0 && half < 1e6)) {
-		pipette_fail(err, "%s: gemm.max_tflops %g / half_gflop %g are not plausible "
-			     "for %s (peak %g TFLOP/s)", path, rmax, half, base->name,
-			     base->peak_tflops);
-		goto out;
-	}
+	    pipette_json_number(gemm, "half_gflop", path, &half, NULL))
+		return pipette_fail(err, "%s: gemm.max_tflops and gemm.half_gflop: expected the "
+				    "numbers of pipette-probe --local --gemm", path);
+	if (!(rmax > 0 && rmax <= 2 * base->peak_tflops) || !(half > 0 && half < 1e6))
+		return pipette_fail(err, "%s: gemm.max_tflops %g / half_gflop %g are not plausible "
+				    "for %s (peak %g TFLOP/s)", path, rmax, half, base->name,
+				    base->peak_tflops);
 	*out = *base;
 	out->gemm_eff_max = rmax / base->peak_tflops * FRAMEWORK_SHARE;
 	out->gemm_half_gflop = half;
@@ -184,8 +176,19 @@ int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
 			out->hbm_gbps = hbm[nh / 2];
 		}
 	}
-	rv = 0;
-out:
+	return 0;
+}
+
+int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *path,
+			  struct pipette_gpu_spec *out, struct pipette_err *err)
+{
+	struct json_object *root;
+	int rv;
+
+	if (!(root = pipette_json_read(path, "calibration", PIPETTE_CALIBRATION_JSON_MAX,
+				       PIPETTE_CALIBRATION_JSON_DEPTH, NULL, err)))
+		return -1;
+	rv = pipette_gpu_calibrate_doc(base, root, path, out, err);
 	json_object_put(root);
 	return rv;
 }

@@ -61,5 +61,14 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
  * key. */
 int pipette_gpu_calibrate(const struct pipette_gpu_spec *base, const char *probe_json,
 			  struct pipette_gpu_spec *out, struct pipette_err *err);
+/* The same from the document already read (path names it in errors). */
+struct json_object;
+int pipette_gpu_calibrate_doc(const struct pipette_gpu_spec *base, struct json_object *root,
+			      const char *path, struct pipette_gpu_spec *out,
+			      struct pipette_err *err);
+/* How a calibration file is read: a probe report is a few kilobytes, a
+ * site's fit less; nesting as deep as the probe's report may go. */
+#define PIPETTE_CALIBRATION_JSON_MAX (16 << 20)
+#define PIPETTE_CALIBRATION_JSON_DEPTH 32
 
 #endif
