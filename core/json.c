@@ -1,3 +1,4 @@
+#define _GNU_SOURCE	/* asprintf */
 #include "json.h"
 
 #include <errno.h>
@@ -133,37 +134,14 @@ int pipette_json_write_file(const char *path, const char *what, struct json_obje
 {
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							     JSON_C_TO_STRING_NOSLASHESCAPE);
-	char tmp[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0, len;
-	int fd, rc = 0, e;
+	char *doc;
+	int rv;
 
-	if (!text)
+	if (!text || asprintf(&doc, "%s\n", text) < 0)
 		return pipette_fail(err, "%s: %s: out of memory", what, path);
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.tmp-XXXXXX", (int)dirlen, path) >= sizeof(tmp))
-		return pipette_fail(err, "%s: %s: path too long", what, path);
-	if ((fd = mkstemp(tmp)) < 0)
-		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
-				    strerror(errno));
-	len = strlen(text);
-	errno = 0;
-	if (fchmod(fd, (mode_t)mode) || write(fd, text, len) != (ssize_t)len ||
-	    write(fd, "\n", 1) != 1 || fsync(fd))
-		rc = -1;
-	e = errno ? errno : EIO;	/* a short write sets none */
-	if (close(fd))
-		rc = -1;
-	if (!rc && (replace ? rename(tmp, path) : link(tmp, path)))
-		rc = -1, e = errno;
-	if (rc || !replace)
-		unlink(tmp);
-	if (rc && e == EEXIST && !replace) {
-		pipette_fail(err, "%s: %s: exists", what, path);
-		return 1;
-	}
-	if (rc)
-		return pipette_fail(err, "%s: %s: cannot write: %s", what, path, strerror(e));
-	return 0;
+	rv = pipette_write_file(path, what, doc, strlen(doc), mode, replace, err);
+	free(doc);
+	return rv;
 }
 
 int pipette_json_number(struct json_object *obj, const char *key, const char *src,

@@ -39,11 +39,8 @@ int pipette_json_number(struct json_object *obj, const char *key, const char *sr
 int pipette_json_string(struct json_object *obj, const char *key, const char *src,
 			char *out, size_t len, struct pipette_err *err);
 
-/* Write `o` (pretty-printed, one trailing newline) to `path` whole or
- * not at all: a temporary file beside it (mode `mode`), flushed to disk,
- * then linked to `path` (replace = 0: returns 1, "exists", when path does;
- * never follows a symbolic link there) or renamed over it (replace = 1).
- * Errors (-1): "WHAT: PATH: REASON". */
+/* Write `o`, pretty-printed with one trailing newline, with
+ * pipette_write_file (the same returns). */
 int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
 			    unsigned mode, int replace, struct pipette_err *err);
 

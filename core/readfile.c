@@ -1,8 +1,10 @@
-/* pipette: the one reader of input files (readfile.h). */
+/* pipette: the one reader of input files, and the one writer of whole files
+ * (readfile.h). */
 #include "readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,4 +201,35 @@ void pipette_sha256_hex(const unsigned char d[PIPETTE_SHA256_LEN],
 		out[2 * i + 1] = hex[d[i] & 15];
 	}
 	out[2 * PIPETTE_SHA256_LEN] = '\0';
+}
+
+int pipette_write_file(const char *path, const char *what, const void *data, size_t len,
+		       unsigned mode, int replace, struct pipette_err *err)
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+	int fd, e = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.tmp-XXXXXX", (int)dirlen, path) >= sizeof(tmp))
+		return pipette_fail(err, "%s: %s: path too long", what, path);
+	if ((fd = mkstemp(tmp)) < 0)
+		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
+				    strerror(errno));
+	errno = 0;
+	if (fchmod(fd, (mode_t)mode) || write(fd, data, len) != (ssize_t)len || fsync(fd))
+		e = errno ? errno : EIO;	/* a short write sets none */
+	if (close(fd) && !e)
+		e = errno;
+	if (!e && (replace ? rename(tmp, path) : link(tmp, path)))
+		e = errno;
+	if (e || !replace)
+		unlink(tmp);
+	if (e == EEXIST && !replace) {
+		pipette_fail(err, "%s: %s: exists", what, path);
+		return 1;
+	}
+	if (e)
+		return pipette_fail(err, "%s: %s: cannot write: %s", what, path, strerror(e));
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include "calib.h"
 #include "cli.h"
 #include "json.h"
+#include "readfile.h"
 #include "stack.h"
 #include "trainlog.h"
 
@@ -356,43 +357,28 @@ static int record(const char *dir, const struct planned *p, struct json_object *
 	return cli_error("--record: %s: 100 observations of this plan this second", dir);
 }
 
-/* --report DIR --svg OUT: a temporary file beside OUT, renamed over it. */
+/* --report DIR --svg OUT, written whole or not at all. */
 static int report(const struct obs_opts *o)
 {
 	struct pipette_observation *obs = NULL;
-	char tmp[4096];
+	struct pipette_err err;
+	char *svg = NULL;
+	size_t len = 0;
 	FILE *f;
-	int n = 0, fd, rc, e = 0;
+	int n = 0, rc;
 
 	if ((rc = cli_obs_load("--report", o->report, &obs, &n)))
 		return rc;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", o->svg) >= sizeof(tmp)) {
-		pipette_obs_free(obs, n);
-		return cli_error("--svg: %.200s: path too long", o->svg);
-	}
-	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
-		e = errno;
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		pipette_obs_free(obs, n);
-		return cli_error("--svg: %s: cannot create a file beside it: %s", o->svg,
-				 strerror(e));
-	}
-	errno = 0;
-	if (fchmod(fd, 0644) || cli_obs_report_svg(obs, n, f) || fflush(f) || fsync(fd))
-		e = errno ? errno : EIO;
-	if (fclose(f) && !e)
-		e = errno ? errno : EIO;
-	if (!e && rename(tmp, o->svg))
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		rc = cli_error("--svg: %s: cannot write: %s", o->svg, strerror(e));
+	if ((f = open_memstream(&svg, &len)) && cli_obs_report_svg(obs, n, f))
+		rc = -1;
+	if (!f || fclose(f) || rc) {
+		rc = cli_error("--svg: %s: out of memory", o->svg);
+	} else if (pipette_write_file(o->svg, "--svg", svg, len, 0644, 1, &err)) {
+		rc = cli_error("%s", err.msg);
 	} else {
 		fprintf(stderr, "pipette: %d observations drawn in %s\n", n, o->svg);
 	}
+	free(svg);
 	pipette_obs_free(obs, n);
 	return rc;
 }
