@@ -1,18 +1,15 @@
 /* pipette experts: expert placement from a routing trace (experts.h), and
  * `pipette experts generate`, a seeded synthetic trace. */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cluster.h"
 #include "experts.h"
+#include "readfile.h"
 #include "hardware.h"
 #include "limits.h"
 #include "model.h"
@@ -199,8 +196,8 @@ static int load_model(const struct experts_opts *o, struct pipette_model *m)
 	return 0;
 }
 
-/* Write to a temporary file beside path, then rename: a failed run never
- * leaves a truncated trace behind. */
+/* Write the trace whole or not at all (pipette_write_file): a failed run
+ * never leaves a truncated trace behind. */
 static int generate(const struct experts_opts *o)
 {
 	struct pipette_routing_gen g = { (unsigned long long)o->seed, o->skew, o->affinity,
@@ -208,47 +205,26 @@ static int generate(const struct experts_opts *o)
 	struct pipette_model m;
 	struct pipette_routing *r = NULL;
 	struct pipette_err err;
-	char tmp[PATH_MAX];
-	FILE *f = stdout;
-	int fd = -1, rc;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc, to_file = o->out && strcmp(o->out, "-");
 
 	if ((rc = load_model(o, &m)))
 		return rc;
 	if (pipette_routing_generate(&m, &g, &r, &err))
 		return cli_error("experts generate: %s", err.msg);
-	if (o->out && strcmp(o->out, "-")) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", o->out) >= sizeof(tmp)) {
-			rc = cli_error("-o: path too long");
-			goto out;
-		}
-		/* mkstemp creates 0600; a trace is not secret. */
-		if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
-			rc = cli_error("-o: %s: cannot create: %s", o->out, strerror(errno));
-			if (fd >= 0) {
-				close(fd);
-				unlink(tmp);
-			}
-			f = NULL;
-			goto out;
-		}
-	}
-	rc = pipette_routing_write_json(r, m.name, o->tokens, f);
-	if (f != stdout) {
-		if (fflush(f) || fsync(fileno(f)))
-			rc = -1;
-		if (fclose(f))
-			rc = -1;
-		if (rc || rename(tmp, o->out)) {
-			unlink(tmp);
-			rc = cli_error("-o: %s: cannot write: %s", o->out, strerror(errno));
-			goto out;
-		}
-	} else if (rc || fflush(stdout)) {
+	f = to_file ? open_memstream(&text, &len) : stdout;
+	rc = !f || pipette_routing_write_json(r, m.name, o->tokens, f) ? -1 : 0;
+	if (f && (to_file ? fclose(f) : fflush(stdout)))
+		rc = -1;
+	if (rc)
 		rc = cli_error("experts generate: writing the output failed");
-		goto out;
-	}
-	rc = PIPETTE_EXIT_OK;
-out:
+	else if (to_file && pipette_write_file(o->out, "-o", text, len, 0644, 1, &err))
+		rc = cli_error("%s", err.msg);	/* a trace is not secret: 0644 */
+	else
+		rc = PIPETTE_EXIT_OK;
+	free(text);
 	pipette_routing_destroy(r);
 	return rc;
 }
