@@ -65,35 +65,25 @@ static int copy_value(char *dst, size_t size, const char *key, const char *v,
 	return 0;
 }
 
-/* An absolute path with room for what is appended to it. */
-static int absolute_value(char *dst, size_t size, const char *key, const char *v,
-			  struct pipette_err *err)
+/* A directory the plugin writes below (plan_cache, plan_dir): an absolute
+ * path with room for what is appended to it (size), none of whose
+ * components is "." or "..", so that the directory messages and
+ * PIPETTE_PLAN_FILE name is the one used. */
+static int dir_value(char *dst, size_t size, const char *key, const char *v,
+		     struct pipette_err *err)
 {
+	const char *p;
+
 	if (copy_value(dst, size, key, v, err))
 		return -1;
 	if (v[0] != '/')
 		return pipette_fail(err, "plugstack argument %s: '%.64s': expected an absolute "
 				    "path", key, v);
-	return 0;
-}
-
-/* plan_cache=DIR: an absolute path, with room for "/UID/KEY.plan" and
- * the temporary files beside it, none of whose components is "." or "..",
- * so that the directory messages name is the one used. */
-static int plan_cache_value(struct pipette_site *s, const char *v, struct pipette_err *err)
-{
-	const char *p;
-
-	if (copy_value(s->plan_cache, sizeof(s->plan_cache) - 128, "plan_cache", v, err))
-		return -1;
-	if (v[0] != '/')
-		return pipette_fail(err, "plugstack argument plan_cache: '%.64s': expected an "
-				    "absolute path", v);
 	for (p = v; p; p = strchr(p + 1, '/'))
 		if (!strncmp(p, "/./", 3) || !strncmp(p, "/../", 4) || !strcmp(p, "/.") ||
 		    !strcmp(p, "/.."))
-			return pipette_fail(err, "plugstack argument plan_cache: '%.64s': a '.' or "
-					    "'..' component", v);
+			return pipette_fail(err, "plugstack argument %s: '%.64s': a '.' or '..' "
+					    "component", key, v);
 	return 0;
 }
 
@@ -133,12 +123,12 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 					  "plugstack argument port_range", err);
 	if (!strcmp(key, "test_cache_swap"))
 		return copy_value(s->test_cache_swap, sizeof(s->test_cache_swap), key, v, err);
-	if (!strcmp(key, "plan_cache"))
-		return plan_cache_value(s, v, err);
+	if (!strcmp(key, "plan_cache"))	/* room for "/UID/KEY.plan" and temporaries */
+		return dir_value(s->plan_cache, sizeof(s->plan_cache) - 128, key, v, err);
 	if (!strcmp(key, "calibration"))
 		return copy_value(s->calibration, sizeof(s->calibration), key, v, err);
 	if (!strcmp(key, "plan_dir"))
-		return absolute_value(s->plan_dir, sizeof(s->plan_dir) - 64, key, v, err);
+		return dir_value(s->plan_dir, sizeof(s->plan_dir) - 64, key, v, err);
 	if (!strcmp(key, "plan_memory"))
 		return pipette_parse_long(v, 64, 1048576, &s->plan_memory_mib,
 					  "plugstack argument plan_memory (MiB)", err);

@@ -79,12 +79,15 @@ START_TEST(test_site_all_keys)
 		       "master_port=30000", "port_range=100", "models=/etc/pipette/models",
 		       "budget=5000", "default=off", "fallback=block",
 		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5",
-		       "plan_cache=/var/cache/pipette/plans" };
+		       "plan_cache=/var/cache/pipette/plans", "plan_dir=/scratch/plans",
+		       "calibration=/etc/pipette/site.json" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 13, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 15, av, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(s.plan_cache, "/var/cache/pipette/plans");
+	ck_assert_str_eq(s.plan_dir, "/scratch/plans");
+	ck_assert_str_eq(s.calibration, "/etc/pipette/site.json");
 	ck_assert(s.max_age_days == 30.5);
 	ck_assert_int_eq(s.attention, PIPETTE_ATTN_UNFUSED);
 	ck_assert_str_eq(s.bandwidth, "/etc/pipette/bw.json");
@@ -173,6 +176,14 @@ START_TEST(test_site_errors)
 	memcpy(longv, "plan_cache=/", 12);
 	longv[12 + 950] = '\0';	/* 951 bytes: fits PIPETTE_PATH_MAX, not with UID/KEY */
 	site_rejects(longv, "plugstack argument plan_cache: value longer than");
+	/* plan_dir: the same rules; calibration: a value */
+	site_rejects("plan_dir=", "plugstack argument plan_dir: empty value");
+	site_rejects("plan_dir=spool", "plugstack argument plan_dir: 'spool': expected an "
+		     "absolute path");
+	site_rejects("plan_dir=/spool/../etc", "plugstack argument plan_dir: '/spool/../etc': "
+		     "a '.' or '..' component");
+	site_rejects("calibration=", "plugstack argument calibration: empty value");
+	site_rejects("calibration=/etc/x\n", "control character");
 }
 
 START_TEST(test_site_plan_cache_paths)
