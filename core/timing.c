@@ -97,8 +97,8 @@ struct grid_entry {
 					 * 0->pp-1, pp-1->0 (slot 2, 3 at s = 0) */
 	int filled_p2p;
 	/* Of each row of p2p, the links that can be its worst (p2p_front). */
-	struct pipette_link *front;
-	int *front_off;			/* 2 pp + 1 offsets into front */
+	struct pipette_link *front;	/* row r at r * per_stage */
+	int *front_n;			/* 2 pp counts */
 };
 
 /* Group links by shape (size, stride) over the whole cluster under the
@@ -158,7 +158,18 @@ struct pipette_timer {
 	struct grid_entry *grids;	/* GRID_CACHE entries */
 	int last_grid;			/* the one grid_lookup found last */
 	long clock;
+	/* Links of every group of the last mapped placement's grid
+	 * (mapped_lookup), for the sigma they were read under. */
+	struct grid_entry mapped;
+	unsigned long mapped_stamp;	/* the cluster's version */
+	int mapped_world, mapped_cap;
+	long estimates, mapped_seen;	/* estimates begun; the one that
+					 * last compared sigma */
+	int *mapped_sigma;
+	int *moved;			/* ranks, or groups, of one update */
 };
+
+static void grid_clear(struct grid_entry *e);
 
 struct pipette_timer *pipette_timer_create(void)
 {
@@ -200,6 +211,9 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	free(t->ranks);
 	free(t->scratch);
 	pipette_timer_cache_links(t, NULL);
+	grid_clear(&t->mapped);
+	free(t->mapped_sigma);
+	free(t->moved);
 	free(t);
 }
 
@@ -250,7 +264,7 @@ static void grid_clear(struct grid_entry *e)
 		free(e->groups[k]);
 	free(e->p2p);
 	free(e->front);
-	free(e->front_off);
+	free(e->front_n);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -467,7 +481,7 @@ static void ring_links(struct pipette_timer *t, const struct placement *p, const
  * TP, its replicas stride TP*CP*DS apart. */
 enum group_kind { G_TP, G_CP, G_DPCP, G_EP, G_SHARD, G_REPL };
 
-/* The slowest group of a kind in stage s, judged at `bytes`. */
+/* A kind's groups in a stage: `size` ranks, `stride` apart. */
 static void group_shape(const struct pipette_config *c, enum group_kind kind, int *size,
 			int *stride)
 {
@@ -549,13 +563,143 @@ static const struct group_links *shape_groups(struct pipette_timer *t,
 	return e->g;
 }
 
+/* A mapped placement whose sigma moved more than this share of the ranks
+ * since the last estimate is read afresh rather than updated. */
+#define MAPPED_UPDATE_MAX 0.125
+
+static int cmp_int(const void *a, const void *b);
+static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out);
+static void p2p_mapped_row(const struct placement *p, struct pipette_link *row, int r, int pp,
+			   int per_stage, int first, int n);
+
+/* Sorts a[0..n) and drops repeats; returns the count left. */
+static int sort_unique(int *a, int n)
+{
+	int k, m = 0;
+
+	qsort(a, (size_t)n, sizeof(int), cmp_int);
+	for (k = 0; k < n; k++)
+		if (m == 0 || a[k] != a[m - 1])
+			a[m++] = a[k];
+	return m;
+}
+
+/* The groups and pipeline links of e that the n moved ranks belong to,
+ * read again (the rest kept their GPUs, and so their links). */
+static void mapped_update(struct pipette_timer *t, const struct placement *p,
+			  const struct pipette_config *c, struct grid_entry *e, const int *ranks,
+			  int n)
+{
+	int per_stage = c->tp * c->cp * c->dp, pp = c->pp, kind, k, r;
+	int *idx = t->moved + t->mapped_cap;	/* scratch of n */
+
+	for (kind = 0; kind < N_KINDS; kind++) {
+		int size, stride, groups = e->per_stage[kind], m;
+
+		if (!e->groups[kind])
+			continue;
+		group_shape(c, kind, &size, &stride);
+		if (per_stage % (size * stride)) {	/* no regular grid: read it all */
+			free(e->groups[kind]);
+			e->groups[kind] = NULL;
+			continue;
+		}
+		/* group i of stage s starts at i % stride + (i / stride) *
+		 * stride * size (group_links_of) */
+		for (k = 0; k < n; k++) {
+			int q = ranks[k] % per_stage;
+
+			idx[k] = ranks[k] / per_stage * groups + q % stride + q / (stride * size) * stride;
+		}
+		m = sort_unique(idx, n);
+		for (k = 0; k < m; k++)
+			group_links_of(t, p, c, idx[k] / groups, size, stride, idx[k] % groups,
+				       &e->groups[kind][idx[k]]);
+	}
+	if (!e->p2p)
+		return;
+	/* rank r sends on rows s (to s + 1) and s - 1 (from s - 1), both ways */
+	for (k = 0; k < n; k++) {
+		int s = ranks[k] / per_stage, q = ranks[k] % per_stage;
+		int rows[4] = { s, (s + pp - 1) % pp, pp + s, pp + (s + pp - 1) % pp };
+
+		for (r = 0; r < 4; r++)
+			p2p_mapped_row(p, e->p2p + (size_t)rows[r] * per_stage, rows[r], pp,
+				       per_stage, q, 1);
+	}
+	if (!e->front)
+		return;
+	for (k = 0; k < n; k++)
+		idx[k] = ranks[k] / per_stage;
+	for (k = sort_unique(idx, n) - 1; k >= 0; k--) {
+		int s = idx[k], rows[4] = { s, (s + pp - 1) % pp, pp + s, pp + (s + pp - 1) % pp };
+
+		for (r = 0; r < 4; r++)
+			e->front_n[rows[r]] = p2p_front(e->p2p + (size_t)rows[r] * per_stage,
+							 per_stage,
+							 e->front + (size_t)rows[r] * per_stage);
+	}
+}
+
+/* The entry of a mapped placement: the last one's, updated where sigma
+ * moved ranks (a mapping search's move changes a few nodes), else read
+ * afresh as its figures are asked for; NULL when out of memory. */
+static struct grid_entry *mapped_lookup(struct pipette_timer *t, const struct placement *p,
+					const struct pipette_config *c, const int key[7])
+{
+	struct grid_entry *e = &t->mapped;
+	unsigned long stamp = pipette_cluster_version(p->cl);
+	int world = pipette_config_world(c), n = 0, r;
+
+	if (e->key[0] && !memcmp(e->key, key, sizeof(e->key)) && t->mapped_stamp == stamp &&
+	    t->mapped_world == world) {
+		/* one estimate asks many times; sigma is compared once */
+		if (t->mapped_seen == t->estimates)
+			return e;
+		t->mapped_seen = t->estimates;
+		for (r = 0; r < world; r++)
+			if (t->mapped_sigma[r] != p->gpu_of_rank[r]) {
+				if (n >= MAPPED_UPDATE_MAX * world)
+					break;
+				t->mapped_sigma[r] = p->gpu_of_rank[r];
+				t->moved[n++] = r;
+			}
+		if (r == world) {
+			if (n)
+				mapped_update(t, p, c, e, t->moved, n);
+			return e;
+		}
+	}
+	grid_clear(e);
+	if (world > t->mapped_cap) {
+		int *a = realloc(t->mapped_sigma, (size_t)world * sizeof(int));
+		/* moved ranks, then as many indices of scratch */
+		int *b = a ? realloc(t->moved, (size_t)world * 2 * sizeof(int)) : NULL;
+
+		if (a)
+			t->mapped_sigma = a;
+		if (!a || !b)
+			return NULL;
+		t->moved = b;
+		t->mapped_cap = world;
+	}
+	memcpy(t->mapped_sigma, p->gpu_of_rank, (size_t)world * sizeof(int));
+	memcpy(e->key, key, sizeof(e->key));
+	t->mapped_seen = t->estimates;
+	t->mapped_stamp = stamp;
+	t->mapped_world = world;
+	return e;
+}
+
 /* The cached grid of c, or NULL when caching is off for this call. */
 static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct placement *p,
 				      const struct pipette_config *c)
 {
 	int key[7] = { c->tp, c->cp, c->dp, c->pp, c->ep, c->etp, c->dp_shard }, i, victim = 0;
 
-	if (!t->cache_cl || t->cache_cl != p->cl || p->gpu_of_rank)
+	if (p->gpu_of_rank)
+		return mapped_lookup(t, p, c, key);
+	if (!t->cache_cl || t->cache_cl != p->cl)
 		return NULL;
 	if (!t->grids && !(t->grids = calloc(GRID_CACHE, sizeof(*t->grids))))
 		return NULL;
@@ -578,6 +722,30 @@ static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct plac
 	return &t->grids[victim];
 }
 
+/* Every group of a kind in e: under the default placement from the shape
+ * cache, else read through sigma. */
+static void groups_fill(struct pipette_timer *t, const struct placement *p,
+			const struct pipette_config *c, struct grid_entry *e, int kind, int size,
+			int stride, int groups)
+{
+	const struct group_links *all = NULL;
+	int s, i;
+
+	if (!p->gpu_of_rank && !(all = shape_groups(t, p, size, stride, c->pp * groups)))
+		return;
+	e->groups[kind] = malloc((size_t)c->pp * groups * sizeof(*e->groups[kind]));
+	if (!e->groups[kind])
+		return;
+	e->per_stage[kind] = groups;
+	if (all) {
+		memcpy(e->groups[kind], all, (size_t)c->pp * groups * sizeof(*all));
+		return;
+	}
+	for (s = 0; s < c->pp; s++)
+		for (i = 0; i < groups; i++)
+			group_links_of(t, p, c, s, size, stride, i, &e->groups[kind][s * groups + i]);
+}
+
 /* The slowest group of a kind in stage s, judged at `bytes`. */
 static void worst_group(struct pipette_timer *t, const struct placement *p,
 			const struct pipette_config *c, int s, enum group_kind kind,
@@ -594,15 +762,8 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 	if (size <= 1)
 		return;
 	groups = per_stage / size;
-	if (e && !e->groups[kind]) {
-		const struct group_links *all = shape_groups(t, p, size, stride, c->pp * groups);
-
-		e->groups[kind] = all ? malloc((size_t)c->pp * groups * sizeof(*all)) : NULL;
-		if (e->groups[kind]) {
-			e->per_stage[kind] = groups;
-			memcpy(e->groups[kind], all, (size_t)c->pp * groups * sizeof(*all));
-		}
-	}
+	if (e && !e->groups[kind])
+		groups_fill(t, p, c, e, kind, size, stride, groups);
 	for (i = 0; i < groups; i++) {
 		struct group_links g;
 		double tt;
@@ -692,19 +853,59 @@ static void p2p_fronts(struct grid_entry *e, int pp, int per_stage)
 	int r, rows = 2 * pp;
 
 	e->front = malloc((size_t)rows * per_stage * sizeof(*e->front));
-	e->front_off = malloc(((size_t)rows + 1) * sizeof(int));
-	if (!e->front || !e->front_off) {
+	e->front_n = malloc((size_t)rows * sizeof(int));
+	if (!e->front || !e->front_n) {
 		free(e->front);
-		free(e->front_off);
+		free(e->front_n);
 		e->front = NULL;
-		e->front_off = NULL;
+		e->front_n = NULL;
 		return;
 	}
-	e->front_off[0] = 0;
 	for (r = 0; r < rows; r++)
-		e->front_off[r + 1] = e->front_off[r] +
-			p2p_front(e->p2p + (size_t)r * per_stage, per_stage,
-				  e->front + e->front_off[r]);
+		e->front_n[r] = p2p_front(e->p2p + (size_t)r * per_stage, per_stage,
+					  e->front + (size_t)r * per_stage);
+}
+
+/* Row r's links under a mapped placement: row a of slot 0 is stage a ->
+ * a + 1 (pp - 1 -> 0 at a = pp - 1), slot 1 the reverse. */
+static void p2p_mapped_row(const struct placement *p, struct pipette_link *row, int r, int pp,
+			   int per_stage, int first, int n)
+{
+	int a = r % pp, from = per_stage * a, to = per_stage * ((a + 1) % pp), k;
+
+	for (k = first; k < first + n; k++)
+		row[k] = r < pp ? pipette_cluster_link(p->cl, gpu_of(p, from + k), gpu_of(p, to + k))
+				: pipette_cluster_link(p->cl, gpu_of(p, to + k), gpu_of(p, from + k));
+}
+
+/* The 2 pp rows of e->p2p: under the default placement from the cached
+ * stage-to-stage links of the whole cluster, else read through sigma. */
+static void p2p_fill(struct pipette_timer *t, const struct placement *p, struct grid_entry *e,
+		     int pp, int per_stage)
+{
+	const struct p2p_entry *pe = p->gpu_of_rank ? NULL : p2p_links(t, p, per_stage);
+	size_t a, k, row = (size_t)per_stage * (pp - 1);
+	int r;
+
+	if (!p->gpu_of_rank && !pe)
+		return;
+	e->p2p = malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link));
+	if (!e->p2p)
+		return;
+	if (p->gpu_of_rank) {
+		for (r = 0; r < 2 * pp; r++)
+			p2p_mapped_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0,
+				       per_stage);
+	} else {
+		memcpy(e->p2p, pe->fwd, row * sizeof(*e->p2p));
+		memcpy(e->p2p + (size_t)pp * per_stage, pe->bwd, row * sizeof(*e->p2p));
+		for (a = pp - 1, k = 0; k < (size_t)per_stage; k++) {
+			e->p2p[a * per_stage + k] = pipette_cluster_link(p->cl, per_stage * a + k, k);
+			e->p2p[((size_t)pp + a) * per_stage + k] =
+				pipette_cluster_link(p->cl, k, per_stage * a + k);
+		}
+	}
+	p2p_fronts(e, pp, per_stage);
 }
 
 /* Slowest of the parallel point-to-point links between stage s and s2. */
@@ -723,25 +924,8 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 			slot = 0, idx = s;
 		else if (s == (s2 + 1) % pp)
 			slot = 1, idx = s2;
-		if (slot >= 0 && !e->p2p) {
-			const struct p2p_entry *pe = p2p_links(t, p, per_stage);
-
-			e->p2p = pe ? malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link))
-				 : NULL;
-			if (e->p2p) {
-				size_t a, k, row = (size_t)per_stage * (pp - 1);
-
-				memcpy(e->p2p, pe->fwd, row * sizeof(*e->p2p));
-				memcpy(e->p2p + (size_t)pp * per_stage, pe->bwd, row * sizeof(*e->p2p));
-				for (a = pp - 1, k = 0; k < (size_t)per_stage; k++) {
-					e->p2p[a * per_stage + k] =
-						pipette_cluster_link(p->cl, per_stage * a + k, k);
-					e->p2p[((size_t)pp + a) * per_stage + k] =
-						pipette_cluster_link(p->cl, k, per_stage * a + k);
-				}
-				p2p_fronts(e, pp, per_stage);
-			}
-		}
+		if (slot >= 0 && !e->p2p)
+			p2p_fill(t, p, e, pp, per_stage);
 		if (!e->p2p)
 			slot = -1;
 	}
@@ -750,7 +934,7 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 
 		if (bytes <= 0)		/* every time 0: the scan keeps the first */
 			return e->p2p[(size_t)r * per_stage];
-		for (i = e->front_off[r]; i < e->front_off[r + 1]; i++) {
+		for (i = r * per_stage; i < r * per_stage + e->front_n[r]; i++) {
 			double tt = pipette_p2p_s(bytes, e->front[i].gbps, e->front[i].lat_us);
 
 			if (tt > worst_t) {
@@ -1634,6 +1818,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 				    world, pipette_cluster_node_count(cluster) * pl.G);
 	if (reserve(t, p * v, world))
 		return pipette_fail(err, "out of memory");
+	t->estimates++;
 	pp_messages(m, gpu, c, &pm);
 
 	for (s = 0; s < p; s++) {

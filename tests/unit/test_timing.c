@@ -10,6 +10,7 @@
 #include "hardware.h"
 #include "memory.h"
 #include "model.h"
+#include "rng.h"
 #include "stack.h"
 #include "timing.h"
 #include "check_run.h"
@@ -499,6 +500,116 @@ START_TEST(test_intra_node_ring)
 }
 END_TEST
 
+/* A seeded cluster of n nodes x 8 GPUs whose every link differs: node
+ * links 10-50 GB/s and 2-8 us, GPU pairs 100-400 GB/s. */
+static struct pipette_cluster *random_links(int n, uint64_t seed)
+{
+	struct pipette_cluster *cl = pipette_cluster_create_blank(
+		n, 8, pipette_gpu_lookup("H100", NULL), (struct pipette_link){ 40, 5 }, NULL);
+	int a, b, x;
+
+	ck_assert_ptr_nonnull(cl);
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++)
+			if (a != b)
+				ck_assert_int_eq(pipette_cluster_set_node_link(cl, a, b,
+					(struct pipette_link){ 10 + 40 * pipette_rng_unit(&seed),
+							       2 + 6 * pipette_rng_unit(&seed) }), 0);
+	for (x = 0; x < n; x++)
+		for (a = 0; a < 8; a++)
+			for (b = 0; b < 8; b++)
+				if (a != b)
+					pipette_cluster_set_intra_link(cl, x, a, b,
+						(struct pipette_link){ 100 + 300 * pipette_rng_unit(&seed),
+								       1 });
+	return cl;
+}
+
+/* A timer that has estimated other placements (and so updates the links
+ * it kept for the last one where a few ranks moved, or reads them afresh
+ * where many did) gives exactly what a new timer gives, for every group
+ * kind: TP, CP and DP rings, pipeline pairs around an interleaved
+ * pipeline, expert rings, FSDP's shard and replica rings. */
+START_TEST(test_mapped_estimates_reused)
+{
+	static const struct {
+		const char *model;
+		int tp, pp, dp, cp, ep, vpp, dp_shard;
+		enum pipette_schedule_kind sched;
+		enum pipette_stack_id stack;
+	} cases[] = {
+		{ "llama2-13b", 2, 4, 8, 1, 1, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
+		{ "llama2-13b", 2, 4, 4, 2, 1, 2, 1, PIPETTE_SCHED_INTERLEAVED,
+		  PIPETTE_STACK_MEGATRON },
+		{ "mixtral-8x7b", 1, 2, 32, 1, 8, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
+		{ "llama3-8b", 2, 2, 16, 1, 1, 1, 4, PIPETTE_SCHED_1F1B, PIPETTE_STACK_TORCHTITAN },
+	};
+	struct pipette_cluster *cl = random_links(8, 42);
+	struct pipette_timer *kept = pipette_timer_create();
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", NULL);
+	uint64_t rng = 7;
+	int sigma[64], i, step;
+
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		struct pipette_config c;
+		struct pipette_model m;
+		struct pipette_err err;
+
+		pipette_config_init(&c);
+		c.tp = cases[i].tp;
+		c.pp = cases[i].pp;
+		c.dp = cases[i].dp;
+		c.cp = cases[i].cp;
+		c.ep = cases[i].ep;
+		c.vpp = cases[i].vpp;
+		c.dp_shard = cases[i].dp_shard;
+		c.schedule = cases[i].sched;
+		c.stack = pipette_stack_get(cases[i].stack);
+		c.seq_len = 4096;
+		c.global_batch = 4L * c.dp;
+		ck_assert_int_eq(pipette_model_preset(cases[i].model, &m, NULL), 0);
+		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
+		for (step = 0; step < 64; step++)
+			sigma[step] = step;
+		for (step = 0; step < 40; step++) {
+			struct pipette_timer *fresh = pipette_timer_create();
+			struct pipette_time a, b;
+			int x = pipette_rng_below(&rng, 8), y = pipette_rng_below(&rng, 8), k, tmp;
+
+			if (step % 10 == 9) {		/* many ranks: read afresh */
+				for (k = 63; k > 0; k--) {
+					int j = pipette_rng_below(&rng, k + 1);
+
+					tmp = sigma[k];
+					sigma[k] = sigma[j];
+					sigma[j] = tmp;
+				}
+			} else if (step % 3 == 2) {	/* two GPUs of a node */
+				tmp = sigma[x * 8 + y];
+				sigma[x * 8 + y] = sigma[x * 8 + (y + 3) % 8];
+				sigma[x * 8 + (y + 3) % 8] = tmp;
+			} else {			/* two nodes' blocks */
+				for (k = 0; k < 8; k++) {
+					tmp = sigma[x * 8 + k];
+					sigma[x * 8 + k] = sigma[y * 8 + k];
+					sigma[y * 8 + k] = tmp;
+				}
+			}
+			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
+							       &err), 0);
+			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, sigma, 1, &b,
+							       &err), 0);
+			ck_assert_msg(!memcmp(&a, &b, sizeof(a)),
+				      "case %d step %d: %.9f s, afresh %.9f s", i, step,
+				      a.iteration_s, b.iteration_s);
+			pipette_timer_destroy(fresh);
+		}
+	}
+	pipette_timer_destroy(kept);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
@@ -519,6 +630,7 @@ int main(void)
 	tcase_add_test(tc, test_expert_alltoall);
 	tcase_add_test(tc, test_ep_overlap_dispatcher);
 	tcase_add_test(tc, test_intra_node_ring);
+	tcase_add_test(tc, test_mapped_estimates_reused);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
