@@ -38,7 +38,7 @@ pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlis
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \
-	core/mapping.h core/plan.c core/plan.h core/plan_int.h core/request.c
+	core/mapping.h core/mapping_int.h core/mapping_links.c core/plan.c core/plan.h core/plan_int.h core/request.c
 pipette_SOURCES += core/cli/cmd_plan.c
 
 # Renderers of a plan: the environment contract, Megatron-LM arguments,

@@ -1,5 +1,6 @@
 /* pipette: fine-grained GPU assignment; see mapping.h for the method. */
 #include "mapping.h"
+#include "mapping_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,12 +26,19 @@
  * (by under 4e-4 of the time); the annealer before shift moves and
  * further runs missed it in 10. */
 #define SA_REHEAT 0.05
-/* Work one mapping search may spend, in rank visits plus simulated
- * pipeline operations (one estimate is O(world + m*p*v)): ~0.2 s per
- * configuration at 8192 GPUs on one core (tests/bench/bench_plan.c). */
-#define BUDGET_WORK 3e6
-#define BUDGET_MIN 60
-#define BUDGET_MAX 1500
+/* Estimates one mapping search may make, whatever the cluster's size: the
+ * deterministic cap of the search, which otherwise ends when what is
+ * left to gain is below GAP_STOP or no move helps.  At 1500 the 4096 x 8
+ * plan of tests/bench/bench_plan.c stays under its 5 s target. */
+#define ESTIMATES_MAX 1500
+/* Of those, the estimates of moves that carry whole segments of the node
+ * order (annealing, the order descent) re-read the placement, O(world +
+ * m*p*v) in rank visits and simulated pipeline operations: they share
+ * this much work, ~0.2 s per configuration at 8192 GPUs on one core
+ * (tests/bench/bench_plan.c), at least SWEEP_MIN of them.  A swap of two
+ * nodes re-reads only their ranks' groups (timing.c). */
+#define SWEEP_WORK 3e6
+#define SWEEP_MIN 60
 /* An annealing run ends early after this share of its iterations without
  * a new best (deterministic: counted in iterations). */
 #define SA_PATIENCE 0.5
@@ -42,6 +50,10 @@
  * gain negligible (PIPETTE_NEGLIGIBLE_GAIN, plan.h), so what a longer
  * search could still find would be negligible too. */
 #define GAP_STOP 0.005
+/* Node links one run of link moves may read (mapping_links.c): a bound
+ * on a run that finds swap after swap, ~0.3 s on one core; the runs of
+ * tests/bench/bench_plan.c's 4096-node plan read under 1.3e6. */
+#define LINK_WORK_MAX 40000000L
 
 void pipette_mapping_opts_init(struct pipette_mapping_opts *o)
 {
@@ -50,17 +62,14 @@ void pipette_mapping_opts_init(struct pipette_mapping_opts *o)
 	o->restarts = 3;
 }
 
-long pipette_mapping_default_budget(const struct pipette_config *c)
+/* Estimates of segment moves SWEEP_WORK pays for on configuration c. */
+static long sweep_budget(const struct pipette_config *c)
 {
 	double ops = 3.0 * (double)pipette_config_microbatches(c) * c->pp *
 		     pipette_config_chunks(c);
-	double b = BUDGET_WORK / ((double)pipette_config_world(c) + ops + 1);
+	double b = SWEEP_WORK / ((double)pipette_config_world(c) + ops + 1);
 
-	if (b < BUDGET_MIN)
-		return BUDGET_MIN;
-	if (b > BUDGET_MAX)
-		return BUDGET_MAX;
-	return (long)b;
+	return b < SWEEP_MIN ? SWEEP_MIN : b > ESTIMATES_MAX ? ESTIMATES_MAX : (long)b;
 }
 
 int pipette_mapping_is_node_block(const int *gpu_of_rank, int world, int G)
@@ -858,21 +867,57 @@ static int intra_uniform(const struct pipette_cluster *cl, int node, int G)
 	return 1;
 }
 
+/* How uneven node n's GPU pairs are: its slowest over its fastest (1 =
+ * alike in bandwidth). */
+static double intra_spread(const struct pipette_cluster *cl, int node, int G)
+{
+	double lo = HUGE_VAL, hi = 0;
+	int a, b;
+
+	for (a = 0; a < G; a++)
+		for (b = 0; b < G; b++)
+			if (a != b) {
+				double bw = pipette_cluster_link(cl, node * G + a, node * G + b).gbps;
+
+				lo = fmin(lo, bw);
+				hi = fmax(hi, bw);
+			}
+	return hi > 0 ? lo / hi : 1;
+}
+
+struct spread {
+	double ratio;
+	int k;
+};
+
+static int cmp_spread(const void *a, const void *b)
+{
+	const struct spread *x = a, *y = b;
+
+	if (x->ratio != y->ratio)
+		return x->ratio < y->ratio ? -1 : 1;
+	return x->k - y->k;
+}
+
 /* First-improvement pairwise slot swaps on each used non-uniform node,
- * until a full pass improves nothing or the budget is spent. */
+ * the most uneven first (where a budget that cannot cover every node of
+ * a large cluster gains most: a degraded GPU before the noise of healthy
+ * ones), until a full pass improves nothing or the budget is spent. */
 static int slot_descent(struct mapper *mp, int *searched)
 {
-	int k, a, b, G = mp->G;
+	int k, a, b, G = mp->G, n_used = 0;
+	struct spread *by = malloc((size_t)mp->blocks * sizeof(*by));
 
 	*searched = 0;
-	if (G < 2)
-		return 0;
-	for (k = 0; k < mp->blocks; k++) {
-		int n = mp->order[k], improved = 1;
-		int *s = mp->slot + (size_t)n * G;
+	if (!by)
+		return pipette_fail(mp->err, "out of memory");
+	for (k = 0; G > 1 && k < mp->blocks; k++)
+		if (!intra_uniform(mp->cl, mp->order[k], G))
+			by[n_used++] = (struct spread){ intra_spread(mp->cl, mp->order[k], G), k };
+	qsort(by, (size_t)n_used, sizeof(*by), cmp_spread);
+	for (k = 0; k < n_used && mp->evals < mp->budget; k++) {
+		int *s = mp->slot + (size_t)mp->order[by[k].k] * G, improved = 1;
 
-		if (intra_uniform(mp->cl, n, G))
-			continue;
 		(*searched)++;
 		while (improved && mp->evals < mp->budget) {
 			improved = 0;
@@ -883,8 +928,10 @@ static int slot_descent(struct mapper *mp, int *searched)
 
 					s[a] = s[b];
 					s[b] = tmp;
-					if (evaluate(mp, &f))
+					if (evaluate(mp, &f)) {
+						free(by);
 						return -1;
+					}
 					if (better(f, mp->best)) {
 						keep_best(mp, f);
 						improved = 1;
@@ -895,6 +942,82 @@ static int slot_descent(struct mapper *mp, int *searched)
 				}
 		}
 	}
+	free(by);
+	return 0;
+}
+
+/* The link moves (mapping_int.h) on the current order, each swap kept
+ * when `judged` is 0, else only when the estimate is no worse (equal
+ * estimates cross the plateaus of the slowest link; the incumbent still
+ * changes only on a strict gain), until the moves run out or the budget
+ * is spent. */
+static int link_moves(struct mapper *mp, int judged)
+{
+	struct pipette_link_moves *lm =
+		pipette_link_moves_create(mp->c, mp->cl, mp->G, mp->N, mp->order);
+	double f, cur = HUGE_VAL;
+	int i, j, rv = 0;
+
+	if (!lm)
+		return pipette_fail(mp->err, "out of memory");
+	if (judged && evaluate(mp, &cur))
+		rv = -1;
+	while (!rv && (!judged || (mp->evals < mp->budget && !closed(mp))) &&
+	       pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j)) {
+		int keep = 1;
+
+		if (judged) {
+			if (evaluate(mp, &f)) {
+				rv = -1;
+				break;
+			}
+			keep = f <= cur * (1 + STRICT_GAIN);
+			if (keep)
+				cur = f;
+			if (better(f, mp->best))
+				keep_best(mp, f);
+		}
+		pipette_link_moves_verdict(lm, keep);
+	}
+	pipette_link_moves_destroy(lm);
+	return rv;
+}
+
+/* The node order above PIPETTE_MAPPING_EXACT_MAX nodes (or annealed on
+ * request).  From the chain; on a large cluster the link moves alone from
+ * there (a start: on the generated 1024-4096-node clusters of
+ * tests/bench/bench_plan.c, starting them from the block order too gained
+ * nothing and cost a tenth of the plan's time), then the link moves judged
+ * by the estimate from the best order; then annealing and the order
+ * descent, which share what SWEEP_WORK pays for (unless a budget was
+ * given) and what the budget leaves. */
+static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
+			enum pipette_mapping_end *end)
+{
+	long cap = mp->budget;
+	double f;
+
+	chain_start(mp);
+	if (evaluate(mp, &f))
+		return -1;
+	if (better(f, mp->best))
+		keep_best(mp, f);
+	if (mp->N > PIPETTE_MAPPING_EXACT_MAX) {
+		if (link_moves(mp, 0) || evaluate(mp, &f))
+			return -1;
+		if (better(f, mp->best))
+			keep_best(mp, f);
+		restore_best(mp);
+		if (link_moves(mp, 1))
+			return -1;
+	}
+	if (!o->budget && mp->evals + sweep_budget(mp->c) < cap)
+		mp->budget = mp->evals + sweep_budget(mp->c);
+	if (anneal(mp, o) || order_descent(mp))
+		return -1;
+	*end = closed(mp) ? PIPETTE_MAP_END_BOUND : mp->evals >= mp->budget
+	       ? PIPETTE_MAP_END_BUDGET : PIPETTE_MAP_END_LOCAL;
+	mp->budget = cap;
 	return 0;
 }
 
@@ -960,7 +1083,7 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 		return pipette_fail(err, "the configuration needs %d GPUs, the cluster has %d",
 				    mp.world, mp.N * mp.G);
 	mp.blocks = (mp.world + mp.G - 1) / mp.G;
-	mp.budget = o->budget > 0 ? o->budget : pipette_mapping_default_budget(c);
+	mp.budget = o->budget > 0 ? o->budget : ESTIMATES_MAX;
 	mp.order = calloc((size_t)mp.N, sizeof(int));
 	mp.best_order = calloc((size_t)mp.N, sizeof(int));
 	mp.slot = calloc((size_t)mp.N * (size_t)mp.G, sizeof(int));
@@ -995,14 +1118,10 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 			if (branch_and_bound(&mp, &st->bounds))
 				goto out;
 			st->exhaustive = 1;
-		} else if (!closed(&mp)) {
-			chain_start(&mp);
-			if (evaluate(&mp, &f))
-				goto out;
-			if (better(f, mp.best))
-				keep_best(&mp, f);
-			if (anneal(&mp, o) || order_descent(&mp))
-				goto out;
+		} else if (closed(&mp)) {
+			st->end = PIPETTE_MAP_END_BOUND;
+		} else if (order_search(&mp, o, &st->end)) {
+			goto out;
 		}
 		/* Slot descent may spend a little beyond a budget the order
 		 * search used up: it needs at least one pass per node. */
@@ -1013,6 +1132,10 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 		 * tests/bench/bench_plan.c). */
 		if (st->exhaustive && mp.evals + (long)mp.blocks * mp.G * (mp.G - 1) > mp.budget)
 			mp.budget = mp.evals + (long)mp.blocks * mp.G * (mp.G - 1);
+		/* Above the exact search, slot swaps share what SWEEP_WORK
+		 * pays for, with what the budget leaves. */
+		if (!st->exhaustive && !o->budget && mp.evals + sweep_budget(c) < mp.budget)
+			mp.budget = mp.evals + sweep_budget(c);
 		restore_best(&mp);
 		if (!o->no_slots && slot_descent(&mp, &st->slot_nodes))
 			goto out;

@@ -25,18 +25,26 @@
  *     chains nodes by mutual bandwidth (nearest neighbour on min(a->b,
  *     b->a)), so consecutive rank blocks, which share DP rings and PP
  *     hops, sit on good links;
- *  2. node order: exhaustive over all permutations when n! fits the
- *     budget (or is forced; the default budget of n <= 8 nodes is
- *     n! + 1, so they always get it), else simulated annealing (swap,
- *     segment reversal and segment shift moves, start temperature
- *     calibrated so that 80% of uphill moves from the start are
- *     accepted, geometric cooling over each run, a run ends after a
- *     half of its iterations without a new best, further runs restart
- *     from the best state at a twentieth of the start temperature until
- *     the budget is spent), then a swap, reversal and shift descent to a
- *     local optimum within the budget;
- *  3. slots: on every node whose intra-node links are not uniform, a
- *     best-improvement pairwise slot-swap descent.
+ *  2. node order: up to 8 nodes exact (branch and bound, mapping.c);
+ *     above, link moves (mapping_int.h): swaps of the node order aimed at
+ *     the slowest hops of the rings and pipeline pairs, first alone from
+ *     the chain, then each judged by the estimate, kept when no worse
+ *     (so the search crosses the plateaus of a bottleneck); then
+ *     simulated annealing (swap, segment reversal and segment shift
+ *     moves, start temperature calibrated so that 80% of uphill moves
+ *     from the start are accepted, geometric cooling over each run, a run
+ *     ends after a half of its iterations without a new best, further
+ *     runs restart from the best state at a twentieth of the start
+ *     temperature), then a swap, reversal and shift descent to a local
+ *     optimum.  The search ends once the incumbent is within 0.5% of the
+ *     placement bound (what is left to gain), when no move helps, or at
+ *     its cap of 1500 estimates, which does not shrink with the cluster:
+ *     a swap's estimate re-reads only the moved nodes' groups (timing.c),
+ *     while the segment moves, which re-read the whole placement, share a
+ *     fixed amount of work (about 3e6 rank visits);
+ *  3. slots: on every node whose intra-node links are not uniform, the
+ *     most uneven first, a first-improvement pairwise slot-swap descent
+ *     (above 8 nodes within the segment moves' share of work).
  * The result is never worse than the block mapping (only strict
  * improvements replace it).  On a cluster whose links are all alike every
  * node-block mapping has the block time, and none is searched. */
@@ -55,7 +63,8 @@
 #define PIPETTE_MAPPING_EXACT_MAX 8
 
 struct pipette_mapping_opts {
-	long budget;		/* time estimates allowed (0 = by GPU count) */
+	long budget;		/* time estimates allowed (0 = mapping.c's cap,
+				 * segment moves paid by GPU count) */
 	unsigned long long seed;
 	int restarts;		/* annealing restarts (0 = 3) */
 	int force_exhaustive;	/* node order by brute force (n <= 10) */
@@ -65,6 +74,14 @@ struct pipette_mapping_opts {
 	double cutoff;		/* > 0: no search when the placement bound is
 				 * at or above it (another configuration's
 				 * mapped time); the block mapping returns */
+};
+
+/* Why a heuristic search of the node order ended. */
+enum pipette_mapping_end {
+	PIPETTE_MAP_END_NONE,	/* no heuristic search (exact, cut, nothing to search) */
+	PIPETTE_MAP_END_BOUND,	/* within GAP_STOP (0.5%) of the placement bound */
+	PIPETTE_MAP_END_LOCAL,	/* no move improves it: a local optimum */
+	PIPETTE_MAP_END_BUDGET,	/* its budget of estimates spent */
 };
 
 struct pipette_mapping_stats {
@@ -77,14 +94,10 @@ struct pipette_mapping_stats {
 	long bounds;		/* of the evaluations, branch-and-bound bounds */
 	int slot_nodes;		/* nodes whose slot order was searched */
 	int cut;		/* not searched: the bound met the cutoff */
+	enum pipette_mapping_end end;
 };
 
 void pipette_mapping_opts_init(struct pipette_mapping_opts *o);
-
-/* The default evaluation budget for configuration c: about 3e6 units of
- * work, one estimate costing world + 3*m*p*v (rank visits and simulated
- * pipeline operations), clamped to [60, 1500]. */
-long pipette_mapping_default_budget(const struct pipette_config *c);
 
 /* Search sigma for configuration c on cluster cl.  gpu_of_rank receives
  * world entries (node*G + slot, every GPU at most once).  When world is

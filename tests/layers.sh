@@ -22,7 +22,7 @@ layer_of() {	# file name (without directory) -> layer number
 		echo 1 ;;
 	memory.[ch]|schedule.[ch]|timing.[ch])
 		echo 2 ;;
-	search.[ch]|mapping.[ch]|plan.[ch]|plan_int.h|request.[ch]|experts.[ch]|experts_int.h|experts_ilp.c)
+	search.[ch]|mapping.[ch]|mapping_int.h|mapping_links.c|plan.[ch]|plan_int.h|request.[ch]|experts.[ch]|experts_int.h|experts_ilp.c)
 		echo 3 ;;
 	timeline_svg.c|render/*|cli/*)
 		echo 4 ;;

@@ -9,7 +9,8 @@
  *     estimates, slots left alone; the plan itself brute-forces them)
  *     against the exhaustive optimum over node orders, on the plan's
  *     configuration and on a few pipeline-heavy ones (fails when they
- *     differ).
+ *     differ, unless the annealer stopped because it was within 0.5% of
+ *     the placement bound and the optimum is within 0.5% of it).
  *  3. Speed: full pipette_plan_compute for llama3-70b on 16 x 8 GPUs
  *     (hetero-16x8 example), CPU time of this process; then issue 17's
  *     targets, each plan in a fresh child (CPU time and peak RSS from
@@ -126,7 +127,7 @@ static int compare_exhaustive(const char *path, int nodes, const struct pipette_
 	struct pipette_mapping_opts o;
 	struct pipette_mapping_stats sa, ex;
 	char **names = node_names(nodes);
-	int *sig = calloc((size_t)pipette_config_world(c), sizeof(int)), rv = -1, k;
+	int *sig = calloc((size_t)pipette_config_world(c), sizeof(int)), rv = -1, k, equal, stopped;
 
 	if (pipette_model_preset("llama3-70b", &m, &err) || pipette_bwcache_load(path, &bw, &err) ||
 	    !(cl = pipette_cluster_create((const char *const *)names, nodes, 8, NULL, gpu, bw, 0,
@@ -149,12 +150,16 @@ static int compare_exhaustive(const char *path, int nodes, const struct pipette_
 	o.force_exhaustive = 1;
 	if (pipette_mapping_search(t, &m, gpu, c, cl, &o, sig, &ex, &err))
 		goto out;
+	/* The heuristic may stop once what is left to gain is under 0.5% of
+	 * its time (mapping.c's GAP_STOP): equal, or stopped there. */
+	equal = fabs(sa.best_s - ex.best_s) <= 1e-9 * ex.best_s;
+	stopped = sa.end == PIPETTE_MAP_END_BOUND && sa.best_s - ex.best_s <= 0.005 * sa.best_s;
 	printf("  tp %d pp %d dp %d cp %d %-11s block %.4f s  annealing %.4f s (%ld est.)  "
 	       "exhaustive %.4f s (%ld est.)  %s\n", c->tp, c->pp, c->dp, c->cp,
 	       pipette_schedule_name(c->schedule), sa.block_s, sa.best_s, sa.evaluations,
-	       ex.best_s, ex.evaluations,
-	       fabs(sa.best_s - ex.best_s) <= 1e-9 * ex.best_s ? "equal" : "DIFFERENT");
-	rv = fabs(sa.best_s - ex.best_s) <= 1e-9 * ex.best_s ? 0 : 1;
+	       ex.best_s, ex.evaluations, equal ? "equal" : stopped
+	       ? "stopped within 0.5% of the placement bound, as designed" : "DIFFERENT");
+	rv = equal || stopped ? 0 : 1;
 out:
 	free(sig);
 	free_names(names, nodes);

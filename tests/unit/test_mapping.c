@@ -8,6 +8,7 @@
 #include "bwcache.h"
 #include "cluster.h"
 #include "mapping.h"
+#include "mapping_int.h"
 #include "timing.h"
 #include "check_run.h"
 
@@ -313,6 +314,68 @@ START_TEST(test_never_worse_and_deterministic)
 }
 END_TEST
 
+/* Sixteen nodes of 8 GPUs, healthy but for two slow pairs, n4 <-> n5 and
+ * n10 <-> n11 at 4 GB/s; tp 8, dp 16: one DP ring over the nodes in
+ * order, which the block order runs over both slow pairs.  The link moves
+ * alone (every swap kept) leave no slow hop in the ring, keep the order a
+ * permutation, and an undone swap restores it exactly; the search reaches
+ * the placement bound (no slow hop: every ring link is the fastest) and
+ * says it stopped there. */
+START_TEST(test_link_moves_clear_slow_hops)
+{
+	struct pipette_bwcache *bw = healthy();
+	struct pipette_bw_prov prov = { NULL, NULL, 0, (time_t)-1 };
+	struct pipette_link_moves *lm;
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_stats st;
+	struct pipette_err err;
+	const char *names[16];
+	char buf[16][8], seen[16] = { 0 };
+	int order[16], sigma[128], i, j, k, swaps = 0;
+
+	for (k = 0; k < 16; k++) {
+		snprintf(buf[k], sizeof(buf[k]), "n%d", k + 1);
+		names[k] = buf[k];
+		order[k] = k;
+	}
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n4", "n5", 4.0, 5, &prov, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n5", "n4", 4.0, 5, &prov, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n10", "n11", 4.0, 5, &prov, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n11", "n10", 4.0, 5, &prov, &err), 0);
+	cl = make(bw, names, 16, 8);
+	llama(&m, &c, 8, 1, 16, 64);
+	lm = pipette_link_moves_create(&c, cl, 8, 16, order);
+	ck_assert_ptr_nonnull(lm);
+	ck_assert(pipette_link_moves_next(lm, 1L << 30, &i, &j));
+	ck_assert_int_ne(order[i], i);
+	pipette_link_moves_verdict(lm, 0);
+	for (k = 0; k < 16; k++)
+		ck_assert_int_eq(order[k], k);
+	while (pipette_link_moves_next(lm, 1L << 30, &i, &j)) {
+		pipette_link_moves_verdict(lm, 1);
+		ck_assert_int_lt(++swaps, 1000);
+	}
+	pipette_link_moves_destroy(lm);
+	for (k = 0; k < 16; k++) {
+		int a = order[k], b = order[(k + 1) % 16];
+
+		ck_assert_int_eq(seen[a]++, 0);
+		ck_assert_msg(pipette_cluster_node_link(cl, a, b).gbps > 40,
+			      "ring hop n%d -> n%d is slow after %d swaps", a + 1, b + 1, swaps);
+	}
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, NULL, sigma, &st, &err), 0);
+	assert_permutation(sigma, 128, 128);
+	ck_assert(st.best_s < st.block_s);
+	ck_assert_msg(st.best_s <= st.bound_s * (1 + 1e-9), "%.9f s, bound %.9f s", st.best_s,
+		      st.bound_s);
+	ck_assert_int_eq(st.end, PIPETTE_MAP_END_BOUND);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
 /* The exact search (branch and bound) returns brute force's mapping, the
  * lexicographically smallest node order among those of least estimate,
  * on random caches: 5 to 8 nodes of 4 GPUs, slow pairs, noisy figures
@@ -401,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, test_anneal_equals_exhaustive);
 	tcase_add_test(tc, test_never_worse_and_deterministic);
 	tcase_add_test(tc, test_exact_equals_brute_force);
+	tcase_add_test(tc, test_link_moves_clear_slow_hops);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

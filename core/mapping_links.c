@@ -1,0 +1,368 @@
+/* pipette: swaps of the node order aimed at the slowest links the
+ * configuration's rings and pipeline pairs cross; see mapping_int.h. */
+#include "mapping_int.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The penalty of a link is (fastest / link)^8 (penalty() below): a
+ * stand-in for the bottleneck that stays a sum over links, so that a swap
+ * is priced on the links of its two blocks.  A link at half the fastest
+ * weighs as much as 256 at full speed, one at 0.9 (a leaf-switch crossing
+ * of the examples, etc/examples) 2.3: slow hops go first, then needless
+ * crossings.
+ *
+ * The effort, measured with the plans of tests/bench/bench_plan.c on its
+ * generated 1024-, 2048- and 4096-node clusters (mapping gains; CPU time
+ * of the whole plan):
+ *  - HOT_MAX, the blocks a pass tries to move, worst first: 64 lost gain
+ *    at 2048 nodes (1.168 against 1.198), 1024 gained nothing over 256
+ *    and took twice the time;
+ *  - PARTNERS, the swap partners of one block (all positions up to this
+ *    many, else this many drawn, seeded): 64, 128 and 256 gave 1.184,
+ *    1.185, 1.183 at 1024 nodes, 1.198, 1.152, 1.198 at 2048 and 1.178,
+ *    1.178, 1.182 at 4096, in 0.80, 0.85 and 0.94 s at 1024 and 1.41,
+ *    1.53, 1.76 s at 2048: a slow link has many good replacements among a
+ *    few dozen nodes, and the cost of a move must not grow with the
+ *    cluster;
+ *  - PASS_MAX: 2 and 32 passes gained as much as 8. */
+#define HOT_MAX 256
+#define PARTNERS 64
+#define PASS_MAX 8
+/* A swap must lower the penalty by this share of the total, so that
+ * rounding never swaps back and forth. */
+#define MIN_GAIN 1e-12
+
+struct block_graph {
+	int blocks;
+	int *off;		/* adjacency of block k: adj[off[k] .. off[k+1]) */
+	int *adj;
+};
+
+/* Index of the next member of rank q's ring (stage-local index q; the
+ * group has `size` members `stride` apart, as timing.c's groups do). */
+static int ring_next(int q, int size, int stride)
+{
+	int along = (q / stride) % size;
+
+	return along < size - 1 ? q + stride : q - (size - 1) * stride;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Pairs of distinct blocks joined by a ring hop or a pipeline pair of c:
+ * TP, CP, the data-parallel ring over dp x cp (and FSDP's shard and
+ * replica rings), EP, and each rank's next stage (around to the first
+ * for more than one chunk per rank). */
+static int graph_pairs(const struct pipette_config *c, int G, uint64_t **out, size_t *n_out)
+{
+	int per_stage = c->tp * c->cp * c->dp, world = pipette_config_world(c), r, k;
+	int shard = c->dp_shard > 1 ? c->dp_shard : 1;
+	const int rings[][2] = {
+		{ c->tp, 1 }, { c->cp, c->tp }, { c->cp * c->dp, c->tp },
+		{ c->cp * shard, c->tp }, { c->dp / shard, c->tp * c->cp * shard },
+		{ c->ep, c->etp },
+	};
+	int n_rings = (int)(sizeof(rings) / sizeof(rings[0])), chunks = pipette_config_chunks(c);
+	uint64_t blocks = (uint64_t)(world + G - 1) / (uint64_t)G;
+	size_t cap = (size_t)world * (size_t)(n_rings + 1), n = 0;
+	uint64_t *p = malloc(cap * sizeof(*p));
+
+	if (!p)
+		return -1;
+	for (r = 0; r < world; r++) {
+		int s = r / per_stage, q = r % per_stage, a = r / G;
+
+		for (k = 0; k <= n_rings; k++) {
+			int b;
+
+			if (k < n_rings) {
+				if (rings[k][0] < 2 || per_stage % (rings[k][0] * rings[k][1]))
+					continue;
+				b = (s * per_stage + ring_next(q, rings[k][0], rings[k][1])) / G;
+			} else if (s < c->pp - 1) {
+				b = (r + per_stage) / G;
+			} else if (c->pp > 1 && chunks > 1) {
+				b = q / G;
+			} else {
+				continue;
+			}
+			if (a != b)
+				p[n++] = a < b ? (uint64_t)a * blocks + (uint64_t)b
+					       : (uint64_t)b * blocks + (uint64_t)a;
+		}
+	}
+	qsort(p, n, sizeof(*p), cmp_u64);
+	for (r = 0, k = 0; (size_t)r < n; r++)
+		if (k == 0 || p[r] != p[k - 1])
+			p[k++] = p[r];
+	*out = p;
+	*n_out = (size_t)k;
+	return 0;
+}
+
+static void graph_free(struct block_graph *g)
+{
+	free(g->off);
+	free(g->adj);
+}
+
+static int graph_build(const struct pipette_config *c, int G, struct block_graph *g)
+{
+	uint64_t *pairs;
+	size_t n, i;
+	int k, *fill;
+
+	memset(g, 0, sizeof(*g));
+	g->blocks = (pipette_config_world(c) + G - 1) / G;
+	if (graph_pairs(c, G, &pairs, &n))
+		return -1;
+	g->off = calloc((size_t)g->blocks + 1, sizeof(int));
+	g->adj = malloc((2 * n + 1) * sizeof(int));
+	fill = calloc((size_t)g->blocks, sizeof(int));
+	if (!g->off || !g->adj || !fill) {
+		free(pairs);
+		free(fill);
+		graph_free(g);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		g->off[pairs[i] / (uint64_t)g->blocks + 1]++;
+		g->off[pairs[i] % (uint64_t)g->blocks + 1]++;
+	}
+	for (k = 0; k < g->blocks; k++)
+		g->off[k + 1] += g->off[k];
+	for (i = 0; i < n; i++) {
+		int a = (int)(pairs[i] / (uint64_t)g->blocks), b = (int)(pairs[i] % (uint64_t)g->blocks);
+
+		g->adj[g->off[a] + fill[a]++] = b;
+		g->adj[g->off[b] + fill[b]++] = a;
+	}
+	free(pairs);
+	free(fill);
+	return 0;
+}
+
+struct descent {
+	const struct block_graph *g;
+	const struct pipette_cluster *cl;
+	int *order, N;
+	double ref;		/* fastest link of the start's pairs */
+	long work;		/* node links read */
+};
+
+/* The penalty of the link between nodes x and y, its slower direction. */
+static double penalty(struct descent *d, int x, int y)
+{
+	double ab = pipette_cluster_node_link(d->cl, x, y).gbps;
+	double ba = pipette_cluster_node_link(d->cl, y, x).gbps;
+	double v = d->ref / fmax(fmin(ab, ba), 1e-9);
+
+	d->work++;
+	v *= v;
+	v *= v;
+	return v * v;
+}
+
+/* The penalty of block k's links with block k on node x (and block
+ * `other`, when adjacent, on node y: a swap of k and other). */
+static double block_penalty(struct descent *d, int k, int x, int other, int y)
+{
+	double sum = 0;
+	int e;
+
+	for (e = d->g->off[k]; e < d->g->off[k + 1]; e++) {
+		int b = d->g->adj[e];
+
+		sum += penalty(d, x, b == other ? y : d->order[b]);
+	}
+	return sum;
+}
+
+/* The change a swap of positions i (a block) and j (a block or an idle
+ * node) makes to the penalty; the pair (i, j) itself keeps its link. */
+static double swap_delta(struct descent *d, int i, int j, const double *local)
+{
+	int x = d->order[i], y = d->order[j];
+	double before = local[i], after = block_penalty(d, i, y, j, x);
+
+	if (j < d->g->blocks) {
+		before += local[j];
+		after += block_penalty(d, j, x, i, y);
+	}
+	return after - before;
+}
+
+struct hot {
+	double pen;
+	int k;
+};
+
+static int cmp_hot(const void *a, const void *b)
+{
+	const struct hot *x = a, *y = b;
+
+	if (x->pen != y->pen)
+		return x->pen > y->pen ? -1 : 1;
+	return x->k - y->k;
+}
+
+/* Block k moved: its penalty and its neighbours'. */
+static void refresh(struct descent *d, double *local, int k)
+{
+	int e;
+
+	local[k] = block_penalty(d, k, d->order[k], -1, -1);
+	for (e = d->g->off[k]; e < d->g->off[k + 1]; e++) {
+		int b = d->g->adj[e];
+
+		local[b] = block_penalty(d, b, d->order[b], -1, -1);
+	}
+}
+
+struct pipette_link_moves {
+	struct block_graph g;
+	struct descent d;
+	double *local;		/* penalty of each block's links */
+	struct hot *hot;	/* this pass's blocks, worst first */
+	double total;
+	int n_hot, h;		/* hot blocks of the pass, the next one */
+	int pass, kept;		/* passes begun, swaps kept in this one */
+	int i, j;		/* the swap made last */
+	double delta;
+	uint64_t rng;		/* draws the partners */
+};
+
+struct pipette_link_moves *pipette_link_moves_create(const struct pipette_config *c,
+						     const struct pipette_cluster *cl, int G,
+						     int N, int *order)
+{
+	struct pipette_link_moves *lm = calloc(1, sizeof(*lm));
+	int k, e;
+
+	if (!lm)
+		return NULL;
+	if (graph_build(c, G, &lm->g)) {
+		free(lm);
+		return NULL;
+	}
+	lm->d = (struct descent){ &lm->g, cl, order, N, 0, 0 };
+	lm->local = malloc((size_t)lm->g.blocks * sizeof(*lm->local));
+	lm->hot = malloc((size_t)lm->g.blocks * sizeof(*lm->hot));
+	if (!lm->local || !lm->hot) {
+		pipette_link_moves_destroy(lm);
+		return NULL;
+	}
+	for (k = 0; k < lm->g.blocks; k++)
+		for (e = lm->g.off[k]; e < lm->g.off[k + 1]; e++) {
+			int x = order[k], y = order[lm->g.adj[e]];
+
+			lm->d.ref = fmax(lm->d.ref,
+					 fmin(pipette_cluster_node_link(cl, x, y).gbps,
+					      pipette_cluster_node_link(cl, y, x).gbps));
+		}
+	lm->h = -1;
+	lm->rng = 0x6c696e6b73ULL;	/* "links" */
+	return lm;
+}
+
+void pipette_link_moves_destroy(struct pipette_link_moves *lm)
+{
+	if (!lm)
+		return;
+	graph_free(&lm->g);
+	free(lm->local);
+	free(lm->hot);
+	free(lm);
+}
+
+long pipette_link_moves_work(const struct pipette_link_moves *lm)
+{
+	return lm->d.work;
+}
+
+/* A pass begins: every block's penalty, the HOT_MAX worst first. */
+static void pass_begin(struct pipette_link_moves *lm)
+{
+	int B = lm->g.blocks, k;
+
+	lm->total = 0;
+	for (k = 0; k < B; k++) {
+		lm->local[k] = block_penalty(&lm->d, k, lm->d.order[k], -1, -1);
+		lm->hot[k] = (struct hot){ lm->local[k], k };
+		lm->total += lm->local[k];
+	}
+	qsort(lm->hot, (size_t)B, sizeof(*lm->hot), cmp_hot);
+	lm->n_hot = B < HOT_MAX ? B : HOT_MAX;
+	lm->h = 0;
+	lm->kept = 0;
+	lm->pass++;
+}
+
+int pipette_link_moves_next(struct pipette_link_moves *lm, long work_max, int *i, int *j)
+{
+	struct descent *d = &lm->d;
+
+	if (d->ref <= 0)
+		return 0;
+	for (;;) {
+		if (lm->h < 0)
+			pass_begin(lm);
+		while (lm->h < lm->n_hot && d->work < work_max) {
+			int a = lm->hot[lm->h++].k, b, n, best_j = -1;
+			int tries = d->N <= PARTNERS ? d->N : PARTNERS;
+			double best = -MIN_GAIN * lm->total;
+
+			for (n = 0; n < tries; n++) {
+				double delta;
+
+				b = d->N <= PARTNERS ? n : pipette_rng_below(&lm->rng, d->N);
+				if (b == a)
+					continue;
+				delta = swap_delta(d, a, b, lm->local);
+				if (delta < best) {
+					best = delta;
+					best_j = b;
+				}
+			}
+			if (best_j < 0)
+				continue;
+			lm->i = *i = a;
+			lm->j = *j = best_j;
+			lm->delta = best;
+			b = d->order[a];
+			d->order[a] = d->order[best_j];
+			d->order[best_j] = b;
+			return 1;
+		}
+		if (d->work >= work_max || !lm->kept || lm->pass >= PASS_MAX)
+			return 0;
+		lm->h = -1;
+	}
+}
+
+void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep)
+{
+	struct descent *d = &lm->d;
+	int tmp;
+
+	if (keep) {
+		lm->total += lm->delta;
+		lm->kept++;
+		refresh(d, lm->local, lm->i);
+		if (lm->j < lm->g.blocks)
+			refresh(d, lm->local, lm->j);
+		return;
+	}
+	tmp = d->order[lm->i];
+	d->order[lm->i] = d->order[lm->j];
+	d->order[lm->j] = tmp;
+}
