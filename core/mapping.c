@@ -950,18 +950,16 @@ static int slot_descent(struct mapper *mp, int *searched)
  * when `judged` is 0, else only when the estimate is no worse (equal
  * estimates cross the plateaus of the slowest link; the incumbent still
  * changes only on a strict gain), until the moves run out or the budget
- * is spent. */
+ * is spent.  Judged moves start from the incumbent (order = best_order). */
 static int link_moves(struct mapper *mp, int judged)
 {
 	struct pipette_link_moves *lm =
 		pipette_link_moves_create(mp->c, mp->cl, mp->G, mp->N, mp->order);
-	double f, cur = HUGE_VAL;
+	double f, cur = mp->best;	/* judged moves start from the incumbent */
 	int i, j, rv = 0;
 
 	if (!lm)
 		return pipette_fail(mp->err, "out of memory");
-	if (judged && evaluate(mp, &cur))
-		rv = -1;
 	while (!rv && (!judged || (mp->evals < mp->budget && !closed(mp))) &&
 	       pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j)) {
 		int keep = 1;
@@ -1002,7 +1000,7 @@ static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
 		return -1;
 	if (better(f, mp->best))
 		keep_best(mp, f);
-	if (mp->N > PIPETTE_MAPPING_EXACT_MAX) {
+	if (mp->N > PIPETTE_MAPPING_EXACT_MAX && mp->evals < mp->budget) {
 		if (link_moves(mp, 0) || evaluate(mp, &f))
 			return -1;
 		if (better(f, mp->best))
