@@ -157,16 +157,17 @@ static int site_factors_doc(struct json_object *root, const char *path, const ch
 }
 
 /* The calibration file, read once for both of its parts. */
-static struct json_object *read_calibration(const char *path, struct pipette_err *err)
+static struct json_object *read_calibration(const char *path, unsigned char *sha256,
+					    struct pipette_err *err)
 {
 	return pipette_json_read(path, "calibration", PIPETTE_CALIBRATION_JSON_MAX,
-				 PIPETTE_CALIBRATION_JSON_DEPTH, NULL, err);
+				 PIPETTE_CALIBRATION_JSON_DEPTH, sha256, err);
 }
 
 int pipette_site_factors_load(const char *path, const char *gpu, const char *stack,
 			      struct pipette_site_factors *out, struct pipette_err *err)
 {
-	struct json_object *root = read_calibration(path, err);
+	struct json_object *root = read_calibration(path, NULL, err);
 	int rv;
 
 	if (!root) {
@@ -196,14 +197,14 @@ static int option_set(const char *options, const char *key)
 int pipette_calibration_apply(const char *path, const struct pipette_gpu_spec *base,
 			      struct pipette_stack *stack, const char *options,
 			      struct pipette_gpu_spec *gpu, struct pipette_site_factors *site,
-			      int *missing, struct pipette_err *err)
+			      int *missing, unsigned char *sha256, struct pipette_err *err)
 {
 	struct json_object *root;
 	int rv;
 
 	*missing = 0;
 	pipette_site_factors_init(site);
-	if (!(root = read_calibration(path, err)))
+	if (!(root = read_calibration(path, sha256, err)))
 		return -1;
 	rv = pipette_gpu_calibrate_doc(base, root, path, gpu, err) ? -1
 	     : site_factors_doc(root, path, base->name, stack->name, site, err);

@@ -47,13 +47,14 @@ int pipette_site_factors_load(const char *path, const char *gpu, const char *sta
  * --stack-option list) set "reserve" itself, and never the stack's floor.
  * *site gets what was applied (1, 1, -1 when nothing); *missing is set
  * when the file has a "site" list without an entry for this GPU and stack
- * (a typo in a GPU name would otherwise pass silently). */
+ * (a typo in a GPU name would otherwise pass silently).  sha256, when
+ * not NULL, gets the digest of the bytes read (srun pins the file by it). */
 struct pipette_gpu_spec;
 struct pipette_stack;
 int pipette_calibration_apply(const char *path, const struct pipette_gpu_spec *base,
 			      struct pipette_stack *stack, const char *options,
 			      struct pipette_gpu_spec *gpu, struct pipette_site_factors *site,
-			      int *missing, struct pipette_err *err);
+			      int *missing, unsigned char *sha256, struct pipette_err *err);
 
 /* One stage of an observed plan: what the model predicted it holds. */
 #define PIPETTE_OBS_MAX_STAGES 512

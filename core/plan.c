@@ -297,10 +297,14 @@ static double now_s(void)
 static int calibrate(struct pipette_plan *p, const char *path, struct pipette_err *err)
 {
 	char msg[PIPETTE_PATH_MAX + 160];
+	unsigned char sha[PIPETTE_SHA256_LEN];
 	int missing;
 
 	if (pipette_calibration_apply(path, p->gpu, &p->stack, p->req.stack_options,
-				      &p->gpu_calibrated, &p->site, &missing, err))
+				      &p->gpu_calibrated, &p->site, &missing, sha, err))
+		return -1;
+	if (p->req.pin_calibration_sha256[0] &&
+	    check_pin("calibration", path, sha, p->req.pin_calibration_sha256, err))
 		return -1;
 	if (missing) {
 		snprintf(msg, sizeof(msg), "%.2000s: its site list has no entry for %s under "

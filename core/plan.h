@@ -54,6 +54,7 @@ struct pipette_request {
 	 * srun saw, or fails with PIPETTE_E_CHANGED. */
 	char pin_bandwidth_sha256[PIPETTE_HASH_HEX + 1];
 	char pin_model_sha256[PIPETTE_HASH_HEX + 1];
+	char pin_calibration_sha256[PIPETTE_HASH_HEX + 1];
 };
 
 /* The cluster the plan is for: Slurm node names, in any order (the plan

@@ -10,7 +10,7 @@
  * exported to the step as PIPETTE_INPUT_DIGEST.  Each node then refuses to
  * apply a plan made from anything else (PIPETTE_E_CHANGED).
  *
- *   PIPETTE_INPUT_DIGEST=1:<options>:<bandwidth cache>:<model config>
+ *   PIPETTE_INPUT_DIGEST=2:<options>:<bandwidth cache>:<model config>:<calibration>
  *
  * each field PIPETTE_HASH_HEX hex digits of a SHA-256, or "-" when srun
  * could not read the file (then that file is not pinned).  Launches
@@ -80,17 +80,23 @@ void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX +
 	pipette_hash_short(sha, out);
 }
 
-/* The digest's field of the bandwidth cache (which 1) or of the model
- * config (2): the hash of the file's content, "-" for none or unreadable. */
+/* The digest's fields, after the options': the files by content. */
+enum { F_OPTS, F_BANDWIDTH, F_MODEL, F_CALIBRATION, N_FIELDS };
+
+/* The digest's field of the bandwidth cache, the model config or the
+ * site's calibration: the hash of the file's content, "-" for none or
+ * unreadable. */
 static void input_file_hex(const struct pipette_opts *o, const struct pipette_site *s,
 			   int which, char out[PIPETTE_HASH_HEX + 1])
 {
 	char path[PATH_MAX];
 
 	strcpy(out, "-");
-	if (which == 1)
+	if (which == F_BANDWIDTH)
 		file_hex(o->bandwidth[0] ? o->bandwidth : s->bandwidth, PIPETTE_BW_MAX_FILE_BYTES,
 			 out);
+	else if (which == F_CALIBRATION)
+		file_hex(s->calibration, CALIBRATION_MAX, out);
 	else if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
 					   sizeof(path), NULL) >= 1)
 		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, out);
@@ -99,13 +105,14 @@ static void input_file_hex(const struct pipette_opts *o, const struct pipette_si
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
 			 char *out, size_t len)
 {
-	char opts[PIPETTE_HASH_HEX + 1], bw[PIPETTE_HASH_HEX + 1], model[PIPETTE_HASH_HEX + 1];
-	int w;
+	char f[N_FIELDS][PIPETTE_HASH_HEX + 1];
+	int i, w;
 
-	pipette_opts_hash(o, opts);
-	input_file_hex(o, s, 1, bw);
-	input_file_hex(o, s, 2, model);
-	w = snprintf(out, len, "1:%s:%s:%s", opts, bw, model);
+	pipette_opts_hash(o, f[F_OPTS]);
+	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
+		input_file_hex(o, s, i, f[i]);
+	w = snprintf(out, len, "2:%s:%s:%s:%s", f[F_OPTS], f[F_BANDWIDTH], f[F_MODEL],
+		     f[F_CALIBRATION]);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
@@ -123,27 +130,28 @@ static int field_ok(const char *f, size_t n)
 	return 1;
 }
 
-/* The three fields of a digest, checked: options, bandwidth cache, model
- * config; each PIPETTE_HASH_HEX hex digits or "-". */
-static int digest_fields(const char *digest, const char *f[3], size_t n[3],
+/* The fields of a digest, checked: options, bandwidth cache, model
+ * config, calibration; each PIPETTE_HASH_HEX hex digits or "-". */
+static int digest_fields(const char *digest, const char *f[N_FIELDS], size_t n[N_FIELDS],
 			 struct pipette_err *err)
 {
 	const char *p;
 	int i;
 
-	if (strncmp(digest, "1:", 2))
+	if (strncmp(digest, "2:", 2))
 		return pipette_fail(err, PIPETTE_DIGEST_VAR " '%.40s': not a digest of this "
 				    "version of pipette (srun and the nodes run different "
 				    "versions?)", digest);
 	p = digest + 2;
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < N_FIELDS; i++) {
 		const char *end = strchr(p, ':');
 
 		if (!end)
 			end = p + strlen(p);
 		f[i] = p;
 		n[i] = (size_t)(end - p);
-		if (!field_ok(f[i], n[i]) || (i < 2 && *end != ':') || (i == 2 && *end))
+		if (!field_ok(f[i], n[i]) || (i < N_FIELDS - 1 && *end != ':') ||
+		    (i == N_FIELDS - 1 && *end))
 			return pipette_fail(err, PIPETTE_DIGEST_VAR " '%.40s': malformed", digest);
 		p = end + 1;
 	}
@@ -153,9 +161,12 @@ static int digest_fields(const char *digest, const char *f[3], size_t n[3],
 int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 		       struct pipette_request *req, struct pipette_err *err)
 {
-	const char *f[3];
-	size_t n[3];
+	const char *f[N_FIELDS];
+	size_t n[N_FIELDS];
 	char mine[PIPETTE_HASH_HEX + 1];
+	char *pins[N_FIELDS] = { NULL, req->pin_bandwidth_sha256, req->pin_model_sha256,
+				 req->pin_calibration_sha256 };
+	int i;
 
 	if (!digest || !digest[0])
 		return 0;
@@ -167,27 +178,24 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 					 "received differ from those srun saw (%.*s here, %.*s in "
 					 "srun): is plugstack.conf the same on every node?",
 					 PIPETTE_HASH_HEX, mine, (int)n[0], f[0]);
-	if (f[1][0] != '-') {
-		memcpy(req->pin_bandwidth_sha256, f[1], n[1]);
-		req->pin_bandwidth_sha256[n[1]] = '\0';
-	}
-	if (f[2][0] != '-') {
-		memcpy(req->pin_model_sha256, f[2], n[2]);
-		req->pin_model_sha256[n[2]] = '\0';
-	}
+	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
+		if (f[i][0] != '-') {
+			memcpy(pins[i], f[i], n[i]);
+			pins[i][n[i]] = '\0';
+		}
 	return 0;
 }
 
 /* The pins of the plan cache: srun's digest with every file it did not
  * pin ("-", or no digest at all) pinned to the content this node reads
- * now; srun's digest as is when it pinned both files. */
+ * now; srun's digest as is when it pinned every file. */
 static int digest_complete(const char *digest, const struct pipette_opts *o,
 			   const struct pipette_site *s, char out[PIPETTE_DIGEST_MAX],
 			   struct pipette_err *err)
 {
-	char mine[3][PIPETTE_HASH_HEX + 1];
-	const char *f[3];
-	size_t n[3];
+	char mine[N_FIELDS][PIPETTE_HASH_HEX + 1];
+	const char *f[N_FIELDS];
+	size_t n[N_FIELDS];
 	int i, w;
 
 	if (!digest || !digest[0]) {
@@ -199,14 +207,14 @@ static int digest_complete(const char *digest, const struct pipette_opts *o,
 		return -1;
 	/* Only the files srun did not pin are read (the bandwidth cache of a
 	 * large cluster is megabytes: tests/bench/plugin_load.sh). */
-	for (i = 1; i < 3; i++)
+	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
 		if (f[i][0] == '-') {
 			input_file_hex(o, s, i, mine[i]);
 			f[i] = mine[i];
 			n[i] = strlen(mine[i]);
 		}
-	w = snprintf(out, PIPETTE_DIGEST_MAX, "1:%.*s:%.*s:%.*s", (int)n[0], f[0], (int)n[1],
-		     f[1], (int)n[2], f[2]);
+	w = snprintf(out, PIPETTE_DIGEST_MAX, "2:%.*s:%.*s:%.*s:%.*s", (int)n[0], f[0],
+		     (int)n[1], f[1], (int)n[2], f[2], (int)n[3], f[3]);
 	if (w < 0 || w >= PIPETTE_DIGEST_MAX)
 		return pipette_fail(err, PIPETTE_DIGEST_VAR ": too long");
 	return 0;
@@ -282,24 +290,21 @@ static int key_file(FILE *t, const char *what, const char *path, const char *pin
 /* Every field of the site's configuration, by name. */
 static void site_text(FILE *t, const struct pipette_site *s)
 {
-	char cal[PIPETTE_HASH_HEX + 1];
-
-	/* the calibration by its content: a new fit is a new plan */
-	file_hex(s->calibration, CALIBRATION_MAX, cal);
+	/* the calibration's content is in the digest (files_text) */
 	fprintf(t, "site.bandwidth=%zu:%s\nsite.gpu=%s\nsite.mem_fraction=%.17g\n"
 		"site.master_port=%ld\nsite.port_range=%ld\nsite.models=%zu:%s\n"
 		"site.budget=%ld\nsite.max_age=%.17g\nsite.attention=%d,%d\nsite.stack=%s\n"
 		"site.stack_options=%s\nsite.default=%d\nsite.fallback_block=%d\n"
 		"site.plan_limits=%ld,%ld,%ld\nsite.emulate_nodes=%zu:%s\n"
 		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n"
-		"site.calibration=%zu:%s\nsite.calibration_sha=%s\nsite.plan_dir=%zu:%s\n",
+		"site.calibration=%zu:%s\nsite.plan_dir=%zu:%s\n",
 		strlen(s->bandwidth), s->bandwidth, s->gpu, s->mem_fraction, s->master_port,
 		s->port_range, strlen(s->models), s->models, s->budget, s->max_age_days,
 		(int)s->attention, s->attention_given, s->stack, s->stack_options, s->default_on,
 		s->fallback_block, s->plan_memory_mib, s->plan_cpu_s, s->plan_timeout_s,
 		strlen(s->emulate_nodes), s->emulate_nodes, strlen(s->plan_cache), s->plan_cache,
 		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),
-		s->calibration, cal, strlen(s->plan_dir), s->plan_dir);
+		s->calibration, strlen(s->plan_dir), s->plan_dir);
 }
 
 /* The files of the step, the bandwidth cache and the model config, by
@@ -309,8 +314,8 @@ static int files_text(FILE *t, const struct pipette_step *st, const char *digest
 {
 	const struct pipette_opts *o = st->opts;
 	const struct pipette_site *s = st->site;
-	const char *f[3] = { NULL, NULL, NULL }, *bw = o->bandwidth[0] ? o->bandwidth : s->bandwidth;
-	size_t n[3] = { 0, 0, 0 };
+	const char *f[N_FIELDS] = { NULL }, *bw = o->bandwidth[0] ? o->bandwidth : s->bandwidth;
+	size_t n[N_FIELDS] = { 0 };
 	char path[PATH_MAX];
 	int r;
 

@@ -528,7 +528,7 @@ int cmd_estimate(int argc, char **argv)
 		int missing;
 
 		if (pipette_calibration_apply(o.calibration, gpu, &stack, o.stack_options,
-					      &calibrated, &site, &missing, &err))
+					      &calibrated, &site, &missing, NULL, &err))
 			return cli_error("--calibration: %s", err.msg);
 		if (missing)
 			fprintf(stderr, "pipette: warning: %s: its site list has no entry for %s "

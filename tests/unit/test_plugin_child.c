@@ -424,10 +424,10 @@ START_TEST(test_digest_pins_cache)
 	strcpy(site.gpu, "H100");
 	opts_for(&o, cache);
 	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
-	/* "1:" options ":" cache ":-" */
-	ck_assert_int_eq(strlen(digest), 2 + PIPETTE_HASH_HEX + 1 + PIPETTE_HASH_HEX + 2);
-	ck_assert_msg(digest[strlen(digest) - 1] == '-', "a preset model is not pinned: %s",
-		      digest);
+	/* "2:" options ":" cache ":-:-": a preset model and no calibration */
+	ck_assert_int_eq(strlen(digest), 2 + PIPETTE_HASH_HEX + 1 + PIPETTE_HASH_HEX + 4);
+	ck_assert_msg(!strcmp(digest + strlen(digest) - 4, ":-:-"), "a preset model or no "
+		      "calibration pinned: %s", digest);
 
 	/* Same options, same file: the plan goes ahead. */
 	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), 0);
@@ -463,11 +463,63 @@ START_TEST(test_digest_pins_cache)
 }
 END_TEST
 
+/* The site's calibration is pinned like the cache: srun hashes it into the
+ * digest's last field, and a node that reads another fit fails the step
+ * (PIPETTE_E_CHANGED) instead of planning with other factors than the
+ * other nodes. */
+START_TEST(test_digest_pins_calibration)
+{
+	char dir[] = "/tmp/pipette-pin-XXXXXX", cal[80], digest[PIPETTE_DIGEST_MAX];
+	struct pipette_site site;
+	struct pipette_opts o;
+	struct pipette_request req;
+	struct pipette_err err;
+	const char *const names[4] = { "node1", "node2", "node3", "node4" };
+	struct pipette_cluster_spec cs = { 4, names, 8, NULL };
+	struct pipette_plan *plan = NULL;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cal, sizeof(cal), "%s/cal.json", dir);
+	f = fopen(cal, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+	      "\"compute_factor\": 1.1, \"comm_factor\": 1.0}]}\n", f);
+	fclose(f);
+	pipette_site_init(&site);
+	strcpy(site.gpu, "H100");
+	strcpy(site.calibration, cal);
+	opts_for(&o, NULL);
+	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
+	ck_assert_msg(strlen(strrchr(digest, ':') + 1) == PIPETTE_HASH_HEX,
+		      "the calibration is not pinned: %s", digest);
+	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), 0);
+	ck_assert_msg(pipette_pin_inputs(digest, &o, &req, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(strlen(req.pin_calibration_sha256), PIPETTE_HASH_HEX);
+	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
+	pipette_plan_destroy(plan);
+	plan = NULL;
+
+	/* A new fit lands after srun read the file. */
+	f = fopen(cal, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+	      "\"compute_factor\": 1.2, \"comm_factor\": 1.0}]}\n", f);
+	fclose(f);
+	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &plan, &err), -1);
+	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_CHANGED);
+	ck_assert_msg(strstr(err.msg, "calibration") && strstr(err.msg, cal), "%s", err.msg);
+	unlink(cal);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_digest_malformed)
 {
 	static const char *const bad[] = {
-		"2:0123456789abcdef:-:-", "1:0123456789abcdef:-", "1:0123456789abcdeg:-:-",
-		"1:0123456789abcdef:-:-:", "1:01234:-:-", "garbage",
+		"1:0123456789abcdef:-:-", "3:0123456789abcdef:-:-:-", "2:0123456789abcdef:-:-",
+		"2:0123456789abcdeg:-:-:-", "2:0123456789abcdef:-:-:-:", "2:01234:-:-:-",
+		"2:0123456789abcdef:-:-:0123", "garbage",
 	};
 	struct pipette_opts o;
 	struct pipette_request req;
@@ -507,6 +559,7 @@ static Suite *suite(void)
 	tc = tcase_create("digest");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_digest_pins_cache);
+	tcase_add_test(tc, test_digest_pins_calibration);
 	tcase_add_test(tc, test_digest_malformed);
 	suite_add_tcase(s, tc);
 	return s;
