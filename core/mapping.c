@@ -429,23 +429,10 @@ static int bnb_leaves(struct mapper *mp, struct bnb *b, int d)
 	return rv;
 }
 
-struct child {
-	double lb;
-	int pos;
-};
-
-static int cmp_child(const void *a, const void *b)
-{
-	const struct child *x = a, *y = b;
-
-	if (x->lb != y->lb)
-		return x->lb < y->lb ? -1 : 1;
-	return x->pos - y->pos;
-}
 
 static int bnb_visit(struct mapper *mp, struct bnb *b, int d)
 {
-	struct child ch[PIPETTE_MAPPING_EXACT_MAX + 1];
+	struct pipette_ranked ch[PIPETTE_MAPPING_EXACT_MAX + 1];	/* bound, position */
 	int n = 0, x = b->weak[d], p, k;
 
 	/* Near the leaves a bound costs as much as the orders it could cut:
@@ -457,20 +444,20 @@ static int bnb_visit(struct mapper *mp, struct bnb *b, int d)
 		if (p >= 0 && b->at[p] >= 0)
 			continue;
 		bnb_put(b, x, p);
-		ch[n].pos = p;
-		if (bnb_bound(mp, b, &ch[n++].lb)) {
+		ch[n].id = p;
+		if (bnb_bound(mp, b, &ch[n++].key)) {
 			bnb_take(b, x, p);
 			return -1;
 		}
 		bnb_take(b, x, p);
 	}
-	qsort(ch, (size_t)n, sizeof(ch[0]), cmp_child);
-	for (k = 0; k < n && ch[k].lb <= mp->best * (1 + BOUND_SLACK); k++) {
+	qsort(ch, (size_t)n, sizeof(ch[0]), pipette_cmp_ranked);
+	for (k = 0; k < n && ch[k].key <= mp->best * (1 + BOUND_SLACK); k++) {
 		int rv;
 
-		bnb_put(b, x, ch[k].pos);
+		bnb_put(b, x, ch[k].id);
 		rv = bnb_visit(mp, b, d + 1);
-		bnb_take(b, x, ch[k].pos);
+		bnb_take(b, x, ch[k].id);
 		if (rv)
 			return -1;
 	}
@@ -885,20 +872,6 @@ static double intra_spread(const struct pipette_cluster *cl, int node, int G)
 	return hi > 0 ? lo / hi : 1;
 }
 
-struct spread {
-	double ratio;
-	int k;
-};
-
-static int cmp_spread(const void *a, const void *b)
-{
-	const struct spread *x = a, *y = b;
-
-	if (x->ratio != y->ratio)
-		return x->ratio < y->ratio ? -1 : 1;
-	return x->k - y->k;
-}
-
 /* First-improvement pairwise slot swaps on each used non-uniform node,
  * the most uneven first (where a budget that cannot cover every node of
  * a large cluster gains most: a degraded GPU before the noise of healthy
@@ -906,17 +879,17 @@ static int cmp_spread(const void *a, const void *b)
 static int slot_descent(struct mapper *mp, int *searched)
 {
 	int k, a, b, G = mp->G, n_used = 0;
-	struct spread *by = malloc((size_t)mp->blocks * sizeof(*by));
+	struct pipette_ranked *by = malloc((size_t)mp->blocks * sizeof(*by));	/* spread, block */
 
 	*searched = 0;
 	if (!by)
 		return pipette_fail(mp->err, "out of memory");
 	for (k = 0; G > 1 && k < mp->blocks; k++)
 		if (!intra_uniform(mp->cl, mp->order[k], G))
-			by[n_used++] = (struct spread){ intra_spread(mp->cl, mp->order[k], G), k };
-	qsort(by, (size_t)n_used, sizeof(*by), cmp_spread);
+			by[n_used++] = (struct pipette_ranked){ intra_spread(mp->cl, mp->order[k], G), k };
+	qsort(by, (size_t)n_used, sizeof(*by), pipette_cmp_ranked);
 	for (k = 0; k < n_used && mp->evals < mp->budget; k++) {
-		int *s = mp->slot + (size_t)mp->order[by[k].k] * G, improved = 1;
+		int *s = mp->slot + (size_t)mp->order[by[k].id] * G, improved = 1;
 
 		(*searched)++;
 		while (improved && mp->evals < mp->budget) {

@@ -5,6 +5,22 @@
 #include "cluster.h"
 #include "config.h"
 
+/* An index with a key, sorted by key, ties by index (qsort with
+ * pipette_cmp_ranked: a deterministic order). */
+struct pipette_ranked {
+	double key;
+	int id;
+};
+
+static inline int pipette_cmp_ranked(const void *a, const void *b)
+{
+	const struct pipette_ranked *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->id - y->id;
+}
+
 /* Swaps of the node order aimed at slow links (mapping_links.c).
  *
  * The estimate is a bottleneck function: a data-parallel ring runs at its

@@ -201,19 +201,6 @@ static double swap_delta(struct descent *d, int i, int j, const double *local)
 	return after - before;
 }
 
-struct hot {
-	double pen;
-	int k;
-};
-
-static int cmp_hot(const void *a, const void *b)
-{
-	const struct hot *x = a, *y = b;
-
-	if (x->pen != y->pen)
-		return x->pen > y->pen ? -1 : 1;
-	return x->k - y->k;
-}
 
 /* Block k moved: its penalty and its neighbours'. */
 static void refresh(struct descent *d, double *local, int k)
@@ -232,7 +219,8 @@ struct pipette_link_moves {
 	struct block_graph g;
 	struct descent d;
 	double *local;		/* penalty of each block's links */
-	struct hot *hot;	/* this pass's blocks, worst first */
+	struct pipette_ranked *hot;	/* this pass's blocks, worst first:
+					 * minus their penalty, block */
 	double total;
 	int n_hot, h;		/* hot blocks of the pass, the next one */
 	int pass, kept;		/* passes begun, swaps kept in this one */
@@ -297,10 +285,10 @@ static void pass_begin(struct pipette_link_moves *lm)
 	lm->total = 0;
 	for (k = 0; k < B; k++) {
 		lm->local[k] = block_penalty(&lm->d, k, lm->d.order[k], -1, -1);
-		lm->hot[k] = (struct hot){ lm->local[k], k };
+		lm->hot[k] = (struct pipette_ranked){ -lm->local[k], k };
 		lm->total += lm->local[k];
 	}
-	qsort(lm->hot, (size_t)B, sizeof(*lm->hot), cmp_hot);
+	qsort(lm->hot, (size_t)B, sizeof(*lm->hot), pipette_cmp_ranked);
 	lm->n_hot = B < HOT_MAX ? B : HOT_MAX;
 	lm->h = 0;
 	lm->kept = 0;
@@ -317,7 +305,7 @@ int pipette_link_moves_next(struct pipette_link_moves *lm, long work_max, int *i
 		if (lm->h < 0)
 			pass_begin(lm);
 		while (lm->h < lm->n_hot && d->work < work_max) {
-			int a = lm->hot[lm->h++].k, b, n, best_j = -1;
+			int a = lm->hot[lm->h++].id, b, n, best_j = -1;
 			int tries = d->N <= PARTNERS ? d->N : PARTNERS;
 			double best = -MIN_GAIN * lm->total;
 
