@@ -405,6 +405,44 @@ static void copy_file(const char *from, const char *to)
 	pipette_file_free(&f);
 }
 
+static const char *const pin_nodes[4] = { "node1", "node2", "node3", "node4" };
+static const struct pipette_cluster_spec pin_cs = { 4, pin_nodes, 8, NULL };
+
+/* The request of o under srun's digest, pinned, plans on 4 x 8 GPUs. */
+static void plan_pinned(const struct pipette_opts *o, const struct pipette_site *site,
+			const char *digest, struct pipette_request *req)
+{
+	struct pipette_plan *plan = NULL;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_request_build(o, site, PIPETTE_LAUNCH_SRUN, req, &err), 0);
+	ck_assert_msg(pipette_pin_inputs(digest, o, req, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_plan_compute(req, &pin_cs, &plan, &err) == 0, "%s", err.msg);
+	pipette_plan_destroy(plan);
+}
+
+/* The same request after a pinned file changed: PIPETTE_E_CHANGED, the
+ * message naming `what` and the file. */
+static void assert_changed(const struct pipette_request *req, const char *what, const char *path)
+{
+	struct pipette_plan *plan = NULL;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_plan_compute(req, &pin_cs, &plan, &err), -1);
+	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_CHANGED);
+	ck_assert_msg(strstr(err.msg, "changed while the step started") && strstr(err.msg, what) &&
+		      strstr(err.msg, path), "%s", err.msg);
+}
+
+static void write_file(const char *path, const char *mode, const char *text)
+{
+	FILE *f = fopen(path, mode);
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 START_TEST(test_digest_pins_cache)
 {
 	char dir[] = "/tmp/pipette-pin-XXXXXX", cache[80], digest[PIPETTE_DIGEST_MAX];
@@ -412,10 +450,6 @@ START_TEST(test_digest_pins_cache)
 	struct pipette_opts o, other;
 	struct pipette_request req;
 	struct pipette_err err;
-	const char *const names[4] = { "node1", "node2", "node3", "node4" };
-	struct pipette_cluster_spec cs = { 4, names, 8, NULL };
-	struct pipette_plan *plan = NULL;
-	FILE *f;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(cache, sizeof(cache), "%s/bw.json", dir);
@@ -430,21 +464,12 @@ START_TEST(test_digest_pins_cache)
 		      "calibration pinned: %s", digest);
 
 	/* Same options, same file: the plan goes ahead. */
-	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), 0);
-	ck_assert_msg(pipette_pin_inputs(digest, &o, &req, &err) == 0, "%s", err.msg);
+	plan_pinned(&o, &site, digest, &req);
 	ck_assert_int_eq(strlen(req.pin_bandwidth_sha256), PIPETTE_HASH_HEX);
-	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
-	pipette_plan_destroy(plan);
-	plan = NULL;
 
 	/* The cache is replaced after srun read it: PIPETTE_E_CHANGED. */
-	f = fopen(cache, "a");
-	ck_assert_ptr_nonnull(f);
-	fputs("\n", f);
-	fclose(f);
-	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &plan, &err), -1);
-	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_CHANGED);
-	ck_assert_msg(strstr(err.msg, "changed while the step started"), "%s", err.msg);
+	write_file(cache, "a", "\n");
+	assert_changed(&req, "bandwidth cache", cache);
 
 	/* Options that differ from srun's. */
 	opts_for(&other, cache);
@@ -473,19 +498,11 @@ START_TEST(test_digest_pins_calibration)
 	struct pipette_site site;
 	struct pipette_opts o;
 	struct pipette_request req;
-	struct pipette_err err;
-	const char *const names[4] = { "node1", "node2", "node3", "node4" };
-	struct pipette_cluster_spec cs = { 4, names, 8, NULL };
-	struct pipette_plan *plan = NULL;
-	FILE *f;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(cal, sizeof(cal), "%s/cal.json", dir);
-	f = fopen(cal, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
-	      "\"compute_factor\": 1.1, \"comm_factor\": 1.0}]}\n", f);
-	fclose(f);
+	write_file(cal, "w", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 1.1, \"comm_factor\": 1.0}]}\n");
 	pipette_site_init(&site);
 	strcpy(site.gpu, "H100");
 	strcpy(site.calibration, cal);
@@ -493,22 +510,13 @@ START_TEST(test_digest_pins_calibration)
 	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
 	ck_assert_msg(strlen(strrchr(digest, ':') + 1) == PIPETTE_HASH_HEX,
 		      "the calibration is not pinned: %s", digest);
-	ck_assert_int_eq(pipette_request_build(&o, &site, PIPETTE_LAUNCH_SRUN, &req, &err), 0);
-	ck_assert_msg(pipette_pin_inputs(digest, &o, &req, &err) == 0, "%s", err.msg);
+	plan_pinned(&o, &site, digest, &req);
 	ck_assert_int_eq(strlen(req.pin_calibration_sha256), PIPETTE_HASH_HEX);
-	ck_assert_msg(pipette_plan_compute(&req, &cs, &plan, &err) == 0, "%s", err.msg);
-	pipette_plan_destroy(plan);
-	plan = NULL;
 
 	/* A new fit lands after srun read the file. */
-	f = fopen(cal, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
-	      "\"compute_factor\": 1.2, \"comm_factor\": 1.0}]}\n", f);
-	fclose(f);
-	ck_assert_int_eq(pipette_plan_compute(&req, &cs, &plan, &err), -1);
-	ck_assert_int_eq(pipette_err_code(&err), PIPETTE_E_CHANGED);
-	ck_assert_msg(strstr(err.msg, "calibration") && strstr(err.msg, cal), "%s", err.msg);
+	write_file(cal, "w", "{\"site\": [{\"gpu\": \"H100-SXM-80GB\", \"stack\": \"megatron\", "
+		   "\"compute_factor\": 1.2, \"comm_factor\": 1.0}]}\n");
+	assert_changed(&req, "calibration", cal);
 	unlink(cal);
 	rmdir(dir);
 }
