@@ -38,7 +38,8 @@
  * (tests/bench/bench_plan.c), at least SWEEP_MIN of them.  A swap of two
  * nodes re-reads only their ranks' groups (timing.c). */
 #define SWEEP_WORK 3e6
-#define SWEEP_MIN 60
+/* At least the start temperature's calibration and one shortest run. */
+#define SWEEP_MIN (SA_CALIBRATION + SA_MIN_RUN)
 /* An annealing run ends early after this share of its iterations without
  * a new best (deterministic: counted in iterations). */
 #define SA_PATIENCE 0.5
@@ -927,7 +928,7 @@ static int slot_descent(struct mapper *mp, int *searched)
 static int link_moves(struct mapper *mp, int judged)
 {
 	struct pipette_link_moves *lm =
-		pipette_link_moves_create(mp->c, mp->cl, mp->G, mp->N, mp->order);
+		pipette_link_moves_create(mp->m, mp->c, mp->cl, mp->G, mp->N, mp->order);
 	double f, cur = mp->best;	/* judged moves start from the incumbent */
 	int i, j, rv = 0;
 
@@ -961,7 +962,9 @@ static int link_moves(struct mapper *mp, int judged)
  * nothing and cost a tenth of the plan's time), then the link moves judged
  * by the estimate from the best order; then annealing and the order
  * descent, which share what SWEEP_WORK pays for (unless a budget was
- * given) and what the budget leaves. */
+ * given) and what the budget leaves.  Annealing starts from the
+ * incumbent: orders the judged moves reached on a plateau of equal
+ * estimates beyond it are not kept. */
 static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
 			enum pipette_mapping_end *end)
 {

@@ -4,6 +4,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "model.h"
 
 /* An index with a key, sorted by key, ties by index (qsort with
  * pipette_cmp_ranked: a deterministic order). */
@@ -34,7 +35,8 @@ static inline int pipette_cmp_ranked(const void *a, const void *b)
  * them) or a pipeline pair joins them, and each move lowers the sum over
  * adjacent blocks of (fastest / link)^8, a smooth stand-in for the slowest
  * link: in passes over the worst blocks (by that sum), each block's best
- * swap with any node (idle ones included), if it lowers the sum.  Passes
+ * swap with any node (idle ones included; above 64 nodes, with the best
+ * of 64 drawn), if it lowers the sum.  Passes
  * go on while one kept a swap.  The caller judges each swap (by the
  * estimate, or not at all) and keeps or undoes it; every kept swap lowers
  * the sum, so the moves never cycle.  Deterministic.
@@ -45,7 +47,8 @@ static inline int pipette_cmp_ranked(const void *a, const void *b)
 struct pipette_link_moves;
 
 /* NULL when out of memory. */
-struct pipette_link_moves *pipette_link_moves_create(const struct pipette_config *c,
+struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model *m,
+						     const struct pipette_config *c,
 						     const struct pipette_cluster *cl, int G,
 						     int N, int *order);
 void pipette_link_moves_destroy(struct pipette_link_moves *lm);

@@ -28,7 +28,9 @@
  *    1.53, 1.76 s at 2048: a slow link has many good replacements among a
  *    few dozen nodes, and the cost of a move must not grow with the
  *    cluster;
- *  - PASS_MAX: 2 and 32 passes gained as much as 8. */
+ *  - PASS_MAX: 2 and 32 passes gained as much as 8;
+ *  - the exponent: 4, 8 and 16 gave 1.183, 1.184, 1.183 at 1024 nodes,
+ *    1.170, 1.198, 1.196 at 2048 and 1.194, 1.178, 1.180 at 4096. */
 #define HOT_MAX 256
 #define PARTNERS 64
 #define PASS_MAX 8
@@ -58,20 +60,25 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Pairs of distinct blocks joined by a ring hop or a pipeline pair of c:
- * TP, CP, the data-parallel ring over dp x cp (and FSDP's shard and
- * replica rings), EP, and each rank's next stage (around to the first
- * for more than one chunk per rank). */
-static int graph_pairs(const struct pipette_config *c, int G, uint64_t **out, size_t *n_out)
+/* Pairs of distinct blocks joined by a hop the estimate prices
+ * (timing.c): the TP, CP and EP rings, the data-parallel ring over dp x cp
+ * (with FSDP its shard and replica rings instead), each rank's next stage,
+ * and last stage -> first where a transfer crosses it: interleaved chunks
+ * or the tied embedding's all-reduce (a V-shaped schedule turns around on
+ * the last stage and ends on the first: neither). */
+static int graph_pairs(const struct pipette_config *c, int tied, int G, uint64_t **out,
+		       size_t *n_out)
 {
 	int per_stage = c->tp * c->cp * c->dp, world = pipette_config_world(c), r, k;
-	int shard = c->dp_shard > 1 ? c->dp_shard : 1;
+	int shard = c->dp_shard > 1 ? c->dp_shard : 1, fsdp = pipette_config_shard_group(c) > 1;
 	const int rings[][2] = {
-		{ c->tp, 1 }, { c->cp, c->tp }, { c->cp * c->dp, c->tp },
-		{ c->cp * shard, c->tp }, { c->dp / shard, c->tp * c->cp * shard },
-		{ c->ep, c->etp },
+		{ c->tp, 1 }, { c->cp, c->tp }, { c->ep, c->etp },
+		{ fsdp ? c->cp * shard : c->cp * c->dp, c->tp },
+		{ fsdp ? c->dp / shard : 1, c->tp * c->cp * shard },
 	};
-	int n_rings = (int)(sizeof(rings) / sizeof(rings[0])), chunks = pipette_config_chunks(c);
+	int n_rings = (int)(sizeof(rings) / sizeof(rings[0]));
+	int wrap = c->pp > 1 && !pipette_schedule_is_v(c->schedule) &&
+		   (pipette_config_chunks(c) > 1 || tied);
 	uint64_t blocks = (uint64_t)(world + G - 1) / (uint64_t)G;
 	size_t cap = (size_t)world * (size_t)(n_rings + 1), n = 0;
 	uint64_t *p = malloc(cap * sizeof(*p));
@@ -90,7 +97,7 @@ static int graph_pairs(const struct pipette_config *c, int G, uint64_t **out, si
 				b = (s * per_stage + ring_next(q, rings[k][0], rings[k][1])) / G;
 			} else if (s < c->pp - 1) {
 				b = (r + per_stage) / G;
-			} else if (c->pp > 1 && chunks > 1) {
+			} else if (wrap) {
 				b = q / G;
 			} else {
 				continue;
@@ -115,7 +122,7 @@ static void graph_free(struct block_graph *g)
 	free(g->adj);
 }
 
-static int graph_build(const struct pipette_config *c, int G, struct block_graph *g)
+static int graph_build(const struct pipette_config *c, int tied, int G, struct block_graph *g)
 {
 	uint64_t *pairs;
 	size_t n, i;
@@ -123,7 +130,7 @@ static int graph_build(const struct pipette_config *c, int G, struct block_graph
 
 	memset(g, 0, sizeof(*g));
 	g->blocks = (pipette_config_world(c) + G - 1) / G;
-	if (graph_pairs(c, G, &pairs, &n))
+	if (graph_pairs(c, tied, G, &pairs, &n))
 		return -1;
 	g->off = calloc((size_t)g->blocks + 1, sizeof(int));
 	g->adj = malloc((2 * n + 1) * sizeof(int));
@@ -157,6 +164,8 @@ struct descent {
 	int *order, N;
 	double ref;		/* fastest link of the start's pairs */
 	long work;		/* node links read */
+	char *rejected;		/* block's last swap undone, nothing near it
+				 * moved since: its best swap is the same */
 };
 
 /* The penalty of the link between nodes x and y, its slower direction. */
@@ -202,16 +211,19 @@ static double swap_delta(struct descent *d, int i, int j, const double *local)
 }
 
 
-/* Block k moved: its penalty and its neighbours'. */
+/* Block k moved: its penalty and its neighbours', whose best swaps may
+ * differ now. */
 static void refresh(struct descent *d, double *local, int k)
 {
 	int e;
 
 	local[k] = block_penalty(d, k, d->order[k], -1, -1);
+	d->rejected[k] = 0;
 	for (e = d->g->off[k]; e < d->g->off[k + 1]; e++) {
 		int b = d->g->adj[e];
 
 		local[b] = block_penalty(d, b, d->order[b], -1, -1);
+		d->rejected[b] = 0;
 	}
 }
 
@@ -229,7 +241,8 @@ struct pipette_link_moves {
 	uint64_t rng;		/* draws the partners */
 };
 
-struct pipette_link_moves *pipette_link_moves_create(const struct pipette_config *c,
+struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model *m,
+						     const struct pipette_config *c,
 						     const struct pipette_cluster *cl, int G,
 						     int N, int *order)
 {
@@ -238,14 +251,15 @@ struct pipette_link_moves *pipette_link_moves_create(const struct pipette_config
 
 	if (!lm)
 		return NULL;
-	if (graph_build(c, G, &lm->g)) {
+	if (graph_build(c, m->tied_embeddings, G, &lm->g)) {
 		free(lm);
 		return NULL;
 	}
-	lm->d = (struct descent){ &lm->g, cl, order, N, 0, 0 };
+	lm->d = (struct descent){ &lm->g, cl, order, N, 0, 0,
+				  calloc((size_t)lm->g.blocks, 1) };
 	lm->local = malloc((size_t)lm->g.blocks * sizeof(*lm->local));
 	lm->hot = malloc((size_t)lm->g.blocks * sizeof(*lm->hot));
-	if (!lm->local || !lm->hot) {
+	if (!lm->local || !lm->hot || !lm->d.rejected) {
 		pipette_link_moves_destroy(lm);
 		return NULL;
 	}
@@ -269,6 +283,7 @@ void pipette_link_moves_destroy(struct pipette_link_moves *lm)
 	graph_free(&lm->g);
 	free(lm->local);
 	free(lm->hot);
+	free(lm->d.rejected);
 	free(lm);
 }
 
@@ -289,6 +304,9 @@ static void pass_begin(struct pipette_link_moves *lm)
 		lm->total += lm->local[k];
 	}
 	qsort(lm->hot, (size_t)B, sizeof(*lm->hot), pipette_cmp_ranked);
+	/* drawn partners are new ones: a rejected block may find another */
+	if (lm->d.N > PARTNERS)
+		memset(lm->d.rejected, 0, (size_t)B);
 	lm->n_hot = B < HOT_MAX ? B : HOT_MAX;
 	lm->h = 0;
 	lm->kept = 0;
@@ -309,6 +327,8 @@ int pipette_link_moves_next(struct pipette_link_moves *lm, long work_max, int *i
 			int tries = d->N <= PARTNERS ? d->N : PARTNERS;
 			double best = -MIN_GAIN * lm->total;
 
+			if (d->rejected[a])
+				continue;
 			for (n = 0; n < tries; n++) {
 				double delta;
 
@@ -343,7 +363,7 @@ void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep)
 	int tmp;
 
 	if (keep) {
-		lm->total += lm->delta;
+		lm->total += 2 * lm->delta;	/* each link counts in both blocks */
 		lm->kept++;
 		refresh(d, lm->local, lm->i);
 		if (lm->j < lm->g.blocks)
@@ -353,4 +373,5 @@ void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep)
 	tmp = d->order[lm->i];
 	d->order[lm->i] = d->order[lm->j];
 	d->order[lm->j] = tmp;
+	d->rejected[lm->i] = 1;
 }

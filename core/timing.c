@@ -93,9 +93,9 @@ struct grid_entry {
 	long used;
 	struct group_links *groups[N_KINDS];	/* stage-major, all groups */
 	int per_stage[N_KINDS];			/* groups per stage */
-	struct pipette_link *p2p;	/* [4][pp][per_stage]: s->s+1, s+1->s,
-					 * 0->pp-1, pp-1->0 (slot 2, 3 at s = 0) */
-	int filled_p2p;
+	struct pipette_link *p2p;	/* [2][pp][per_stage]: row s of slot 0
+					 * is s -> s+1 (pp-1 -> 0 last), slot 1
+					 * the reverse */
 	/* Of each row of p2p, the links that can be its worst (p2p_front). */
 	struct pipette_link *front;	/* row r at r * per_stage */
 	int *front_n;			/* 2 pp counts */
@@ -564,8 +564,13 @@ static const struct group_links *shape_groups(struct pipette_timer *t,
 }
 
 /* A mapped placement whose sigma moved more than this share of the ranks
- * since the last estimate is read afresh rather than updated. */
-#define MAPPED_UPDATE_MAX 0.125
+ * since the last estimate is read afresh rather than updated.  Measured at
+ * 2048 x 8 GPUs (tp 2 pp 8 dp 256 cp 4, the generated cache of
+ * tests/bench/bench_plan.c), per estimate after reversing L nodes of the
+ * order: updated 0.14, 0.27, 0.60 and 2.05 ms at L = 2, 64, 256, 1024;
+ * read afresh 1.3-1.7 ms whatever L; the two cross near 30% of the
+ * ranks. */
+#define MAPPED_UPDATE_MAX 0.25
 
 static int cmp_int(const void *a, const void *b);
 static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out);
@@ -691,7 +696,9 @@ static struct grid_entry *mapped_lookup(struct pipette_timer *t, const struct pl
 	return e;
 }
 
-/* The cached grid of c, or NULL when caching is off for this call. */
+/* The cached grid of c: a mapped placement's (mapped_lookup), or the
+ * default placement's when pipette_timer_cache_links named this cluster;
+ * else NULL. */
 static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct placement *p,
 				      const struct pipette_config *c)
 {

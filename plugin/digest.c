@@ -307,8 +307,8 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		s->calibration, strlen(s->plan_dir), s->plan_dir);
 }
 
-/* The files of the step, the bandwidth cache and the model config, by
- * the pins of digest. */
+/* The files of the step by the pins of digest: the digest itself (which
+ * holds the calibration's), the bandwidth cache and the model config. */
 static int files_text(FILE *t, const struct pipette_step *st, const char *digest,
 		      struct pipette_err *err)
 {

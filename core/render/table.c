@@ -88,9 +88,9 @@ static void write_mapping(const struct pipette_plan *plan, FILE *f)
 		plan->mstats.evaluations,
 		plan->req.mapping == PIPETTE_MAP_BLOCK ? ", --mapping block"
 		: plan->mstats.exhaustive ? ", the optimum over node orders"
-		: plan->mstats.end == PIPETTE_MAP_END_BOUND ? ", searched until within 0.5% of the bound"
-		: plan->mstats.end == PIPETTE_MAP_END_LOCAL ? ", searched until no move improved it"
-		: plan->mstats.end == PIPETTE_MAP_END_BUDGET ? ", searched until its budget was spent"
+		: plan->mstats.end == PIPETTE_MAP_END_BOUND ? ", stopped within 0.5% of the bound"
+		: plan->mstats.end == PIPETTE_MAP_END_LOCAL ? ", stopped: no move improved it"
+		: plan->mstats.end == PIPETTE_MAP_END_BUDGET ? ", stopped: its budget was spent"
 		: "");
 	if (plan->mstats.bound_s > 0)
 		fprintf(f, "placement bound %.4f s (every link as fast as the cluster's fastest): "

@@ -346,7 +346,7 @@ START_TEST(test_link_moves_clear_slow_hops)
 	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n11", "n10", 4.0, 5, &prov, &err), 0);
 	cl = make(bw, names, 16, 8);
 	llama(&m, &c, 8, 1, 16, 64);
-	lm = pipette_link_moves_create(&c, cl, 8, 16, order);
+	lm = pipette_link_moves_create(&m, &c, cl, 8, 16, order);
 	ck_assert_ptr_nonnull(lm);
 	ck_assert(pipette_link_moves_next(lm, 1L << 30, &i, &j));
 	ck_assert_int_ne(order[i], i);

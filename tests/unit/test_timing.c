@@ -529,7 +529,9 @@ static struct pipette_cluster *random_links(int n, uint64_t seed)
  * it kept for the last one where a few ranks moved, or reads them afresh
  * where many did) gives exactly what a new timer gives, for every group
  * kind: TP, CP and DP rings, pipeline pairs around an interleaved
- * pipeline, expert rings, FSDP's shard and replica rings. */
+ * pipeline, expert rings, FSDP's shard and replica rings.  32 nodes of 8
+ * GPUs: a node swap moves 16 of 256 ranks, which the timer updates (up to
+ * a quarter of the ranks); a reshuffle moves most, which it reads afresh. */
 START_TEST(test_mapped_estimates_reused)
 {
 	static const struct {
@@ -538,17 +540,17 @@ START_TEST(test_mapped_estimates_reused)
 		enum pipette_schedule_kind sched;
 		enum pipette_stack_id stack;
 	} cases[] = {
-		{ "llama2-13b", 2, 4, 8, 1, 1, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
-		{ "llama2-13b", 2, 4, 4, 2, 1, 2, 1, PIPETTE_SCHED_INTERLEAVED,
+		{ "llama2-13b", 2, 4, 32, 1, 1, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
+		{ "llama2-13b", 2, 4, 16, 2, 1, 2, 1, PIPETTE_SCHED_INTERLEAVED,
 		  PIPETTE_STACK_MEGATRON },
-		{ "mixtral-8x7b", 1, 2, 32, 1, 8, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
-		{ "llama3-8b", 2, 2, 16, 1, 1, 1, 4, PIPETTE_SCHED_1F1B, PIPETTE_STACK_TORCHTITAN },
+		{ "mixtral-8x7b", 1, 2, 128, 1, 8, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
+		{ "llama3-8b", 2, 2, 64, 1, 1, 1, 4, PIPETTE_SCHED_1F1B, PIPETTE_STACK_TORCHTITAN },
 	};
-	struct pipette_cluster *cl = random_links(8, 42);
+	struct pipette_cluster *cl = random_links(32, 42);
 	struct pipette_timer *kept = pipette_timer_create();
 	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", NULL);
 	uint64_t rng = 7;
-	int sigma[64], i, step;
+	int sigma[256], i, step;
 
 	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
 		struct pipette_config c;
@@ -569,15 +571,15 @@ START_TEST(test_mapped_estimates_reused)
 		c.global_batch = 4L * c.dp;
 		ck_assert_int_eq(pipette_model_preset(cases[i].model, &m, NULL), 0);
 		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
-		for (step = 0; step < 64; step++)
+		for (step = 0; step < 256; step++)
 			sigma[step] = step;
 		for (step = 0; step < 40; step++) {
 			struct pipette_timer *fresh = pipette_timer_create();
 			struct pipette_time a, b;
-			int x = pipette_rng_below(&rng, 8), y = pipette_rng_below(&rng, 8), k, tmp;
+			int x = pipette_rng_below(&rng, 32), y = pipette_rng_below(&rng, 32), k, tmp;
 
 			if (step % 10 == 9) {		/* many ranks: read afresh */
-				for (k = 63; k > 0; k--) {
+				for (k = 255; k > 0; k--) {
 					int j = pipette_rng_below(&rng, k + 1);
 
 					tmp = sigma[k];
@@ -585,6 +587,7 @@ START_TEST(test_mapped_estimates_reused)
 					sigma[j] = tmp;
 				}
 			} else if (step % 3 == 2) {	/* two GPUs of a node */
+				y %= 8;
 				tmp = sigma[x * 8 + y];
 				sigma[x * 8 + y] = sigma[x * 8 + (y + 3) % 8];
 				sigma[x * 8 + (y + 3) % 8] = tmp;
