@@ -33,6 +33,22 @@ struct sbuf {
 	int oom;
 };
 
+/* Room for n more bytes and the terminator (capacity doubled past
+ * them); -1 and oom set when out of memory. */
+static int sb_grow(struct sbuf *sb, size_t n)
+{
+	size_t cap = (sb->cap + n + 1) * 2;
+	char *np = realloc(sb->p, cap);
+
+	if (!np) {
+		sb->oom = 1;
+		return -1;
+	}
+	sb->p = np;
+	sb->cap = cap;
+	return 0;
+}
+
 __attribute__((format(printf, 2, 3)))
 static void sb_add(struct sbuf *sb, const char *fmt, ...)
 {
@@ -53,17 +69,8 @@ static void sb_add(struct sbuf *sb, const char *fmt, ...)
 			sb->len += (size_t)n;
 			return;
 		}
-		{
-			size_t cap = (sb->cap + (size_t)n + 1) * 2;
-			char *np = realloc(sb->p, cap);
-
-			if (!np) {
-				sb->oom = 1;
-				return;
-			}
-			sb->p = np;
-			sb->cap = cap;
-		}
+		if (sb_grow(sb, (size_t)n))
+			return;
 	}
 }
 
@@ -150,17 +157,8 @@ static void sb_raw(struct sbuf *sb, const char *s, size_t n)
 {
 	if (sb->oom)
 		return;
-	if (sb->len + n + 1 > sb->cap) {
-		size_t cap = (sb->cap + n + 1) * 2;
-		char *np = realloc(sb->p, cap);
-
-		if (!np) {
-			sb->oom = 1;
-			return;
-		}
-		sb->p = np;
-		sb->cap = cap;
-	}
+	if (sb->len + n + 1 > sb->cap && sb_grow(sb, n))
+		return;
 	memcpy(sb->p + sb->len, s, n);
 	sb->len += n;
 	sb->p[sb->len] = '\0';
