@@ -430,7 +430,6 @@ static int bnb_leaves(struct mapper *mp, struct bnb *b, int d)
 	return rv;
 }
 
-
 static int bnb_visit(struct mapper *mp, struct bnb *b, int d)
 {
 	struct pipette_ranked ch[PIPETTE_MAPPING_EXACT_MAX + 1];	/* bound, position */
@@ -955,6 +954,14 @@ static int link_moves(struct mapper *mp, int judged)
 	return rv;
 }
 
+/* Unless a budget was given, what is left of it shrinks to what
+ * SWEEP_WORK pays for from here (moves that re-read every rank). */
+static void sweep_share(struct mapper *mp, const struct pipette_mapping_opts *o)
+{
+	if (!o->budget && mp->evals + sweep_budget(mp->c) < mp->budget)
+		mp->budget = mp->evals + sweep_budget(mp->c);
+}
+
 /* The node order above PIPETTE_MAPPING_EXACT_MAX nodes (or annealed on
  * request).  From the chain; on a large cluster the link moves alone from
  * there (a start: on the generated 1024-4096-node clusters of
@@ -985,8 +992,7 @@ static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
 		if (link_moves(mp, 1))
 			return -1;
 	}
-	if (!o->budget && mp->evals + sweep_budget(mp->c) < cap)
-		mp->budget = mp->evals + sweep_budget(mp->c);
+	sweep_share(mp, o);
 	if (anneal(mp, o) || order_descent(mp))
 		return -1;
 	*end = closed(mp) ? PIPETTE_MAP_END_BOUND : mp->evals >= mp->budget
@@ -1108,8 +1114,8 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 			mp.budget = mp.evals + (long)mp.blocks * mp.G * (mp.G - 1);
 		/* Above the exact search, slot swaps share what SWEEP_WORK
 		 * pays for, with what the budget leaves. */
-		if (!st->exhaustive && !o->budget && mp.evals + sweep_budget(c) < mp.budget)
-			mp.budget = mp.evals + sweep_budget(c);
+		if (!st->exhaustive)
+			sweep_share(&mp, o);
 		restore_best(&mp);
 		if (!o->no_slots && slot_descent(&mp, &st->slot_nodes))
 			goto out;

@@ -574,7 +574,7 @@ static const struct group_links *shape_groups(struct pipette_timer *t,
 
 static int cmp_int(const void *a, const void *b);
 static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out);
-static void p2p_mapped_row(const struct placement *p, struct pipette_link *row, int r, int pp,
+static void p2p_row(const struct placement *p, struct pipette_link *row, int r, int pp,
 			   int per_stage, int first, int n);
 
 /* Sorts a[0..n) and drops repeats; returns the count left. */
@@ -587,6 +587,16 @@ static int sort_unique(int *a, int n)
 		if (m == 0 || a[k] != a[m - 1])
 			a[m++] = a[k];
 	return m;
+}
+
+/* The 4 rows of e->p2p a rank of stage s sends or receives on: s -> s + 1
+ * and s - 1 -> s, both ways. */
+static void stage_rows(int s, int pp, int rows[4])
+{
+	rows[0] = s;
+	rows[1] = (s + pp - 1) % pp;
+	rows[2] = pp + s;
+	rows[3] = pp + rows[1];
 }
 
 /* The groups and pipeline links of e that the n moved ranks belong to,
@@ -623,13 +633,12 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 	}
 	if (!e->p2p)
 		return;
-	/* rank r sends on rows s (to s + 1) and s - 1 (from s - 1), both ways */
 	for (k = 0; k < n; k++) {
-		int s = ranks[k] / per_stage, q = ranks[k] % per_stage;
-		int rows[4] = { s, (s + pp - 1) % pp, pp + s, pp + (s + pp - 1) % pp };
+		int q = ranks[k] % per_stage, rows[4];
 
+		stage_rows(ranks[k] / per_stage, pp, rows);
 		for (r = 0; r < 4; r++)
-			p2p_mapped_row(p, e->p2p + (size_t)rows[r] * per_stage, rows[r], pp,
+			p2p_row(p, e->p2p + (size_t)rows[r] * per_stage, rows[r], pp,
 				       per_stage, q, 1);
 	}
 	if (!e->front)
@@ -637,8 +646,9 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 	for (k = 0; k < n; k++)
 		idx[k] = ranks[k] / per_stage;
 	for (k = sort_unique(idx, n) - 1; k >= 0; k--) {
-		int s = idx[k], rows[4] = { s, (s + pp - 1) % pp, pp + s, pp + (s + pp - 1) % pp };
+		int rows[4];
 
+		stage_rows(idx[k], pp, rows);
 		for (r = 0; r < 4; r++)
 			e->front_n[rows[r]] = p2p_front(e->p2p + (size_t)rows[r] * per_stage,
 							 per_stage,
@@ -873,9 +883,9 @@ static void p2p_fronts(struct grid_entry *e, int pp, int per_stage)
 					  e->front + (size_t)r * per_stage);
 }
 
-/* Row r's links under a mapped placement: row a of slot 0 is stage a ->
+/* Links n.. of row r through the placement: row a of slot 0 is stage a ->
  * a + 1 (pp - 1 -> 0 at a = pp - 1), slot 1 the reverse. */
-static void p2p_mapped_row(const struct placement *p, struct pipette_link *row, int r, int pp,
+static void p2p_row(const struct placement *p, struct pipette_link *row, int r, int pp,
 			   int per_stage, int first, int n)
 {
 	int a = r % pp, from = per_stage * a, to = per_stage * ((a + 1) % pp), k;
@@ -891,7 +901,7 @@ static void p2p_fill(struct pipette_timer *t, const struct placement *p, struct 
 		     int pp, int per_stage)
 {
 	const struct p2p_entry *pe = p->gpu_of_rank ? NULL : p2p_links(t, p, per_stage);
-	size_t a, k, row = (size_t)per_stage * (pp - 1);
+	size_t row = (size_t)per_stage * (pp - 1);
 	int r;
 
 	if (!p->gpu_of_rank && !pe)
@@ -899,19 +909,13 @@ static void p2p_fill(struct pipette_timer *t, const struct placement *p, struct 
 	e->p2p = malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link));
 	if (!e->p2p)
 		return;
-	if (p->gpu_of_rank) {
-		for (r = 0; r < 2 * pp; r++)
-			p2p_mapped_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0,
-				       per_stage);
-	} else {
+	if (pe) {	/* all but the last -> first rows, both ways */
 		memcpy(e->p2p, pe->fwd, row * sizeof(*e->p2p));
 		memcpy(e->p2p + (size_t)pp * per_stage, pe->bwd, row * sizeof(*e->p2p));
-		for (a = pp - 1, k = 0; k < (size_t)per_stage; k++) {
-			e->p2p[a * per_stage + k] = pipette_cluster_link(p->cl, per_stage * a + k, k);
-			e->p2p[((size_t)pp + a) * per_stage + k] =
-				pipette_cluster_link(p->cl, k, per_stage * a + k);
-		}
 	}
+	for (r = 0; r < 2 * pp; r++)
+		if (!pe || r % pp == pp - 1)
+			p2p_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0, per_stage);
 	p2p_fronts(e, pp, per_stage);
 }
 
