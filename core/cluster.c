@@ -696,6 +696,14 @@ struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 	return ls_get(&c->inter, (size_t)node_a * c->n + node_b);
 }
 
+double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, int node_b)
+{
+	double ab = pipette_cluster_node_link(c, node_a, node_b).gbps;
+	double ba = pipette_cluster_node_link(c, node_b, node_a).gbps;
+
+	return ab < ba ? ab : ba;
+}
+
 unsigned long pipette_cluster_version(const struct pipette_cluster *c)
 {
 	return c->version;

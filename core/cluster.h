@@ -75,6 +75,9 @@ struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 /* Node-level inter-node figure a -> b (a != b). */
 struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 					      int node_a, int node_b);
+/* The bandwidth of nodes a and b's link in its slower direction (GB/s):
+ * what a ring or a pair that uses it both ways gets. */
+double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, int node_b);
 
 /* A stamp unique in the process to this cluster and its links: a new one
  * at creation and at every link set, so that figures derived from the

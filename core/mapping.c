@@ -182,13 +182,11 @@ static void chain_start(struct mapper *mp)
 		double pick_bw = -1;
 
 		for (x = 0; x < mp->N; x++) {
-			double ab, ba, bw;
+			double bw;
 
 			if (used[x])
 				continue;
-			ab = pipette_cluster_node_link(mp->cl, last, x).gbps;
-			ba = pipette_cluster_node_link(mp->cl, x, last).gbps;
-			bw = ab < ba ? ab : ba;
+			bw = pipette_cluster_node_gbps(mp->cl, last, x);
 			if (bw > pick_bw) {
 				pick_bw = bw;
 				pick = x;

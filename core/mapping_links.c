@@ -171,9 +171,7 @@ struct descent {
 /* The penalty of the link between nodes x and y, its slower direction. */
 static double penalty(struct descent *d, int x, int y)
 {
-	double ab = pipette_cluster_node_link(d->cl, x, y).gbps;
-	double ba = pipette_cluster_node_link(d->cl, y, x).gbps;
-	double v = d->ref / fmax(fmin(ab, ba), 1e-9);
+	double v = d->ref / fmax(pipette_cluster_node_gbps(d->cl, x, y), 1e-9);
 
 	d->work++;
 	v *= v;
@@ -209,7 +207,6 @@ static double swap_delta(struct descent *d, int i, int j, const double *local)
 	}
 	return after - before;
 }
-
 
 /* Block k moved: its penalty and its neighbours', whose best swaps may
  * differ now. */
@@ -267,9 +264,7 @@ struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model 
 		for (e = lm->g.off[k]; e < lm->g.off[k + 1]; e++) {
 			int x = order[k], y = order[lm->g.adj[e]];
 
-			lm->d.ref = fmax(lm->d.ref,
-					 fmin(pipette_cluster_node_link(cl, x, y).gbps,
-					      pipette_cluster_node_link(cl, y, x).gbps));
+			lm->d.ref = fmax(lm->d.ref, pipette_cluster_node_gbps(cl, x, y));
 		}
 	lm->h = -1;
 	lm->rng = 0x6c696e6b73ULL;	/* "links" */
