@@ -168,6 +168,8 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 				 req->pin_calibration_sha256 };
 	int i;
 
+	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
+		pins[i][0] = '\0';
 	if (!digest || !digest[0])
 		return 0;
 	if (digest_fields(digest, f, n, err))

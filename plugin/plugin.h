@@ -182,7 +182,8 @@ void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX +
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
 			 char *out, size_t len);
 /* Check this node's options against srun's digest ("" = none) and pin the
- * files' content in the request; PIPETTE_E_CHANGED when they differ. */
+ * files' content in the request: its pins become the digest's, the
+ * earlier ones dropped; PIPETTE_E_CHANGED when the options differ. */
 int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 		       struct pipette_request *req, struct pipette_err *err);
 /* The test hooks of site->test_cache_swap (nothing when it is ""). */

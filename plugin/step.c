@@ -105,8 +105,6 @@ static int plan_pinned(const struct pipette_step *st, const char *pin,
 	}
 	if (!strcmp(pin, srun) || pipette_err_code(err) != PIPETTE_E_CHANGED)
 		return -1;
-	req->pin_bandwidth_sha256[0] = req->pin_model_sha256[0] = '\0';
-	req->pin_calibration_sha256[0] = '\0';
 	if (pipette_pin_inputs(srun, st->opts, req, err))
 		return -1;
 	return pipette_plan_compute(req, spec, plan, err);
