@@ -1,22 +1,23 @@
 # libpipette: the model, hardware, memory, timing, schedules, cluster, search,
 # mapping and plan modules. C11 + json-c + GNU Nettle (SHA-256 of the
-# inputs, core/readfile.c); no Slurm, no CUDA.  Libtool hands LIBADD on to
+# inputs, core/inputs/readfile.c); no Slurm, no CUDA.  Libtool hands LIBADD on to
 # whatever links the library (spank_pipette.so relies on that); the
 # programs' link lines name the libraries as well.
 noinst_LTLIBRARIES += core/libpipette.la
 core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
-	core/error.c core/error.h core/limits.h core/rng.h core/json.c core/json.h \
-	core/readfile.c core/readfile.h \
-	core/model.c core/model.h \
-	core/hardware.c core/hardware.h \
-	core/calib.c core/calib.h \
-	core/config.c core/config.h \
-	core/stack.c core/stack.h \
-	core/memory.c core/memory.h \
-	core/schedule.c core/schedule.h \
-	core/timing.c core/timing.h
+	core/inputs/error.c core/inputs/error.h core/inputs/limits.h core/inputs/rng.h core/inputs/json.c core/inputs/json.h \
+	core/inputs/readfile.c core/inputs/readfile.h \
+	core/inputs/model.c core/inputs/model.h \
+	core/inputs/hardware.c core/inputs/hardware.h \
+	core/learn/calib.c core/learn/calib.h \
+	core/inputs/knobs.c core/inputs/knobs.h \
+	core/inputs/config.c core/inputs/config.h \
+	core/inputs/stack.c core/inputs/stack.h \
+	core/estimate/memory.c core/estimate/memory.h \
+	core/estimate/schedule.c core/estimate/schedule.h \
+	core/estimate/timing.c core/estimate/timing.h
 
 # The `pipette` command: one file per subcommand under core/cli/.
 bin_PROGRAMS += pipette
@@ -27,18 +28,18 @@ pipette_SOURCES = \
 	core/cli/cmd_list.c core/cli/cmd_estimate.c
 
 # Pipeline schedule timeline as SVG (schedule.h).
-core_libpipette_la_SOURCES += core/timeline_svg.c
+core_libpipette_la_SOURCES += core/render/timeline_svg.c
 
 # The cluster and the bandwidth cache (cluster.h, bwcache.h).
-core_libpipette_la_SOURCES += core/bwcache.c core/bwcache.h core/bwcache_int.h \
-	core/bwcache_io.c core/bwcache_parse.c core/bwmat.c core/bwscan.c \
-	core/bwgroup.c core/bwimport.c core/bwgen.c \
-	core/cluster.c core/cluster.h
+core_libpipette_la_SOURCES += core/inputs/bwcache.c core/inputs/bwcache.h core/inputs/bwcache_int.h \
+	core/inputs/bwcache_io.c core/inputs/bwcache_parse.c core/inputs/bwmat.c core/inputs/bwscan.c \
+	core/inputs/bwgroup.c core/inputs/bwimport.c core/inputs/bwgen.c \
+	core/inputs/cluster.c core/inputs/cluster.h
 pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
-core_libpipette_la_SOURCES += core/search.c core/search.h core/mapping.c \
-	core/mapping.h core/mapping_int.h core/mapping_links.c core/plan.c core/plan.h core/plan_int.h core/request.c
+core_libpipette_la_SOURCES += core/plan/search.c core/plan/search.h core/plan/mapping.c \
+	core/plan/mapping.h core/plan/mapping_int.h core/plan/mapping_links.c core/plan/plan.c core/plan/plan.h core/plan/plan_int.h core/plan/request.c
 pipette_SOURCES += core/cli/cmd_plan.c
 
 # Renderers of a plan: the environment contract, Megatron-LM arguments,
@@ -52,14 +53,14 @@ core_libpipette_la_SOURCES += core/render/env.c core/render/megatron.c \
 # (experts_ilp.c) is a library of its own so that GLPK (GPL-3+, and one
 # more runtime package) stays out of spank_pipette.so, which links
 # libpipette whole.  It comes before libpipette on link lines (it uses it).
-core_libpipette_la_SOURCES += core/experts.c core/experts.h core/experts_int.h
+core_libpipette_la_SOURCES += core/plan/experts.c core/plan/experts.h core/plan/experts_int.h
 noinst_LTLIBRARIES += core/libpipette_experts.la
 core_libpipette_experts_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-core_libpipette_experts_la_SOURCES = core/experts_ilp.c
+core_libpipette_experts_la_SOURCES = core/plan/experts_ilp.c
 pipette_SOURCES += core/cli/cmd_experts.c
 pipette_SOURCES += core/cli/cmd_calibrate.c core/cli/cmd_observe.c core/cli/report_svg.c
 pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)
 
 # Training logs of Megatron-LM, NeMo 2.0 and torchtitan: step times and
 # memory peaks as the job measured them (trainlog.h).
-core_libpipette_la_SOURCES += core/trainlog.c core/trainlog.h
+core_libpipette_la_SOURCES += core/inputs/trainlog.c core/inputs/trainlog.h

@@ -15,7 +15,7 @@ EXTRA_DIST += man/README.md
 #     plugin/options.c, plugstack key of plugin/args.c, input variable of
 #     plugin/parse.c and plugin/plugin.h and variable of the environment
 #     contract (core/render/env.c) is named in spank-pipette.8; every key the cache reader accepts
-#     (core/bwcache_parse.c) is named in pipette-bandwidth.5.
+#     (core/inputs/bwcache_parse.c) is named in pipette-bandwidth.5.
 # Names are compared with the pages' source after removing the roff escapes
 # \- and \fX.  Without groff (it comes with man-db, package groff-base) the
 # rendering is skipped with a message; the staleness checks still run.
@@ -61,9 +61,9 @@ check-man: pipette$(EXEEXT) pipette-probe$(EXEEXT)
 	vars="$$vars `sed -n '/contract\[\] = {/,/};/p' "$(srcdir)/core/render/env.c" | grep -oE '"[A-Z_]+"' | tr -d '"'`"; \
 	test "`echo $$vars | wc -w`" -gt 20 || { echo "check-man: too few variables found in plugin/ and core/render/env.c"; fail=1; }; \
 	for v in $$vars MASTER_PORT; do man_has spank-pipette.8 "$$v" "the environment contract"; done; \
-	keys=`sed -n '/keys\[\] = {/,/NULL };/p' "$(srcdir)/core/bwcache_parse.c" | grep -oE '"[a-z_]+"' | tr -d '"' | sort -u`; \
-	test -n "$$keys" || { echo "check-man: no keys in core/bwcache_parse.c"; fail=1; }; \
-	for k in $$keys; do man_has pipette-bandwidth.5 "$$k" core/bwcache_parse.c; done; \
+	keys=`sed -n '/keys\[\] = {/,/NULL };/p' "$(srcdir)/core/inputs/bwcache_parse.c" | grep -oE '"[a-z_]+"' | tr -d '"' | sort -u`; \
+	test -n "$$keys" || { echo "check-man: no keys in core/inputs/bwcache_parse.c"; fail=1; }; \
+	for k in $$keys; do man_has pipette-bandwidth.5 "$$k" core/inputs/bwcache_parse.c; done; \
 	test $$fail = 0 && echo "check-man: $(dist_man_MANS): ok"; \
 	exit $$fail
 .PHONY: check-man

@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "plugin.h"
-#include "stack.h"
+#include "inputs/stack.h"
 
 /* Linux's default ephemeral range is 32768-60999
  * (Documentation/networking/ip-sysctl.rst, ip_local_port_range), so ports
@@ -33,25 +33,6 @@ void pipette_site_init(struct pipette_site *s)
 	s->plan_memory_mib = DEFAULT_PLAN_MEMORY_MIB;
 	s->plan_cpu_s = DEFAULT_PLAN_CPU_S;
 	s->plan_timeout_s = DEFAULT_PLAN_TIMEOUT_S;
-}
-
-int pipette_parse_bool(const char *s, int *out)
-{
-	static const char *const yes[] = { "1", "true", "yes", "y", "on" };
-	static const char *const no[] = { "0", "false", "no", "n", "off" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (!strcasecmp(s, yes[i])) {
-			*out = 1;
-			return 0;
-		}
-		if (!strcasecmp(s, no[i])) {
-			*out = 0;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 static int copy_value(char *dst, size_t size, const char *key, const char *v,

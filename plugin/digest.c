@@ -34,10 +34,10 @@
 #include <string.h>
 
 #include "autoconf.h"
-#include "bwcache.h"
-#include "model.h"
+#include "inputs/bwcache.h"
+#include "inputs/model.h"
 #include "plugin.h"
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 /* The options in a canonical text: every field that changes the plan,
  * by name, so that srun and slurmstepd hash the same bytes whatever the

@@ -7,7 +7,7 @@
 slurmplugindir = $(SLURM_PLUGINDIR)
 slurmplugin_LTLIBRARIES = plugin/spank_pipette.la
 plugin_spank_pipette_la_SOURCES = \
-	plugin/spank_pipette.c plugin/spank_pipette.h plugin/plugin.h \
+	plugin/spank_pipette.c plugin/spank_pipette.h plugin/state.c plugin/plugin.h \
 	plugin/options.c plugin/submit.c plugin/remote.c plugin/env.c \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \

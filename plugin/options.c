@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "inputs/model.h"
 #include "spank_pipette.h"
 
 static int option_cb(int val, const char *optarg, int remote);

@@ -5,10 +5,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "config.h"
-#include "stack.h"
+#include "inputs/config.h"
+#include "inputs/stack.h"
 #include "plugin.h"
+
+int pipette_parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "1", "true", "yes", "y", "on" };
+	static const char *const no[] = { "0", "false", "no", "n", "off" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
 
 static const struct {
 	const char *name;	/* option, without "--" */

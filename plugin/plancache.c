@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 #define MAGIC "pipette-plan-cache 1\n"
 /* The header: the magic line, "key " + 64 hex, "size " + a decimal,

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "error.h"
-#include "limits.h"
-#include "plan.h"
+#include "inputs/error.h"
+#include "inputs/limits.h"
+#include "plan/plan.h"
 
 /* Longest option value or input variable accepted (a path, a pin list). */
 #define PIPETTE_VALUE_MAX (PIPETTE_PATH_MAX - 1)
@@ -70,10 +70,10 @@ void pipette_site_init(struct pipette_site *s);
  * value or a control character is an error naming the argument. */
 int pipette_site_parse(struct pipette_site *s, int ac, char **av,
 		       struct pipette_err *err);
-/* "on/off" style booleans: 1/true/yes/on and 0/false/no/off. */
-int pipette_parse_bool(const char *s, int *out);
 
 /* ---- the job's request: options and PIPETTE_* inputs (parse.c) --------- */
+/* "on/off" style booleans: 1/true/yes/on and 0/false/no/off. */
+int pipette_parse_bool(const char *s, int *out);
 enum pipette_opt_id {
 	PIPETTE_OPT_MODEL,
 	PIPETTE_OPT_GLOBAL_BATCH,

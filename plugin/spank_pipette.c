@@ -14,25 +14,6 @@
 
 SPANK_PLUGIN(pipette, 1);
 
-static struct pipette_state state;
-
-struct pipette_state *pipette_state(void)
-{
-	return &state;
-}
-
-int pipette_site_load(int ac, char **av)
-{
-	struct pipette_err err;
-
-	pipette_opts_init(&state.opts);
-	if (pipette_site_parse(&state.site, ac, av, &err)) {
-		slurm_error("pipette: plugstack.conf: %s", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	switch (spank_context()) {

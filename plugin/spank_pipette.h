@@ -14,16 +14,16 @@ struct pipette_state {
 	struct pipette_site site;
 	struct pipette_opts opts;
 };
+/* state.c */
 struct pipette_state *pipette_state(void);
+/* Site arguments, parsed once per process. */
+int pipette_site_load(int ac, char **av);
 
 /* options.c */
 int pipette_options_register(spank_t sp);
 
 /* env.c */
 void pipette_env_spank(struct pipette_env_ops *ops, spank_t sp);
-
-/* Site arguments, parsed once per process (spank_pipette.c). */
-int pipette_site_load(int ac, char **av);
 
 /* submit.c: srun (local) and sbatch/salloc (allocator). */
 int pipette_submit_init(spank_t sp, int ac, char **av);

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 #define PIPETTE_PROBE_MAX_SIZES 8
 #define PIPETTE_PROBE_NAME_MAX 64

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 struct pipette_probe_fit {
 	double alpha_s;		/* latency α, seconds (≥ 0) */

@@ -10,7 +10,7 @@
 
 #include "fit.h"
 #include "net.h"
-#include "rng.h"
+#include "inputs/rng.h"
 
 #ifdef HAVE_CUDA
 #include <cublas_v2.h>

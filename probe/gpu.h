@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "inputs/error.h"
 #include "inter.h"
 
 #define PIPETTE_PROBE_MAX_GEMMS 16

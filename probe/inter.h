@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "args.h"
-#include "error.h"
+#include "inputs/error.h"
 
 struct pipette_probe_link_ops {
 	const char *tool;	/* provenance, e.g. "pipette-probe tcp" */

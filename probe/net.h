@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 #define PIPETTE_PROBE_ADDR_MAX 64	/* numeric IPv4/IPv6 text */
 

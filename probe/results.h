@@ -1,13 +1,13 @@
 /* pipette-probe: what the probe hands on — the bandwidth cache (through
- * core/bwcache.h, the same code as `pipette bandwidth merge`) and a raw
+ * core/inputs/bwcache.h, the same code as `pipette bandwidth merge`) and a raw
  * JSON report of everything measured. */
 #ifndef PIPETTE_PROBE_RESULTS_H
 #define PIPETTE_PROBE_RESULTS_H
 
 #include <json-c/json.h>
 
-#include "bwcache.h"
-#include "error.h"
+#include "inputs/bwcache.h"
+#include "inputs/error.h"
 #include "gpu.h"
 #include "inter.h"
 

@@ -12,7 +12,7 @@
 
 #include <json-c/json.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 /* Discover this machine (or, when xml is not NULL, an lstopo XML export)
  * and describe it as a JSON object the caller puts. */

@@ -14,8 +14,8 @@
 #ifndef PIPETTE_PROBE_TOURNAMENT_H
 #define PIPETTE_PROBE_TOURNAMENT_H
 
-#include "error.h"
-#include "limits.h"
+#include "inputs/error.h"
+#include "inputs/limits.h"
 
 /* Largest node count the probe accepts (one task per node): the nodes a
  * cache and a plan can hold (limits.h). */

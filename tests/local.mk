@@ -197,7 +197,7 @@ EXTRA_DIST += tests/bench/plugin_launch.sh
 # it; it prints "skipped: ..." without root or a cluster).
 EXTRA_DIST += tests/bench/plugin_load.sh
 
-# Search, mapping and plan (core/search.h, core/mapping.h, core/plan.h).
+# Search, mapping and plan (core/plan/search.h, core/plan/mapping.h, core/plan/plan.h).
 check_PROGRAMS += tests/unit/test_search tests/unit/test_mapping tests/unit/test_plan
 TESTS += tests/unit/test_search tests/unit/test_mapping tests/unit/test_plan
 tests_unit_test_search_SOURCES = tests/unit/test_search.c

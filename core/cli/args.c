@@ -5,13 +5,13 @@
 #include <string.h>
 
 #include "cli.h"
-#include "config.h"
-#include "experts.h"
-#include "stack.h"
-#include "hardware.h"
-#include "limits.h"
-#include "model.h"
-#include "readfile.h"
+#include "inputs/config.h"
+#include "plan/experts.h"
+#include "inputs/stack.h"
+#include "inputs/hardware.h"
+#include "inputs/limits.h"
+#include "inputs/model.h"
+#include "inputs/readfile.h"
 
 int cli_error(const char *fmt, ...)
 {

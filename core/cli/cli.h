@@ -4,8 +4,8 @@
 
 #include <stdio.h>
 
-#include "config.h"
-#include "error.h"
+#include "inputs/config.h"
+#include "inputs/error.h"
 #include "hostlist.h"
 
 /* Exit codes: 0 ok, 1 the request is valid but has no answer (e.g. does

@@ -1,5 +1,5 @@
 /* pipette bandwidth: validate, show, import, merge and generate bandwidth
- * caches (format: core/bwcache.h; man pipette-bandwidth(5)). */
+ * caches (format: core/inputs/bwcache.h; man pipette-bandwidth(5)). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "cli.h"
-#include "hardware.h"
+#include "inputs/hardware.h"
 #include "hostlist.h"
-#include "limits.h"
+#include "inputs/limits.h"
 
 /* Figures older than this are used with a warning; `--stale-days`
  * changes it.  A site policy, not a measurement: links degrade and get

@@ -7,9 +7,9 @@
 
 #include <json-c/json.h>
 
-#include "calib.h"
+#include "learn/calib.h"
 #include "cli.h"
-#include "json.h"
+#include "inputs/json.h"
 
 static const char usage_text[] =
 "usage: pipette calibrate --from DIR [--out FILE] [--format table|json]\n"

@@ -8,16 +8,16 @@
 
 #include <json-c/json.h>
 
-#include "calib.h"
+#include "learn/calib.h"
 #include "cli.h"
-#include "cluster.h"
-#include "hardware.h"
-#include "limits.h"
-#include "stack.h"
-#include "memory.h"
-#include "model.h"
-#include "plan.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/hardware.h"
+#include "inputs/limits.h"
+#include "inputs/stack.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "estimate/timing.h"
 
 static const char usage_text[] =
 "usage: pipette estimate --model NAME|config.json --gpu TYPE [OPTIONS]\n"

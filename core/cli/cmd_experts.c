@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cluster.h"
-#include "experts.h"
-#include "readfile.h"
-#include "hardware.h"
-#include "limits.h"
-#include "model.h"
+#include "inputs/cluster.h"
+#include "plan/experts.h"
+#include "inputs/readfile.h"
+#include "inputs/hardware.h"
+#include "inputs/limits.h"
+#include "inputs/model.h"
 
 static const char usage_text[] =
 "usage: pipette experts --model M --trace FILE --ep N [OPTIONS]\n"

@@ -5,9 +5,9 @@
 #include <json-c/json.h>
 
 #include "cli.h"
-#include "hardware.h"
-#include "model.h"
-#include "stack.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
+#include "inputs/stack.h"
 
 static int list_format(int argc, char **argv, const char *cmd, enum pipette_format *fmt)
 {

@@ -11,12 +11,12 @@
 
 #include <json-c/json.h>
 
-#include "calib.h"
+#include "learn/calib.h"
 #include "cli.h"
-#include "json.h"
-#include "readfile.h"
-#include "stack.h"
-#include "trainlog.h"
+#include "inputs/json.h"
+#include "inputs/readfile.h"
+#include "inputs/stack.h"
+#include "inputs/trainlog.h"
 
 static const char usage_text[] =
 "usage: pipette observe --plan PLAN.json --log TRAIN.log [--warmup N]\n"

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "limits.h"
-#include "memory.h"
-#include "plan.h"
+#include "inputs/limits.h"
+#include "estimate/memory.h"
+#include "plan/plan.h"
 
 static const char usage_text[] =
 "usage: pipette plan --model M --nodes LIST|N --gpu TYPE --global-batch B\n"

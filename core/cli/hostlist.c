@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "hostlist.h"
-#include "limits.h"
+#include "inputs/limits.h"
 
 void pipette_hostlist_free(char **names, int n)
 {

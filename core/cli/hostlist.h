@@ -7,7 +7,7 @@
 #ifndef PIPETTE_HOSTLIST_H
 #define PIPETTE_HOSTLIST_H
 
-#include "error.h"
+#include "inputs/error.h"
 
 /* The node names of `list` in Slurm's order: at least one and at most
  * PIPETTE_MAX_NODES (limits.h), each a plain name, none twice.  The count

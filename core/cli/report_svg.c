@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calib.h"
+#include "learn/calib.h"
 #include "cli.h"
 
 #define PANEL 300.0	/* px: each panel's plot square */

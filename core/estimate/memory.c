@@ -1,10 +1,10 @@
-#include "memory.h"
+#include "estimate/memory.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "schedule.h"
-#include "stack.h"
+#include "estimate/schedule.h"
+#include "inputs/stack.h"
 
 /* Bytes per parameter: bf16 weights 2 (Megatron
  * theoretical_memory_usage.py:293-296); the main gradients and the

@@ -15,9 +15,9 @@
 #ifndef PIPETTE_MEMORY_H
 #define PIPETTE_MEMORY_H
 
-#include "config.h"
-#include "hardware.h"
-#include "model.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
 
 /* megatron-2022's rule, feasible when peak <= fraction * HBM: Fujii et
  * al. found no OOM in 454 A100/H100 runs whose estimate stayed below 80%

@@ -51,7 +51,7 @@
  * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
  * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512), so a
  * caller going back and forth between a few shapes does not rebuild. */
-#include "schedule.h"
+#include "estimate/schedule.h"
 
 #include <limits.h>
 #include <math.h>

@@ -22,7 +22,7 @@
  * is folded into B (B lasts t_b + t_w); ZB-H1 and the V-shapes split it
  * off (Qi et al., ICLR'24; the V-Min/V-Half building blocks of NeurIPS'24
  * place W passes too).  The orders and their sources are listed at the top
- * of core/schedule.c.
+ * of core/estimate/schedule.c.
  *
  * Transfers and the critical path (1F1B, tests/unit/test_schedule.c): with
  * equal links the run grows by p(t_F+t_B) + 2(p-1)c per p micro-batches,
@@ -45,7 +45,7 @@
 
 #include <stdio.h>
 
-#include "config.h"
+#include "inputs/config.h"
 
 /* Peak in-flight micro-batches held by pipeline rank `stage` (0-based) of
  * p ranks with v chunks per rank and m micro-batches, in units of one
@@ -129,7 +129,7 @@ long pipette_sched_rank_op(const struct pipette_sched *s, int r, long i);
 
 /* Write the last simulation's timeline as a standalone SVG document: one
  * row per rank, F/B/W blocks with micro-batch numbers, transfers, a time
- * axis in ms and a legend (core/timeline_svg.c).  `title` may be NULL. */
+ * axis in ms and a legend (core/render/timeline_svg.c).  `title` may be NULL. */
 int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 			    const char *title, struct pipette_err *err);
 

@@ -1,13 +1,13 @@
-#include "timing.h"
+#include "estimate/timing.h"
 
-#include "stack.h"
+#include "inputs/stack.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "estimate/memory.h"
 
 /* ---- collectives ---------------------------------------------------------- */
 

@@ -18,11 +18,11 @@
 #ifndef PIPETTE_TIMING_H
 #define PIPETTE_TIMING_H
 
-#include "cluster.h"
-#include "config.h"
-#include "hardware.h"
-#include "model.h"
-#include "schedule.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
+#include "estimate/schedule.h"
 
 struct pipette_time {
 	double iteration_s;

@@ -9,7 +9,7 @@
  * provenance columns only where they vary, and inter-node figures stated
  * per group of nodes (pipette-bw/2) cost one figure per group pair. */
 #define _GNU_SOURCE	/* timegm */
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bwcache_int.h"
+#include "inputs/bwcache_int.h"
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */

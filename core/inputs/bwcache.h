@@ -58,8 +58,8 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "error.h"
-#include "limits.h"
+#include "inputs/error.h"
+#include "inputs/limits.h"
 
 #define PIPETTE_BW_SCHEMA "pipette-bw/1"
 #define PIPETTE_BW_SCHEMA_V2 "pipette-bw/2"

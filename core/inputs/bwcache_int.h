@@ -10,8 +10,8 @@
 
 #include <json-c/json.h>
 
-#include "bwcache.h"
-#include "readfile.h"
+#include "inputs/bwcache.h"
+#include "inputs/readfile.h"
 
 /* One directed figure, unpacked: gbps NaN = unmeasured, lat NaN = no
  * latency, prov an index into pipette_bwcache.prov (-1 = unknown); code

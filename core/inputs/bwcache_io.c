@@ -2,7 +2,7 @@
  * canonical text, the lock of concurrent writers, atomic replacement.  The
  * reader is bwcache_parse.c. */
 #define _GNU_SOURCE	/* F_OFD_SETLK (glibc declares it for _GNU_SOURCE only) */
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bwcache_int.h"
-#include "json.h"
-#include "readfile.h"
+#include "inputs/bwcache_int.h"
+#include "inputs/json.h"
+#include "inputs/readfile.h"
 
 /* ------------------------------------------------------------------ */
 /* writing                                                             */

@@ -6,7 +6,7 @@
  * into the cache's compact arrays; a cell the fast path refuses is handed
  * to json-c alone, so that every error names its value as json-c reads
  * it. */
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bwcache_int.h"
-#include "json.h"
-#include "readfile.h"
+#include "inputs/bwcache_int.h"
+#include "inputs/json.h"
+#include "inputs/readfile.h"
 
 struct pctx {
 	const char *src;

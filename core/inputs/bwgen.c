@@ -10,7 +10,7 @@
  * The random stream is splitmix64 (Steele, Lea, Flood, "Fast splittable
  * pseudorandom number generators", OOPSLA 2014), drawn in a fixed order so
  * the output depends only on the parameters. */
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache_int.h"
-#include "rng.h"
+#include "inputs/bwcache_int.h"
+#include "inputs/rng.h"
 
 /* Figures are rounded to 0.01 GB/s: measurements are not more precise,
  * and the files stay readable.  The figure is m / 100 for the integer m

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache_int.h"
+#include "inputs/bwcache_int.h"
 
 static int same_lat(float a, float b)
 {

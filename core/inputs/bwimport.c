@@ -3,7 +3,7 @@
  * @a2b0683, Megatron-LM-2.5/strategy/nccl-test/nccl-test-a100/) and the
  * text output of NVIDIA/nccl-tests (columns: src/util.cu:756-758 @a0b82b2).
  * The cache format is in bwcache.h. */
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "readfile.h"
+#include "inputs/json.h"
+#include "inputs/readfile.h"
 
 /* Pipette measures with one 30 MiB sendrecv_perf message: "-b 31457280
  * -e 31457280" (date2024_pipette @a2b0683, Megatron-LM-2.5/strategy/

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache_int.h"
+#include "inputs/bwcache_int.h"
 
 /* 10^0 .. 10^22: every one is a double exactly (5^22 < 2^53). */
 static const double pow10_tab[] = {

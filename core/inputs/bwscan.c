@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache_int.h"
+#include "inputs/bwcache_int.h"
 
 /* json-c's tokener here nests at most 64 containers (json_tokener_new_ex
  * with depth 64, as pipette_bwcache_parse has always asked; measured with

@@ -1,5 +1,5 @@
 /* pipette: the cluster: nodes, GPUs and resolved links (see cluster.h). */
-#include "cluster.h"
+#include "inputs/cluster.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache_int.h"
+#include "inputs/bwcache_int.h"
 
 /* The link of a GPU or node with itself. */
 static const struct pipette_link self = { INFINITY, 0 };

@@ -19,10 +19,10 @@
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 
-#include "bwcache.h"
-#include "error.h"
-#include "hardware.h"
-#include "limits.h"
+#include "inputs/bwcache.h"
+#include "inputs/error.h"
+#include "inputs/hardware.h"
+#include "inputs/limits.h"
 
 struct pipette_link {
 	double gbps;	/* one direction, GB/s */

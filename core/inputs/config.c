@@ -1,19 +1,14 @@
-#include "config.h"
+#include "inputs/config.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "limits.h"
-#include "stack.h"
+#include "inputs/limits.h"
+#include "inputs/stack.h"
 
 static const char *const recompute_names[] = { "none", "selective", "full" };
-static const char *const attention_names[] = { "flash", "unfused" };
-static const char *const schedule_names[PIPETTE_SCHED_COUNT] = {
-	"1f1b", "interleaved", "zb-h1", "v-min", "v-half", "v-zb",
-	"gpipe", "interleaved-zb", "zbv", "dualpipe-v", "dualpipe",
-};
 static const char *const reshard_names[] = { "default", "always", "never" };
 /* Megatron-Core's names, in the order of enum pipette_recompute_module */
 static const char *const module_names[PIPETTE_RM_COUNT] = {
@@ -77,28 +72,6 @@ int pipette_config_layer_recomputed(const struct pipette_config *c, int index_in
 	return c->recompute_every <= 1 || (index_in_stage + 1) % c->recompute_every == 0;
 }
 
-int pipette_schedule_is_v(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
-	       k == PIPETTE_SCHED_V_ZB || k == PIPETTE_SCHED_ZBV ||
-	       pipette_schedule_is_dualpipe(k);
-}
-
-int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_DUALPIPE_V || k == PIPETTE_SCHED_DUALPIPE;
-}
-
-int pipette_schedule_is_looped(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_INTERLEAVED || k == PIPETTE_SCHED_INTERLEAVED_ZB;
-}
-
-int pipette_schedule_splits_w(enum pipette_schedule_kind k)
-{
-	return k != PIPETTE_SCHED_1F1B && k != PIPETTE_SCHED_INTERLEAVED &&
-	       k != PIPETTE_SCHED_GPIPE;
-}
 
 int pipette_config_chunks(const struct pipette_config *c)
 {
@@ -369,16 +342,6 @@ int pipette_config_check(const struct pipette_model *m,
 	return 0;
 }
 
-/* Index of s in names[0..n) (case-insensitive), or -1. */
-static int name_index(const char *s, const char *const *names, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!strcasecmp(s, names[i]))
-			return i;
-	return -1;
-}
 
 const char *pipette_reshard_name(enum pipette_reshard r)
 {
@@ -387,7 +350,7 @@ const char *pipette_reshard_name(enum pipette_reshard r)
 
 int pipette_reshard_parse(const char *s, enum pipette_reshard *out, struct pipette_err *err)
 {
-	int i = name_index(s, reshard_names, 3);
+	int i = pipette_name_index(s, reshard_names, 3);
 
 	if (i < 0)
 		return pipette_fail(err, "reshard '%.32s': expected default, always or never", s);
@@ -404,7 +367,7 @@ int pipette_recompute_modules_parse(const char *s, unsigned *out, struct pipette
 	if (pipette_strlcpy(buf, s, sizeof(buf)))
 		return pipette_fail(err, "recompute modules '%.32s...': too long", s);
 	for (item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
-		i = name_index(item, module_names, PIPETTE_RM_COUNT);
+		i = pipette_name_index(item, module_names, PIPETTE_RM_COUNT);
 		if (i < 0)
 			return pipette_fail(err, "recompute module '%.32s': expected core_attn, "
 					    "moe_act, layernorm, mla_up_proj, mlp, moe or "
@@ -453,7 +416,7 @@ const char *pipette_dispatcher_name(enum pipette_dispatcher d)
 
 int pipette_dispatcher_parse(const char *s, enum pipette_dispatcher *out, struct pipette_err *err)
 {
-	int i = name_index(s, dispatcher_names, 2);
+	int i = pipette_name_index(s, dispatcher_names, 2);
 
 	if (i < 0)
 		return pipette_fail(err, "dispatcher '%.32s': expected alltoall or deepep", s);
@@ -469,7 +432,7 @@ const char *pipette_recompute_name(enum pipette_recompute r)
 int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 			    struct pipette_err *err)
 {
-	int i = name_index(s, recompute_names, 3);
+	int i = pipette_name_index(s, recompute_names, 3);
 
 	if (i < 0)
 		return pipette_fail(err, "recompute '%.32s': expected none, selective or "
@@ -478,39 +441,7 @@ int pipette_recompute_parse(const char *s, enum pipette_recompute *out,
 	return 0;
 }
 
-const char *pipette_attention_name(enum pipette_attention a)
-{
-	return (unsigned)a < 2 ? attention_names[a] : "?";
-}
 
-int pipette_attention_parse(const char *s, enum pipette_attention *out,
-			    struct pipette_err *err)
-{
-	int i = name_index(s, attention_names, 2);
-
-	if (i < 0)
-		return pipette_fail(err, "attention '%.32s': expected flash or unfused", s);
-	*out = (enum pipette_attention)i;
-	return 0;
-}
-
-const char *pipette_schedule_name(enum pipette_schedule_kind k)
-{
-	return (unsigned)k < PIPETTE_SCHED_COUNT ? schedule_names[k] : "?";
-}
-
-int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
-			   struct pipette_err *err)
-{
-	int i = name_index(s, schedule_names, PIPETTE_SCHED_COUNT);
-
-	if (i < 0)
-		return pipette_fail(err, "schedule '%.32s': expected 1f1b, interleaved, "
-				    "zb-h1, v-min, v-half, v-zb, gpipe, interleaved-zb, zbv or "
-				    "dualpipe-v", s);
-	*out = (enum pipette_schedule_kind)i;
-	return 0;
-}
 
 int pipette_compression_enabled(const struct pipette_compression *c)
 {
@@ -722,4 +653,14 @@ int pipette_pins_allow_schedule(const struct pipette_pins *p, enum pipette_sched
 	if (p->schedule >= 0)
 		return p->schedule == (int)k;
 	return !p->schedule_set || (p->schedule_set & (1u << k));
+}
+
+const struct pipette_stack *pipette_config_stack(const struct pipette_config *c)
+{
+	return c->stack ? c->stack : pipette_stack_get(PIPETTE_STACK_MEGATRON_2022);
+}
+
+double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)
+{
+	return c->tp > 1 && c->sequence_parallel ? s->tp_exposed : 1.0;
 }

@@ -1,4 +1,4 @@
-#include "error.h"
+#include "inputs/error.h"
 
 #include <ctype.h>
 #include <errno.h>

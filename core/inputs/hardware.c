@@ -1,4 +1,4 @@
-#include "hardware.h"
+#include "inputs/hardware.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json.h"
+#include "inputs/json.h"
 
 /* Sources:
  *  [V100]  NVIDIA V100 datasheet (SXM2: 125 TFLOP/s FP16 tensor, 900 GB/s,

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 /* Binary units of memory sizes (HBM, plans, caches). */
 #define PIPETTE_MIB (1024.0 * 1024.0)

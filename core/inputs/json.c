@@ -1,5 +1,5 @@
 #define _GNU_SOURCE	/* asprintf */
-#include "json.h"
+#include "inputs/json.h"
 
 #include <errno.h>
 #include <limits.h>

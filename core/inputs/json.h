@@ -6,8 +6,8 @@
 
 #include <json-c/json.h>
 
-#include "error.h"
-#include "readfile.h"
+#include "inputs/error.h"
+#include "inputs/readfile.h"
 
 /* Parse the whole of text[len] (at most INT_MAX bytes) with json-c, nesting
  * at most `depth` levels.  The top level must be an object and only white

@@ -1,4 +1,4 @@
-#include "model.h"
+#include "inputs/model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 
 #include <json-c/json.h>
 
-#include "json.h"
+#include "inputs/json.h"
 
 /* Presets.  Dimensions as published in each model's configuration; the
  * source field says where: the paper and table, or the Hugging Face

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "error.h"
-#include "readfile.h"
+#include "inputs/error.h"
+#include "inputs/readfile.h"
 
 enum pipette_ffn_kind {
 	PIPETTE_FFN_GELU,	/* two matrices, h -> ffn -> h (GPT-2/3, NeoX) */

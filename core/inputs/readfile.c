@@ -1,6 +1,6 @@
 /* pipette: the one reader of input files, and the one writer of whole files
  * (readfile.h). */
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 #define PIPETTE_SHA256_LEN 32
 

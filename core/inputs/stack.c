@@ -6,9 +6,9 @@
  *                megatron/core/... (see each fact)
  *   NeMo 2.0     NVIDIA/NeMo @d2b21556, nemo/collections/llm/recipes/
  *   zero bubble  sail-sg/zero-bubble-pipeline-parallelism */
-#include "stack.h"
+#include "inputs/stack.h"
 
-#include "hardware.h"
+#include "inputs/hardware.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,10 +272,6 @@ const struct pipette_stack *pipette_stack_get(enum pipette_stack_id id)
 	return (unsigned)id < PIPETTE_STACK_COUNT ? &stacks[id] : NULL;
 }
 
-const struct pipette_stack *pipette_config_stack(const struct pipette_config *c)
-{
-	return c->stack ? c->stack : &stacks[PIPETTE_STACK_MEGATRON_2022];
-}
 
 int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pipette_err *err)
 {
@@ -441,10 +437,6 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 			    "fp8)", kv, key);
 }
 
-double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c)
-{
-	return c->tp > 1 && c->sequence_parallel ? s->tp_exposed : 1.0;
-}
 
 int pipette_stack_resolve(const char *name, const char *options, struct pipette_stack *out,
 			  struct pipette_err *err)

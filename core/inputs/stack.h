@@ -9,8 +9,8 @@
 #ifndef PIPETTE_STACK_H
 #define PIPETTE_STACK_H
 
-#include "config.h"
-#include "error.h"
+#include "inputs/knobs.h"
+#include "inputs/error.h"
 
 enum pipette_stack_id {
 	PIPETTE_STACK_MEGATRON,		/* Megatron-LM pretrain_gpt.py, pipette's flags */
@@ -118,8 +118,6 @@ struct pipette_stack {
 };
 
 const struct pipette_stack *pipette_stack_get(enum pipette_stack_id id);
-/* The stack of a configuration (megatron-2022 when it names none). */
-const struct pipette_stack *pipette_config_stack(const struct pipette_config *c);
 /* By name ("megatron", "nemo", "megatron-zb", "megatron-2022"). */
 int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pipette_err *err);
 /* The stack named ("" = the default) with "key=value,key=value" overrides. */
@@ -130,9 +128,6 @@ int pipette_stack_resolve(const char *name, const char *options, struct pipette_
  * (torchtitan); an override the
  * stack's launch cannot express is an error naming it. */
 int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err);
-/* The share of TP communication left exposed for this configuration:
- * userbuffers overlap needs sequence parallelism and TP > 1. */
-double pipette_stack_tp_exposed(const struct pipette_stack *s, const struct pipette_config *c);
 /* Whether the stack runs this schedule. */
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k);
 /* "1f1b, interleaved" */

@@ -98,7 +98,7 @@
  *
  * Every stack: a run also begins where the iteration does not increase
  * (a restarted job appending to the same log). */
-#include "trainlog.h"
+#include "inputs/trainlog.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -108,8 +108,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
-#include "readfile.h"
+#include "inputs/limits.h"
+#include "inputs/readfile.h"
 
 /* Limits of trainlog.h and their sources:
  *  PIPETTE_TRAINLOG_MAX_LINE 64 KiB: above the longest report line,

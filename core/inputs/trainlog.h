@@ -8,8 +8,8 @@
 #ifndef PIPETTE_TRAINLOG_H
 #define PIPETTE_TRAINLOG_H
 
-#include "error.h"
-#include "stack.h"
+#include "inputs/error.h"
+#include "inputs/stack.h"
 
 /* One training step as the stack reported it. */
 struct pipette_trainlog_step {

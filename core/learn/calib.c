@@ -1,6 +1,6 @@
 /* pipette: the site's calibration; see calib.h. */
 #define _GNU_SOURCE	/* O_DIRECTORY, O_NOFOLLOW */
-#include "calib.h"
+#include "learn/calib.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hardware.h"
-#include "json.h"
-#include "stack.h"
+#include "inputs/hardware.h"
+#include "inputs/json.h"
+#include "inputs/stack.h"
 
 /* One observation is a few kilobytes, nested a few levels. */
 #define OBS_JSON_MAX (16 << 20)

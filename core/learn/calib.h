@@ -20,7 +20,7 @@
 #ifndef PIPETTE_CALIB_H
 #define PIPETTE_CALIB_H
 
-#include "error.h"
+#include "inputs/error.h"
 
 /* The factors of one GPU type and stack; 1, 1 and < 0 (the stack's own
  * reserve) when the site has none. */

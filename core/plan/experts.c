@@ -15,12 +15,12 @@
 
 #include <json-c/json.h>
 
-#include "experts.h"
-#include "experts_int.h"
-#include "json.h"
-#include "hardware.h"
-#include "rng.h"
-#include "timing.h"
+#include "plan/experts.h"
+#include "plan/experts_int.h"
+#include "inputs/json.h"
+#include "inputs/hardware.h"
+#include "inputs/rng.h"
+#include "estimate/timing.h"
 
 #define MAX_EXPERTS 4096
 /* A trace of DeepSeek-V3 (57 transitions of 256 x 256 counts, 3.7 M

@@ -47,9 +47,9 @@
 
 #include <stdio.h>
 
-#include "cluster.h"
-#include "error.h"
-#include "model.h"
+#include "inputs/cluster.h"
+#include "inputs/error.h"
+#include "inputs/model.h"
 
 #define PIPETTE_ROUTING_SCHEMA "pipette-routing/1"
 

@@ -17,8 +17,8 @@
 
 #include <glpk.h>
 
-#include "experts.h"
-#include "experts_int.h"
+#include "plan/experts.h"
+#include "plan/experts_int.h"
 
 /* ---- GLPK ------------------------------------------------------------------ */
 

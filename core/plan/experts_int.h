@@ -2,7 +2,7 @@
 #ifndef PIPETTE_EXPERTS_INT_H
 #define PIPETTE_EXPERTS_INT_H
 
-#include "experts.h"
+#include "plan/experts.h"
 
 struct pipette_routing {
 	int L, E, k;

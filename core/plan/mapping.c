@@ -1,6 +1,6 @@
 /* pipette: fine-grained GPU assignment; see mapping.h for the method. */
-#include "mapping.h"
-#include "mapping_int.h"
+#include "plan/mapping.h"
+#include "plan/mapping_int.h"
 
 #include <math.h>
 #include <stdlib.h>

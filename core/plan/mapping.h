@@ -51,12 +51,12 @@
 #ifndef PIPETTE_MAPPING_H
 #define PIPETTE_MAPPING_H
 
-#include "cluster.h"
-#include "config.h"
-#include "error.h"
-#include "hardware.h"
-#include "model.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/error.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
+#include "estimate/timing.h"
 
 /* Up to this many nodes the node order is searched exactly (branch and
  * bound; mapping.c), whatever the budget. */

@@ -2,9 +2,9 @@
 #ifndef PIPETTE_MAPPING_INT_H
 #define PIPETTE_MAPPING_INT_H
 
-#include "cluster.h"
-#include "config.h"
-#include "model.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/model.h"
 
 /* An index with a key, sorted by key, ties by index (qsort with
  * pipette_cmp_ranked: a deterministic order). */

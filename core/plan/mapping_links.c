@@ -1,7 +1,7 @@
 /* pipette: swaps of the node order aimed at the slowest links the
  * configuration's rings and pipeline pairs cross; see mapping_int.h. */
-#include "mapping_int.h"
-#include "rng.h"
+#include "plan/mapping_int.h"
+#include "inputs/rng.h"
 
 #include <math.h>
 #include <stdint.h>

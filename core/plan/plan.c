@@ -8,7 +8,7 @@
  * the request and the cluster: no clock enters the plan (the search time
  * is measured for the table only and never written to JSON or env). */
 #define _GNU_SOURCE	/* strverscmp */
-#include "plan.h"
+#include "plan/plan.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -17,16 +17,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "bwcache.h"
-#include "cluster.h"
-#include "hardware.h"
-#include "mapping.h"
-#include "memory.h"
-#include "model.h"
-#include "readfile.h"
-#include "search.h"
-#include "plan_int.h"
-#include "timing.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "inputs/hardware.h"
+#include "plan/mapping.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "inputs/readfile.h"
+#include "plan/search.h"
+#include "plan/plan_int.h"
+#include "estimate/timing.h"
 
 /* Configurations that get a mapping search before the final ranking: the
  * block-order ranking rarely reorders beyond the third (tests/bench), and

@@ -8,9 +8,9 @@
 
 #include <stdio.h>
 
-#include "config.h"
-#include "error.h"
-#include "readfile.h"
+#include "inputs/config.h"
+#include "inputs/error.h"
+#include "inputs/readfile.h"
 
 #define PIPETTE_PATH_MAX 1024
 /* Hex digits of the digests that identify a plan and pin its inputs: 64

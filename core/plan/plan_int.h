@@ -3,15 +3,15 @@
 #ifndef PIPETTE_PLAN_INT_H
 #define PIPETTE_PLAN_INT_H
 
-#include "calib.h"
-#include "hardware.h"
-#include "mapping.h"
-#include "memory.h"
-#include "model.h"
-#include "plan.h"
-#include "search.h"
-#include "stack.h"
-#include "timing.h"
+#include "learn/calib.h"
+#include "inputs/hardware.h"
+#include "plan/mapping.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "plan/search.h"
+#include "inputs/stack.h"
+#include "estimate/timing.h"
 
 struct plan_entry {
 	struct pipette_config cfg;

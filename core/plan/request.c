@@ -4,10 +4,10 @@
  * loaded once. */
 #include <string.h>
 
-#include "memory.h"
-#include "model.h"
-#include "plan.h"
-#include "stack.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "inputs/stack.h"
 
 /* Runners-up kept when the request does not say (the table's five rows). */
 #define DEFAULT_TOP_K 5

@@ -1,14 +1,14 @@
 /* pipette: configuration search; see search.h for the method. */
-#include "search.h"
+#include "plan/search.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache.h"
-#include "schedule.h"
-#include "stack.h"
+#include "inputs/bwcache.h"
+#include "estimate/schedule.h"
+#include "inputs/stack.h"
 
 /* Micro-batch sizes tried: powers of two up to 16.  Larger micro-batches
  * only add activation memory once GEMMs are large (Narayanan et al.,

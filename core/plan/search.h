@@ -33,13 +33,13 @@
 #ifndef PIPETTE_SEARCH_H
 #define PIPETTE_SEARCH_H
 
-#include "cluster.h"
-#include "config.h"
-#include "error.h"
-#include "hardware.h"
-#include "memory.h"
-#include "model.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/error.h"
+#include "inputs/hardware.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "estimate/timing.h"
 
 /* What dominated the peak stage of a configuration that did not fit. */
 enum pipette_mem_part {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 /* The job variables' values, named so that a table row and its value
  * cannot drift apart. */

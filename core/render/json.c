@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 static struct json_object *jd(double v)
 {

@@ -7,7 +7,7 @@
  * tests/unit/test_launch.c checks each emitted line against them. */
 #include <stdio.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 static int zb_fork(const struct pipette_plan *plan)
 {

@@ -9,7 +9,7 @@
  * stack's facts (`pipette stacks`). */
 #include <stdio.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 static const char *py_bool(int b)
 {

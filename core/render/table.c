@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 static void split_text(const struct pipette_config *c, char *buf, size_t len)
 {

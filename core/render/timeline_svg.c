@@ -5,7 +5,7 @@
  * fits, each inter-rank transfer as a line from the sender's row at the
  * send time to the receiver's row at the arrival time, a time axis in ms
  * and a legend.  Reads the last simulation through the public event API. */
-#include "schedule.h"
+#include "estimate/schedule.h"
 
 #include <math.h>
 #include <string.h>

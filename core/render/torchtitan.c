@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "plan/plan_int.h"
 
 /* get_schedule_class's names (tests/data/stacks/torch-schedules.md). */
 static const char *torch_schedule(enum pipette_schedule_kind k)

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "bwcache.h"
-#include "cluster.h"
-#include "hardware.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "inputs/hardware.h"
 
 #ifndef PIPETTE_BIN
 #define PIPETTE_BIN "./pipette"

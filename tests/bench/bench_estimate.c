@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cluster.h"
-#include "memory.h"
-#include "model.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "estimate/timing.h"
 
 static double now(void)
 {

@@ -29,11 +29,11 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "bwcache.h"
-#include "cluster.h"
-#include "mapping.h"
-#include "plan.h"
-#include "timing.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "plan/mapping.h"
+#include "plan/plan.h"
+#include "estimate/timing.h"
 
 #ifndef EXAMPLES_DIR
 #define EXAMPLES_DIR "etc/examples"

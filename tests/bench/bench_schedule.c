@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "schedule.h"
+#include "estimate/schedule.h"
 
 static double now(void)
 {

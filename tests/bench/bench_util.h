@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 
 /* The 1-minute load average, or -1. */
 static inline double bench_loadavg(void)

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "fuzz_util.h"
 
 static void query_all(const struct pipette_bwcache *bw)

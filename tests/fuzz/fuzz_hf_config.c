@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "fuzz_util.h"
-#include "model.h"
+#include "inputs/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,7 +5,7 @@
  * back. */
 #include <stdint.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -5,7 +5,7 @@
  * and a 1 MiB row; what imports must serialize and parse back. */
 #include <stdint.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "fuzz_util.h"
 
 static void import_once(const char *path, const struct pipette_nccl_import *opt)

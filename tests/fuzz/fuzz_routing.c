@@ -1,5 +1,5 @@
 /* Fuzz the MoE routing-trace parser, pipette_routing_parse (experts.h).
- * fuzz-requires: core/experts.c
+ * fuzz-requires: core/plan/experts.c
  *
  * The trace is read for a small MoE model (4 layers, the first dense, so
  * 3 MoE layers; 4 experts, top-2) that the fuzzer can satisfy.  Contract
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "experts.h"
+#include "plan/experts.h"
 #include "fuzz_util.h"
 #include "small_moe.h"
 

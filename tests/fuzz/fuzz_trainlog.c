@@ -1,5 +1,5 @@
 /* Fuzz the training-log parsers, pipette_trainlog_parse (trainlog.h).
- * fuzz-requires: core/trainlog.c
+ * fuzz-requires: core/inputs/trainlog.c
  *
  * Every input is read as a log of each stack with a format (megatron,
  * megatron-zb, megatron-2022, nemo, torchtitan) and of one without (an
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "fuzz_util.h"
-#include "trainlog.h"
+#include "inputs/trainlog.h"
 
 static void check_log(const struct pipette_trainlog *l)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "inputs/error.h"
 
 /* Abort with a message: libFuzzer records the input as a crash. */
 #define fuzz_require(cond, ...)                                              \

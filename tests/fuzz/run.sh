@@ -34,10 +34,10 @@ fi
 [ -n "$cc" ] || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 jsonc_cflags=$(pkg-config --cflags json-c) || exit 1
 jsonc_libs=$(pkg-config --libs json-c) || exit 1
-# SHA-256 of the inputs (core/readfile.c) is GNU Nettle's.
+# SHA-256 of the inputs (core/inputs/readfile.c) is GNU Nettle's.
 nettle_cflags=$(pkg-config --cflags nettle) || exit 1
 nettle_libs=$(pkg-config --libs nettle) || exit 1
-# The expert placement (core/experts.c) solves with GLPK (no .pc file).
+# The expert placement (core/plan/experts.c) solves with GLPK (no .pc file).
 libs="$jsonc_libs $nettle_libs -lm"
 grep -q '<glpk.h>' "$srcdir"/core/*.c && libs="$libs -lglpk"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.h"
+#include "inputs/model.h"
 
 static inline void small_moe(struct pipette_model *m)
 {

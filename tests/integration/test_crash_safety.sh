@@ -22,7 +22,7 @@
 #     the cache is the old one and the writer's temp file is left; after it,
 #     the new.  Each writer first removes the temp files of the writers
 #     killed before it (it holds the cache's lock, so none is live).
-#  4. The writers' temporary files: pipette_bwcache_save (core/bwcache_io.c)
+#  4. The writers' temporary files: pipette_bwcache_save (core/inputs/bwcache_io.c)
 #     writes ".NAME.tmp-XXXXXX" (mkstemp, mode 0600) in the cache's
 #     directory, fsyncs, renames.  A killed writer leaves that file behind;
 #     nothing removes it later.  It cannot be taken for the cache: its name

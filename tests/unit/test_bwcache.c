@@ -16,9 +16,9 @@
 
 #include <json-c/json.h>
 
-#include "bwcache.h"
-#include "cluster.h"
-#include "readfile.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "inputs/readfile.h"
 
 #include "cli_run.h"
 #include "check_run.h"

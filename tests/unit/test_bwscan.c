@@ -1,6 +1,6 @@
-/* Unit tests: the streaming reader of bandwidth caches (core/bwscan.c,
- * core/bwcache_parse.c), pipette-bw/2's groups (core/bwgroup.c), the
- * cluster's compact link store (core/cluster.c) and `pipette bandwidth
+/* Unit tests: the streaming reader of bandwidth caches (core/inputs/bwscan.c,
+ * core/inputs/bwcache_parse.c), pipette-bw/2's groups (core/inputs/bwgroup.c), the
+ * cluster's compact link store (core/inputs/cluster.c) and `pipette bandwidth
  * convert`.  Texts are written here, so that each case shows its input. */
 #include <check.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bwcache.h"
-#include "cluster.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
 
 #include "check_run.h"
 #include "cli_run.h"

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calib.h"
-#include "plan.h"
-#include "timing.h"
+#include "learn/calib.h"
+#include "plan/plan.h"
+#include "estimate/timing.h"
 #include "check_run.h"
 
 /* Observations of known factors: compute and exposed communication in

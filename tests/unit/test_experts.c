@@ -29,11 +29,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "experts.h"
-#include "hardware.h"
-#include "model.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "plan/experts.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
+#include "estimate/timing.h"
 
 #include "cli_run.h"
 #include "check_run.h"

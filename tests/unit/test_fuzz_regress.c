@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache.h"
-#include "experts.h"
-#include "model.h"
+#include "inputs/bwcache.h"
+#include "plan/experts.h"
+#include "inputs/model.h"
 #include "plugin.h"
-#include "trainlog.h"
+#include "inputs/trainlog.h"
 #include "../fuzz/small_moe.h"
 #include "check_run.h"
 

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "memory.h"
-#include "model.h"
-#include "plan.h"
-#include "stack.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "inputs/stack.h"
 
 #define DATA TEST_DATADIR "/stacks/"
 #define MAX_KEYS 256

@@ -1,15 +1,15 @@
-/* Unit tests: the rank-to-GPU mapping (core/mapping.h). */
+/* Unit tests: the rank-to-GPU mapping (core/plan/mapping.h). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwcache.h"
-#include "cluster.h"
-#include "mapping.h"
-#include "mapping_int.h"
-#include "timing.h"
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "plan/mapping.h"
+#include "plan/mapping_int.h"
+#include "estimate/timing.h"
 #include "check_run.h"
 
 static const char *const names4[] = { "n1", "n2", "n3", "n4" };

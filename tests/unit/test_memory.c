@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "hardware.h"
-#include "memory.h"
-#include "model.h"
-#include "schedule.h"
-#include "stack.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "estimate/schedule.h"
+#include "inputs/stack.h"
 #include "check_run.h"
 
 

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hardware.h"
-#include "model.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
 #include "check_run.h"
 
 #define HF(name) TEST_DATADIR "/hf/" name

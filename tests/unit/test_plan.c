@@ -1,4 +1,4 @@
-/* Unit tests: the plan (core/plan.h): task environments, job environment,
+/* Unit tests: the plan (core/plan/plan.h): task environments, job environment,
  * determinism of the JSON, errors, and the `pipette plan` command. */
 #include <check.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 
 #include "cli_run.h"
 #include "check_run.h"

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "stack.h"
+#include "inputs/model.h"
+#include "inputs/stack.h"
 #include "plugin.h"
 #include "check_run.h"
 

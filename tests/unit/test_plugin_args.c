@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "inputs/config.h"
 #include "plugin.h"
 #include "check_run.h"
 

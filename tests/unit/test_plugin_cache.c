@@ -35,7 +35,7 @@
 #include "check_run.h"
 #include "fake_env.h"
 #include "plugin.h"
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 #define KEY_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define KEY_B "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -22,7 +22,7 @@
 #include "check_run.h"
 #include "fake_env.h"
 #include "plugin.h"
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 static double now_s(void)
 {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "fit.h"
 #include "gpu.h"
 #include "inter.h"

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bwcache.h"
+#include "inputs/bwcache.h"
 #include "check_run.h"
 
 /* A port nobody listens on right now. */

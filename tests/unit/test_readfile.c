@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "readfile.h"
+#include "inputs/readfile.h"
 
 #include "check_run.h"
 

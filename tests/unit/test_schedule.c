@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "schedule.h"
+#include "estimate/schedule.h"
 #include "check_run.h"
 
 #define MAXS 256	/* virtual stages in these tests */

@@ -1,12 +1,12 @@
-/* Unit tests: the configuration search (core/search.h). */
+/* Unit tests: the configuration search (core/plan/search.h). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "memory.h"
-#include "search.h"
+#include "inputs/cluster.h"
+#include "estimate/memory.h"
+#include "plan/search.h"
 #include "check_run.h"
 
 static struct pipette_cluster *nominal(int nodes, int G)

@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "hardware.h"
-#include "memory.h"
-#include "model.h"
-#include "rng.h"
-#include "stack.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "inputs/rng.h"
+#include "inputs/stack.h"
+#include "estimate/timing.h"
 #include "check_run.h"
 
 /* alpha-beta ring forms (the bus-bandwidth factors of NVIDIA/nccl-tests

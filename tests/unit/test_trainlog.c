@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trainlog.h"
+#include "inputs/trainlog.h"
 
 #include "check_run.h"
 

@@ -7,7 +7,7 @@
  * nemo` ranks it for the same GPUs, batch and sequence.
  *
  * The nemo stack has one fitted time parameter, the share of TP
- * communication that userbuffers leave exposed (core/stack.c).  It is
+ * communication that userbuffers leave exposed (core/inputs/stack.c).  It is
  * fitted here on the time rows (a grid, the MAPE minimum) and, so that the
  * figure is not judged on the rows it was fitted on, also fitted once per
  * row on the other rows and used to predict that row (leave-one-out). */
@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "hardware.h"
-#include "memory.h"
-#include "model.h"
-#include "plan.h"
-#include "stack.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "inputs/stack.h"
+#include "estimate/timing.h"
 #include "validate.h"
 
 #define MAX_ROWS 16
@@ -215,7 +215,7 @@ static int check_time(struct pipette_timer *t, const struct pipette_gpu_spec *g,
 		       "%+6.1f%%\n", r->model, r->gpus, r->tp, r->pp, r->dp, r->cp, r->vp, r->mbs,
 		       r->gbs, r->seq, r->step_s, pred[i][kf], 100 * ef, pred[i][kl], 100 * el);
 	}
-	printf("TP exposure fitted: %.2f (core/stack.c has %.2f); time MAPE %.1f%% fitted, %.1f%% "
+	printf("TP exposure fitted: %.2f (core/inputs/stack.c has %.2f); time MAPE %.1f%% fitted, %.1f%% "
 	       "leave-one-out, %.1f%% with the table's value (targets 7%% and 10%%)\n",
 	       (double)kf / GRID_STEPS, table, 100 * fitted / n, 100 * loo / n,
 	       100 * table_mape / n);

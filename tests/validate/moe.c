@@ -12,8 +12,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "memory.h"
-#include "stack.h"
+#include "estimate/memory.h"
+#include "inputs/stack.h"
 #include "validate.h"
 
 #define REPORT_GPU_HOURS_PER_T 180e3

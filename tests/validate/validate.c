@@ -13,13 +13,13 @@
 
 #include <json-c/json.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "hardware.h"
-#include "memory.h"
-#include "model.h"
-#include "stack.h"
-#include "timing.h"
+#include "inputs/cluster.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "estimate/memory.h"
+#include "inputs/model.h"
+#include "inputs/stack.h"
+#include "estimate/timing.h"
 #include "validate.h"
 
 struct gpt_case {

@@ -2,11 +2,11 @@
 #ifndef PIPETTE_VALIDATE_H
 #define PIPETTE_VALIDATE_H
 
-#include "config.h"
-#include "hardware.h"
-#include "model.h"
-#include "plan.h"
-#include "timing.h"
+#include "inputs/config.h"
+#include "inputs/hardware.h"
+#include "inputs/model.h"
+#include "plan/plan.h"
+#include "estimate/timing.h"
 
 /* Estimate one configuration on nominal links of g (8 GPUs per node). */
 int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,

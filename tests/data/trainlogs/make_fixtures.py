@@ -2,7 +2,7 @@
 """Write the training-log fixtures of tests/unit/test_trainlog.c.
 
 Each report line is built with the format string the stack prints it with,
-copied from its source (the same commits core/trainlog.c cites):
+copied from its source (the same commits core/inputs/trainlog.c cites):
   [MLM]  NVIDIA/Megatron-LM @d98e8a64dd
   [M22]  NVIDIA/Megatron-LM @d63c254127
   [ZB]   sail-sg/zero-bubble-pipeline-parallelism @39f2c186a2
