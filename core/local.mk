@@ -17,7 +17,9 @@ core_libpipette_la_SOURCES = \
 	core/inputs/stack.c core/inputs/stack.h \
 	core/estimate/memory.c core/estimate/memory.h \
 	core/estimate/schedule.c core/estimate/schedule.h \
-	core/estimate/timing.c core/estimate/timing.h
+	core/estimate/timing.c core/estimate/timing.h \
+	core/inputs/kernels.h core/estimate/kernels.c core/estimate/kernels.h \
+	core/learn/kernelfit.c core/learn/kernelfit.h
 
 # The `pipette` command: one file per subcommand under core/cli/.
 bin_PROGRAMS += pipette

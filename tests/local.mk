@@ -252,6 +252,14 @@ dist-hook:
 	rm -f $(distdir)/tests/integration/*.log $(distdir)/tests/integration/*.trs
 
 # The one reader of input files (readfile.h): limits, file types, SHA-256.
+# The measured kernel model, its fit and the H100's table (kernels.h,
+# kernelfit.h; tests/data/kernels).
+check_PROGRAMS += tests/unit/test_kernels
+TESTS += tests/unit/test_kernels
+tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check_run.h
+tests_unit_test_kernels_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_kernels_LDADD = $(TEST_LDADD)
+
 check_PROGRAMS += tests/unit/test_readfile
 TESTS += tests/unit/test_readfile
 tests_unit_test_readfile_SOURCES = tests/unit/test_readfile.c tests/unit/check_run.h

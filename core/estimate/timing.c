@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimate/kernels.h"
 #include "estimate/memory.h"
 
 /* ---- collectives ---------------------------------------------------------- */
@@ -1001,24 +1002,101 @@ static double gemm_s(const struct pipette_gpu_spec *g, double flops)
 	return flops / (g->peak_tflops * 1e12 * eff);
 }
 
-/* A linear layer's GEMM in the stack's precision.  FP8 (DeepSeek-V3's
- * framework, Liu et al., arXiv 2412.19437 §3.3) runs the throughput term
- * at the FP8 peak times the stack's kernels' measured share of it
- * (fp8_raw) and the framework's share of that (PIPETTE_FRAMEWORK_SHARE,
- * as for BF16); the fixed cost of a GEMM, gemm_half_gflop's worth at the
- * BF16 rate (launch, prologue, epilogue), stays.  Communication kernels
- * that hold SMs (comm_sm_share) take their share of the throughput. */
-static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
-		    double flops)
+/* The dtype of the linear layers' GEMMs: FP8 in the stacks that run them
+ * there (DeepSeek-V3's framework: 1x128 and 128x128 block scales, Liu et
+ * al., arXiv 2412.19437 §3.3, as fine as a per-row scale), BF16 otherwise. */
+static enum pipette_gemm_dtype lin_dtype(const struct pipette_stack *st)
 {
-	double sm = 1.0 - st->comm_sm_share, fixed;
+	return st->fp8_gemm ? PIPETTE_GEMM_FP8_ROW : PIPETTE_GEMM_BF16;
+}
 
-	if (flops <= 0)
+/* What multiplies a measured kernel's rate in a step: the share a step
+ * attains (the stack's, else the GPU table's) and the site's GPUs against
+ * the table's (hardware.h kernel_scale). */
+static double kernel_rate(const struct pipette_gpu_spec *g, const struct pipette_stack *st)
+{
+	return (st->kernel_share > 0 ? st->kernel_share : g->kernels->step_share) *
+	       (g->kernel_scale > 0 ? g->kernel_scale : 1.0);
+}
+
+/* One GEMM of shape (m, n, k) in dtype dt.  On a GPU type with a measured
+ * kernel table (inputs/kernels.h) it is the measured kernel's time over
+ * the share of the kernels' rate a training step attains (the table's
+ * step_share; stack.h's kernel_share overrides it).  Elsewhere the
+ * efficiency curve of its FLOPs: BF16 on gemm_s; FP8 on a stack that
+ * brings its own measured kernels (fp8_raw: DeepSeek-V3's, which the table
+ * does not hold) at the FP8 peak times their share of it and the
+ * framework's share of that (PIPETTE_FRAMEWORK_SHARE, as for BF16), plus
+ * the fixed cost of a GEMM, gemm_half_gflop's worth at the BF16 rate
+ * (launch, prologue, epilogue).  Communication kernels that hold
+ * SMs (comm_sm_share) take their share of the throughput. */
+static double shape_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
+		      enum pipette_gemm_dtype dt, double m, double n, double k)
+{
+	double sm = 1.0 - st->comm_sm_share, flops = 2.0 * m * n * k, fixed;
+	const struct pipette_kernels *kt = g->kernels;
+
+	if (!(m > 0 && n > 0 && k > 0))
 		return 0;
-	if (!st->fp8_gemm || g->fp8_tflops <= 0 || st->fp8_raw <= 0)
+	if (kt && (dt == PIPETTE_GEMM_BF16 || (kt->gemm[dt].tflops > 0 && st->fp8_raw <= 0)))
+		return pipette_kernel_gemm_s(kt, dt, m, n, k) / (kernel_rate(g, st) * sm);
+	if (dt == PIPETTE_GEMM_BF16 || g->fp8_tflops <= 0 || st->fp8_raw <= 0)
 		return gemm_s(g, flops) / sm;
 	fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
 	return (flops / (g->fp8_tflops * 1e12 * st->fp8_raw * PIPETTE_FRAMEWORK_SHARE) + fixed) / sm;
+}
+
+/* A linear layer's forward GEMM, tokens x n outputs from k inputs, in the
+ * stack's precision. */
+static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
+		    double tokens, double n, double k)
+{
+	return shape_s(g, st, lin_dtype(st), tokens, n, k);
+}
+
+/* Its three GEMMs, added to acc: the forward (tokens, n, k), the data
+ * gradient (tokens, k, n) and the weight gradient (k, n, tokens), the
+ * shapes the kernel table was measured in. */
+struct lin3 {
+	double f, b, w;
+};
+
+static void lin3_add(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
+		     double tokens, double n, double k, struct lin3 *acc)
+{
+	enum pipette_gemm_dtype dt = lin_dtype(st);
+
+	acc->f += shape_s(g, st, dt, tokens, n, k);
+	acc->b += shape_s(g, st, dt, tokens, k, n);
+	acc->w += shape_s(g, st, dt, k, n, tokens);
+}
+
+/* Whether the attention core runs the GPU type's measured fused kernel
+ * (inputs/kernels.h: cuDNN's, which Transformer Engine and torch's SDPA
+ * pick on Hopper): the GPU has a table, and the stack's kernel is as fast
+ * as the GEMMs (attn_utilization 0) or is the one measured (attn_measured). */
+static int attn_measured(const struct pipette_gpu_spec *g, const struct pipette_stack *st)
+{
+	return g->kernels && g->kernels->attn_fwd.tflops > 0 && g->kernels->attn_bwd.tflops > 0 &&
+	       (st->attn_utilization <= 0 || st->attn_measured);
+}
+
+/* The attention core, one pass over `rows` query rows (backward: dQ, dK,
+ * dV with the scores recomputed, `flops` counted already): the measured
+ * kernel, else the
+ * stack's own share of peak where its kernel is slower than the GEMMs,
+ * else the GEMM curve. */
+static double attn_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
+		     int backward, double flops, double rows)
+{
+	double sm = 1.0 - st->comm_sm_share;
+
+	if (attn_measured(g, st))
+		return pipette_kernel_attn_s(g->kernels, backward, 0, flops, rows) /
+		       (kernel_rate(g, st) * sm);
+	if (st->attn_utilization > 0)
+		return flops / (g->peak_tflops * 1e12 * st->attn_utilization);
+	return gemm_s(g, flops) / sm;
 }
 
 struct layer_times {
@@ -1102,11 +1180,12 @@ static double moe_compute(const struct pipette_model *m, const struct pipette_gp
 	double routed = T * pipette_moe_routed_factor(m, c);
 	double tok = routed / local, f = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
 
-	f += local * (lin_s(g, st, 2 * tok * h * m->expert_ffn * (mats - 1) / c->etp) +
-		      lin_s(g, st, 2 * tok * m->expert_ffn * h / c->etp)) * c->etp / t;
+	f += local * (lin_s(g, st, tok, m->expert_ffn * (mats - 1) / c->etp, h) +
+		      lin_s(g, st, tok, h, m->expert_ffn / c->etp)) * c->etp / t;
 	if (m->shared_ffn)
-		f += lin_s(g, st, 2 * T * h * m->shared_ffn * mats / t);
-	f += gemm_s(g, 2 * T * h * m->experts);			/* router, BF16 */
+		f += lin_s(g, st, T, m->shared_ffn * (mats - 1) / t, h) +
+		     lin_s(g, st, T, h, m->shared_ffn / t);
+	f += shape_s(g, st, PIPETTE_GEMM_BF16, T, m->experts, h);	/* router, BF16 */
 	f += (PERMUTE_PASSES * 2 * 2.0 * h * routed + ROUTER_PASSES * 4.0 * T * m->experts) / bw;
 	return f;
 }
@@ -1127,16 +1206,17 @@ static double modules_recompute(const struct pipette_model *m, const struct pipe
 	if (mods & PIPETTE_RM_LAYERNORM)	/* the stand-alone norms (memory.c) */
 		r += ((m->kv_lora_rank ? 1 : 0) + moe) * 2 * 2.0 * T * h / bw;
 	if ((mods & PIPETTE_RM_MLA_UP_PROJ) && m->kv_lora_rank)
-		r += lin_s(g, st, 2 * T * (double)m->q_lora_rank * pipette_model_q_width(m) / t) +
-		     lin_s(g, st, 2 * T * (double)m->kv_lora_rank * m->heads *
-				   (m->qk_nope_dim + m->v_head_dim) / t);
+		r += lin_s(g, st, T, pipette_model_q_width(m) / t, m->q_lora_rank) +
+		     lin_s(g, st, T, (double)m->heads * (m->qk_nope_dim + m->v_head_dim) / t,
+			   m->kv_lora_rank);
 	if (!moe && (mods & PIPETTE_RM_MLP))
-		r += lin_s(g, st, 2 * T * h * m->ffn * mats / t);
+		r += lin_s(g, st, T, m->ffn * (mats - 1) / t, h) + lin_s(g, st, T, h, m->ffn / t);
 	if (moe && (mods & PIPETTE_RM_MOE))
 		r += moe_f;	/* the block again (its exchange: layer_times) */
 	else if (moe) {
 		if ((mods & PIPETTE_RM_SHARED_EXPERTS) && m->shared_ffn)
-			r += lin_s(g, st, 2 * T * h * m->shared_ffn * mats / t);
+			r += lin_s(g, st, T, m->shared_ffn * (mats - 1) / t, h) +
+			     lin_s(g, st, T, h, m->shared_ffn / t);
 		if (mods & PIPETTE_RM_MOE_ACT)	/* read 2 ffn, write ffn per copy */
 			r += 2.0 * 3 * m->expert_ffn / c->etp * T *
 			     pipette_moe_routed_factor(m, c) / bw;
@@ -1155,34 +1235,45 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	double avw = m->kv_lora_rank ? pipette_model_v_width(m) : qw;
 	double mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3.0 : 2.0;
 	struct pipette_layer_params lp;
-	double gemm = 0, attn, attn_flops, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
+	struct lin3 gemm = { 0, 0, 0 };
+	double attn, attn_b, attn_flops, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
 	struct pipette_config none = *c;
 	int moe = pipette_model_is_moe_layer(m, layer);
 
 	memset(lt, 0, sizeof(*lt));
 	pipette_model_layer_params(m, layer, &lp);
 	/* Projections: QKV and output GEMMs sized by their own shapes. */
-	if (m->kv_lora_rank) {
-		gemm += lin_s(g, st, 2 * T * lp.attn / t);
+	if (m->kv_lora_rank) {		/* MLA's projections, as one of h inputs */
+		lin3_add(g, st, T, lp.attn / t / h, h, &gemm);
 	} else {
-		gemm += lin_s(g, st, 2 * T * h * (qw + 2 * kvw) / t);
-		gemm += lin_s(g, st, 2 * T * qw * h / t);
+		lin3_add(g, st, T, (qw + 2 * kvw) / t, h, &gemm);
+		lin3_add(g, st, T, h, qw / t, &gemm);
 	}
-	if (moe) {
+	if (moe) {		/* the experts' three passes at the forward's shapes */
 		moe_f = moe_compute(m, g, c, T, mats);
-		gemm += moe_f;
+		gemm.f += moe_f;
+		gemm.b += moe_f;
+		gemm.w += moe_f;
 	} else {
-		gemm += lin_s(g, st, 2 * T * h * m->ffn * (mats - 1) / t);
-		gemm += lin_s(g, st, 2 * T * m->ffn * h / t);
+		lin3_add(g, st, T, m->ffn * (mats - 1) / t, h, &gemm);
+		lin3_add(g, st, T, h, m->ffn / t, &gemm);
 	}
 	/* Attention core: QK^T (query-key width) and AV (value width), 2*T*s
 	 * FLOPs per unit of each (Narayanan et al.'s 4*T*s*h when both are h;
 	 * MLA's differ); FlashAttention skips the causal half.  BF16 in every
 	 * stack (DeepSeek-V3 §3.3 keeps attention out of FP8). */
 	attn_flops = 2.0 * T * c->seq_len * (qw + avw) / t * (flash_attention(c) ? 0.5 : 1.0);
-	attn = st->attn_utilization > 0
-	       ? attn_flops / (g->peak_tflops * 1e12 * st->attn_utilization)
-	       : gemm_s(g, attn_flops) / (1.0 - st->comm_sm_share);
+	attn = attn_s(g, st, 0, attn_flops, T * m->heads / t);
+	/* The backward is two products per forward one (dQ, dK and dV from
+	 * dS, dP); FlashAttention's also recomputes the scores, five products
+	 * against the forward's two (Dao, "FlashAttention-2", ICLR 2024, §3.1,
+	 * the backward pass): 2.5x the FLOPs.  A measured kernel prices them
+	 * at its own backward rate; elsewhere they take 2.5x the forward's
+	 * time. */
+	if (flash_attention(c) && attn_measured(g, st))
+		attn_b = attn_s(g, st, 1, 2.5 * attn_flops, T * m->heads / t);
+	else
+		attn_b = (flash_attention(c) ? 2.5 : 2.0) * attn;
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
 	act = pipette_memory_layer_activations(m, &none, layer);
@@ -1205,22 +1296,18 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	}
 
 	lt->attn_f = attn;
-	lt->f = gemm + attn + mem;
-	/* Input gradients.  The attention core's backward is two products
-	 * per forward one (dQ, dK and dV from dS, dP); FlashAttention's also
-	 * recomputes the scores, five products against the forward's two
-	 * (Dao, "FlashAttention-2", ICLR 2024, §3.1, the backward pass):
-	 * 2.5x. */
-	lt->b = gemm + (flash_attention(c) ? 2.5 : 2.0) * attn + 2 * mem;
-	lt->w = gemm;				/* weight gradients */
+	lt->f = gemm.f + attn + mem;
+	lt->b = gemm.b + attn_b + 2 * mem;	/* input gradients */
+	lt->w = gemm.w;				/* weight gradients */
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
 		lt->b += lt->f;
 		lt->ep_b += lt->ep_f;
 	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && st->selective_ops && !moe) {
 		/* per-op SAC (memory.c, sac_ops_layer): the unsaved matmuls
 		 * (wk, wo, w3) and the elementwise forward run again */
-		lt->b += gemm_s(g, 2 * T * h * kvw / t) + gemm_s(g, 2 * T * qw * h / t) +
-			 (mats > 2 ? gemm_s(g, 2 * T * h * m->ffn / t) : 0) + mem;
+		lt->b += shape_s(g, st, PIPETTE_GEMM_BF16, T, kvw / t, h) +
+			 shape_s(g, st, PIPETTE_GEMM_BF16, T, h, qw / t) +
+			 (mats > 2 ? shape_s(g, st, PIPETTE_GEMM_BF16, T, m->ffn / t, h) : 0) + mem;
 	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE) {
 		lt->b += modules_recompute(m, g, c, moe, T, mats, mem, attn, moe_f);
 		if (moe && (pipette_config_recompute_modules(c) & PIPETTE_RM_MOE))
@@ -1474,7 +1561,7 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	int p = c->pp, v = pipette_config_chunks(c), n = pipette_config_stage_layers(m, c, s), k;
 	long mb = pipette_config_microbatches(c);
-	double logit = gemm_s(gpu, 2.0 * T * h * m->vocab / c->tp);
+	double logit = shape_s(gpu, pipette_config_stack(c), PIPETTE_GEMM_BF16, T, m->vocab / c->tp, h);
 	double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
 	int fold = !pipette_schedule_splits_w(c->schedule);
 	double fl = st->f, bl = st->b, wl = st->w;

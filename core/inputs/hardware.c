@@ -66,24 +66,80 @@
 #define FRAMEWORK_SHARE PIPETTE_FRAMEWORK_SHARE
 #define H100_RAW ((806.4 + 808.7) / 2 / 989.0)	/* [PROBE-H] */
 #define H200_RAW (800.7 / 989.0)		/* [PROBE-H] */
+/* [KERN-H] Kernels timed on one H100 80GB HBM3 SXM (700 W), PyTorch 2.11,
+ * CUDA 13 (tests/data/kernels/h100-sxm-kernels.csv, 2,253 rows, and
+ * kernels.py, which took them; README.md there): the forward, data- and
+ * weight-gradient GEMMs of Llama 3 8B/70B/405B layers at TP 1-8 and 1k-16k
+ * tokens in BF16 and FP8, and cuDNN's causal attention forward and
+ * backward at 2k-32k tokens.  The parameters are that table's fit
+ * (learn/kernelfit.h; tests/unit/test_kernels.c refits the file and checks
+ * them and the fit's error: median 4.3% BF16, 3.0% FP8 tensorwise, 4.5%
+ * rowwise, 4.7% attention).  FlashAttention-2 forced through SDPA on the
+ * same GPU ran causal attention forward and backward at 0.56-0.62 of the
+ * cuDNN kernel's rate on five shapes (h100-sxm-step-costs.csv there, the
+ * median 0.56).
+ * The H200 and H800 have the H100's die and clocks; their tables are the
+ * H100's (the epilogue term, an HBM write, is at most a few percent of a
+ * GEMM).  step_share: fitted with the nemo stack's TP exposure on NVIDIA's
+ * NeMo 2.0 H100 runs (tests/data/stacks; `make validate` prints the fit
+ * and its leave-one-out). */
+static const struct pipette_kernels h100_kernels = {
+	.gemm = {
+		[PIPETTE_GEMM_BF16] = { 13.27e-6, 703.0, 0.3392e-12 },
+		[PIPETTE_GEMM_FP8_TENSOR] = { 19.63e-6, 1359.0, 0.4888e-12 },
+		[PIPETTE_GEMM_FP8_ROW] = { 19.89e-6, 1262.2, 0.5112e-12 },
+	},
+	.attn_fwd = { 45.09e-6, 634.9, 0.1044e-9 },
+	.attn_bwd = { 113.7e-6, 572.3, 1.304e-9 },
+	.flash2_share = 0.56,
+	.step_share = PIPETTE_H100_STEP_SHARE,
+	.source = "[KERN-H]",
+};
+
+/* [H100-500W] Meta's Grand Teton H100 that torchtitan benchmarks on
+ * (pytorch/torchtitan docs/performance.md, and its benchmarks/
+ * llama3_h100_202412_torchtitan.md lines 11-15: 96GB HBM2e at 2.4 TB/s,
+ * 400 Gb/s RDMA per GPU, the default 500 W power limit).  Its kernels are
+ * the H100's [KERN-H] at the clocks a 500 W cap allows: dynamic power
+ * grows as C V^2 f with V rising with f (Weste and Harris, "CMOS VLSI
+ * Design", 4th ed., §5.2), so the clock, and a compute-bound kernel's
+ * rate, scale as the cube root of the power; the table's kernels drew
+ * 630-690 W (tests/data/kernels/README.md), 660 W in the middle. */
+#define H100_500W_CLOCK (0.9116)	/* cbrt(500 / 660) */
+static const struct pipette_kernels h100_500w_kernels = {
+	.gemm = {
+		[PIPETTE_GEMM_BF16] = { 13.27e-6, 703.0 * H100_500W_CLOCK, 0.3392e-12 },
+		[PIPETTE_GEMM_FP8_TENSOR] = { 19.63e-6, 1359.0 * H100_500W_CLOCK, 0.4888e-12 },
+		[PIPETTE_GEMM_FP8_ROW] = { 19.89e-6, 1262.2 * H100_500W_CLOCK, 0.5112e-12 },
+	},
+	.attn_fwd = { 45.09e-6, 634.9 * H100_500W_CLOCK, 0.1044e-9 },
+	.attn_bwd = { 113.7e-6, 572.3 * H100_500W_CLOCK, 1.304e-9 },
+	.flash2_share = 0.56,
+	.step_share = PIPETTE_H100_STEP_SHARE,
+	.source = "[KERN-H] [H100-500W]",
+};
+
 static const struct pipette_gpu_spec gpus[] = {
 	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * PIPETTE_MIB, 900.0,
-	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0, 0, 0 },
+	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0, 0, 0, NULL, 0 },
 	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * PIPETTE_MIB, 1555.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0 },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0, NULL, 0 },
 	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * PIPETTE_MIB, 2039.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0 },
+	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0, NULL, 0 },
 	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H100] [PROBE-H]", 1979.0, 0, 0 },
+	  "[H100] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
 	{ "H800-SXM-80GB", "h800,h800-80gb,h800-sxm", 989.0, 81559 * PIPETTE_MIB,
 	  3350.0, 200.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H800] [PROBE-H]", 1979.0, 0, 0 },
+	  "[H800] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
+	{ "H100-96GB-500W", "h100-96gb,h100-500w,grand-teton", 989.0 * H100_500W_CLOCK, 96e9,
+	  2400.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * H100_500W_CLOCK * FRAMEWORK_SHARE, 6.2,
+	  0.65, 0.9, "[H100-500W] [KERN-H]", 1979.0 * H100_500W_CLOCK, 0, 0, &h100_500w_kernels, 0 },
 	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
 	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H200] [PROBE-H]", 1979.0, 0, 0 },
+	  "[H200] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
 	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
-	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0, 0, 0 },
+	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0, 0, 0, NULL, 0 },
 };
 
 size_t pipette_gpu_count(void)
@@ -123,7 +179,7 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 			    alias_match(gpus[i].aliases, name))
 				return &gpus[i];
 	pipette_fail(err, "unknown GPU type '%.48s' (known: V100, A100-40GB, "
-		     "A100 (80GB), H100, H200, B200; 'pipette gpus' lists them)",
+		     "A100 (80GB), H100, H100-96GB-500W, H200, B200; 'pipette gpus' lists them)",
 		     name ? name : "");
 	return NULL;
 }
@@ -160,6 +216,8 @@ int pipette_gpu_calibrate_doc(const struct pipette_gpu_spec *base, struct json_o
 				    base->peak_tflops);
 	*out = *base;
 	out->gemm_eff_max = rmax / base->peak_tflops * FRAMEWORK_SHARE;
+	if (base->kernels)	/* the site's GPUs against the table's, one method */
+		out->kernel_scale = out->gemm_eff_max / base->gemm_eff_max;
 	out->gemm_half_gflop = half;
 	if (json_object_object_get_ex(root, "gpus", &list) &&
 	    json_object_get_type(list) == json_type_array) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "inputs/error.h"
+#include "inputs/kernels.h"
 
 /* Binary units of memory sizes (HBM, plans, caches). */
 #define PIPETTE_MIB (1024.0 * 1024.0)
@@ -15,6 +16,9 @@
 /* The end-to-end share of the raw GEMM ceiling a framework attains
  * (hardware.c: Megatron's 0.69 over Calculon's 0.95 on A100). */
 #define PIPETTE_FRAMEWORK_SHARE (0.69 / 0.95)
+/* The share of the H100's measured kernel rates a Megatron-Core step
+ * attains (hardware.c [KERN-H]); tests/validate fits it. */
+#define PIPETTE_H100_STEP_SHARE 0.96
 
 struct pipette_gpu_spec {
 	const char *name;	/* canonical, e.g. "H100-SXM-80GB" */
@@ -41,6 +45,14 @@ struct pipette_gpu_spec {
 	 * time of computation and of exposed communication on this GPU type
 	 * under the plan's stack; 0 = none (1). */
 	double site_compute, site_comm;
+	/* Measured kernel rates of this GPU type (kernels.h); NULL: none, the
+	 * GEMM efficiency curve above stands for them. */
+	const struct pipette_kernels *kernels;
+	/* A site's GPUs against the table's: the BF16 GEMM ceiling
+	 * pipette-probe --local measured on them over the one it measured on
+	 * the table's GPU type, the same method on both (0 = 1).  The
+	 * kernels' times are divided by it. */
+	double kernel_scale;
 };
 
 size_t pipette_gpu_count(void);

@@ -82,6 +82,10 @@ struct pipette_stack {
 	 * is slower than the GEMMs (0: the GEMM efficiency curve, which the
 	 * fused cuDNN/TE kernels of Megatron-Core and NeMo follow). */
 	double attn_utilization;
+	/* On a GPU type with a measured kernel table, the stack's attention
+	 * is the table's kernel whatever attn_utilization says (torch's SDPA
+	 * picks cuDNN's on Hopper). */
+	int attn_measured;
 	/* torch.compile: the share of the elementwise (memory-bound) time
 	 * left once the compiler fuses it (1 = not compiled). */
 	double elementwise_factor;
@@ -96,6 +100,9 @@ struct pipette_stack {
 	int fp8_gemm;			/* the linear layers' GEMMs run in FP8 */
 	double fp8_raw;			/* their kernels' attained share of the FP8 peak */
 	double comm_sm_share;		/* share of the SMs communication kernels hold */
+	/* The share of a measured kernel table's rate this stack's step
+	 * attains (inputs/kernels.h step_share); 0 = the GPU table's. */
+	double kernel_share;
 	/* Time. */
 	double tp_exposed;		/* share of TP communication not hidden by GEMMs */
 	int dp_overlap;			/* DP reduce-scatter / gather overlapped */

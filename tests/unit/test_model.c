@@ -323,6 +323,11 @@ START_TEST(test_calibration)
 	ck_assert_double_eq(c.gemm_half_gflop, 4.0);
 	ck_assert_double_eq(c.hbm_gbps, 2900.5);
 	ck_assert_double_eq(c.peak_tflops, h100->peak_tflops);
+	/* the measured kernels run at the site's ceiling over the one the
+	 * probe measured on the table's GPU (806.4 and 808.7, hardware.c
+	 * [PROBE-H]): 720 / 807.55 */
+	ck_assert_ptr_eq(c.kernels, h100->kernels);
+	ck_assert_double_eq_tol(c.kernel_scale, 720.0 / ((806.4 + 808.7) / 2), 1e-12);
 	ck_assert_int_eq(pipette_gpu_calibrate(h100, TEST_DATADIR "/probe/bad-implausible.json",
 					       &c, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err.msg, "bad-implausible.json: gemm.max_tflops 5000"));

@@ -232,6 +232,48 @@ START_TEST(test_calibration_guard)
 }
 END_TEST
 
+/* On a GPU type with a measured kernel table the layer's GEMMs and
+ * attention are the kernels' times over the step share and the site's
+ * kernel_scale, and nothing else is: with the forward f = K / scale + E
+ * (E the memory-bound elementwise time, which the scale does not touch),
+ * f(0.5) - f(1) = K = 2 (f(1) - f(2)). */
+START_TEST(test_kernel_scale)
+{
+	const struct pipette_gpu_spec *h100 = pipette_gpu_lookup("h100", NULL);
+	struct pipette_gpu_spec g = *h100;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(1, 8, "h100");
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_time tm;
+	double f[3], scale[3] = { 0.5, 1.0, 2.0 };
+	int i;
+
+	ck_assert_ptr_nonnull(h100->kernels);
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+	c.attention = c.stack->attention;
+	c.tp = 8;
+	c.sequence_parallel = 1;
+	c.global_batch = 1;
+	c.seq_len = 4096;
+	for (i = 0; i < 3; i++) {
+		g.kernel_scale = scale[i];
+		ck_assert_int_eq(pipette_time_estimate(t, &m, &g, &c, cl, NULL, 0, &tm, NULL), 0);
+		f[i] = tm.stage_f_s;
+	}
+	ck_assert(f[0] > f[1] && f[1] > f[2]);
+	ck_assert_double_eq_tol(f[0] - f[1], 2 * (f[1] - f[2]), 1e-9 * f[1]);
+	/* kernel_scale 0 is 1 */
+	g.kernel_scale = 0;
+	ck_assert_int_eq(pipette_time_estimate(t, &m, &g, &c, cl, NULL, 0, &tm, NULL), 0);
+	ck_assert_double_eq_tol(tm.stage_f_s, f[1], 1e-12 * f[1]);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* The simulated in-flight counts feed the memory estimate: 1F1B stage s
  * holds p - s micro-batches. */
 START_TEST(test_inflight_from_simulation)
@@ -626,6 +668,7 @@ int main(void)
 	tcase_add_test(tc, test_tp_across_nodes);
 	tcase_add_test(tc, test_directions);
 	tcase_add_test(tc, test_calibration_guard);
+	tcase_add_test(tc, test_kernel_scale);
 	tcase_add_test(tc, test_inflight_from_simulation);
 	tcase_add_test(tc, test_too_few_gpus);
 	tcase_add_test(tc, test_compression);
