@@ -988,9 +988,15 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
  * 100 MB). */
 #define ELEMENTWISE_PASSES 2.0
 #define HBM_EFF 0.9
-/* Adam step, bytes per local parameter: read+write fp32 master, m and v
- * (24), read the fp32 gradient (4), write the bf16 weight (2). */
-#define OPTIMIZER_BYTES_PER_PARAM 30.0
+/* The optimizer step and gradient clipping, memory-bound over the local
+ * shard, as the HBM traffic that prices them at HBM_EFF: on one H100 SXM
+ * (3350 GB/s) torch's fused AdamW over fp32 parameters, gradients and
+ * moments took 11.0 ps per parameter and clip_grad_norm_ (the norm, then
+ * the scaling) 4.8 ps (tests/data/kernels/h100-sxm-step-costs.csv), i.e.
+ * 11.0e-12 x 3350e9 x 0.9 = 33.2 and 14.5 bytes.  (Adam moves 28 by count:
+ * read+write the master, m and v, read the gradient; clipping 12.) */
+#define OPTIMIZER_BYTES_PER_PARAM 33.2
+#define CLIP_BYTES_PER_PARAM 14.5
 
 static double gemm_s(const struct pipette_gpu_spec *g, double flops)
 {
@@ -1561,7 +1567,14 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	int p = c->pp, v = pipette_config_chunks(c), n = pipette_config_stage_layers(m, c, s), k;
 	long mb = pipette_config_microbatches(c);
-	double logit = shape_s(gpu, pipette_config_stack(c), PIPETTE_GEMM_BF16, T, m->vocab / c->tp, h);
+	const struct pipette_stack *stk = pipette_config_stack(c);
+	double V = (double)m->vocab / c->tp;
+	/* the output layer's three GEMMs, in BF16 in every recipe, and the
+	 * loss's elementwise passes over the logits (stack.h loss_traffic) */
+	double loss = stk->loss_traffic * T * V / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+	double logit_f = shape_s(gpu, stk, PIPETTE_GEMM_BF16, T, V, h) + loss / 3;
+	double logit_b = shape_s(gpu, stk, PIPETTE_GEMM_BF16, T, h, V) + loss * 2 / 3;
+	double logit_w = shape_s(gpu, stk, PIPETTE_GEMM_BF16, h, V, T);
 	double embed = 2.0 * T * h / c->tp / (gpu->hbm_gbps * 1e9 * HBM_EFF);
 	int fold = !pipette_schedule_splits_w(c->schedule);
 	double fl = st->f, bl = st->b, wl = st->w;
@@ -1575,9 +1588,9 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 		if (vs == 0)
 			cf += embed;
 		if (vs == p * v - 1) {
-			cf += logit;
-			cb += logit;
-			cw += logit;
+			cf += logit_f;
+			cb += logit_b;
+			cw += logit_w;
 		}
 		/* CB compresses every backward send but the first virtual
 		 * stage's; epilogue-only, just the cooldown ones, about
@@ -1739,7 +1752,8 @@ static double optimizer_step_s(const struct pipette_gpu_spec *gpu, const struct 
 {
 	double opt_params = sm->optimizer_bytes / pipette_config_stack(c)->optim_bytes;
 
-	return opt_params * OPTIMIZER_BYTES_PER_PARAM / (gpu->hbm_gbps * 1e9 * HBM_EFF);
+	return opt_params * (OPTIMIZER_BYTES_PER_PARAM + CLIP_BYTES_PER_PARAM) /
+	       (gpu->hbm_gbps * 1e9 * HBM_EFF);
 }
 
 /* Point-to-point transfers between consecutive virtual stages (t->comm_f,

@@ -42,6 +42,9 @@ struct pipette_stack {
 	int optim_needs_distopt;	/* that layout exists only with the distributed optimizer */
 	double swiglu_saved;		/* ffn-wide tensors a SwiGLU MLP saves */
 	double logits_bytes;		/* last stage: bytes per logit kept for the loss */
+	/* The loss's HBM traffic per logit, forward and backward, beyond the
+	 * output layer's GEMMs (0: not priced) */
+	double loss_traffic;
 	double head_input_bytes;	/* last stage: bytes per hidden unit of the output layer's input */
 	int wgrad_deferral_limit;	/* micro-batches of deferred embedding wgrad (0 = none) */
 	double act_temp_factor;		/* temporaries, as a share of the activations */
