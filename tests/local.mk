@@ -112,7 +112,7 @@ EXTRA_tests_unit_test_bwscan_DEPENDENCIES = pipette$(EXEEXT)
 # paper's Tables 4 and 6, llm-foundry's H100 benchmarks; validate.c).
 noinst_PROGRAMS += tests/validate/validate
 tests_validate_validate_SOURCES = tests/validate/validate.c tests/validate/validate.h \
-	tests/validate/current.c tests/validate/moe.c
+	tests/validate/current.c tests/validate/moe.c tests/validate/lowp.c
 tests_validate_validate_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 EXTRA_DIST += tests/validate/gpu
 tests_validate_validate_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm

@@ -167,6 +167,25 @@ int cli_expand_nodes(const char *spec, char ***names, int *n,
 	return 0;
 }
 
+int cli_bf16_layers(const char *v, int *first, int *last)
+{
+	char a[16], b[16];
+	const char *comma = strchr(v, ',');
+	long f, l;
+
+	if (!comma || (size_t)(comma - v) >= sizeof(a) || strlen(comma + 1) >= sizeof(b))
+		return cli_error("--bf16-layers: '%.32s': expected FIRST,LAST (two counts)", v);
+	memcpy(a, v, (size_t)(comma - v));
+	a[comma - v] = 0;
+	strcpy(b, comma + 1);
+	if (cli_int("--bf16-layers", a, 0, 1 << 16, &f) ||
+	    cli_int("--bf16-layers", b, 0, 1 << 16, &l))
+		return PIPETTE_EXIT_USAGE;
+	*first = (int)f;
+	*last = (int)l;
+	return 0;
+}
+
 int cli_moe_fact(const char *name, const char *v, struct pipette_moe_exec *x, int *rc)
 {
 	if (!strcmp(name, "--capacity-factor"))

@@ -97,6 +97,9 @@ int cli_moe_option(const char *name, const char *v, struct pipette_config *c,
  * in [0, 64] and --imbalance F in [1, 65536].  1 when name is one of
  * them, with *rc 0 or PIPETTE_EXIT_USAGE; 0 otherwise. */
 struct pipette_moe_exec;
+/* --bf16-layers FIRST,LAST: the layers a low-precision recipe keeps in
+ * BF16 at the model's start and end. */
+int cli_bf16_layers(const char *v, int *first, int *last);
 int cli_moe_fact(const char *name, const char *v, struct pipette_moe_exec *x, int *rc);
 /* What a stack always does, where the options left it unsaid: its fixed
  * recompute modules, its only dispatcher. */

@@ -58,6 +58,11 @@ static const char usage_text[] =
 "  --schedule S             1f1b, interleaved, zb-h1, v-min, v-half, v-zb,\n"
 "                           gpipe, interleaved-zb, zbv, dualpipe-v, dualpipe\n"
 "                           (1f1b)\n"
+"  --precision R            the linear layers' recipe: bf16, fp8-delayed,\n"
+"                           fp8-current, fp8-rowwise, fp8-blockwise, mxfp8,\n"
+"                           nvfp4 (the stack's default, bf16 but deepseek's)\n"
+"  --bf16-layers F,L        with a low-precision recipe, keep the first F and\n"
+"                           last L transformer layers in BF16 (0,0)\n"
 "  --attention flash|unfused  fused memory-efficient attention (FlashAttention,\n"
 "                           cuDNN; the default) or the unfused kernel of\n"
 "                           Megatron before 2022 (stores the s x s scores)\n"
@@ -67,6 +72,9 @@ static const char usage_text[] =
 "  --mem-fraction F         usable fraction of HBM (the stack's rule)\n"
 "  --nodes N                nodes (enough for tp*pp*dp*cp GPUs)\n"
 "  --gpus-per-node G        GPUs per node (the GPU type's board, 8)\n"
+"  --nvlink-domain N        GPUs sharing one NVLink domain, a multiple of the\n"
+"                           GPUs per node (the GPU type's system: 72 on\n"
+"                           GB200/GB300 NVL72, else one node)\n"
 "  --timeline FILE.svg      draw the simulated pipeline timeline\n"
 "  --calibration FILE       GEMM and HBM figures measured by\n"
 "                           pipette-probe --local --json FILE on this GPU type\n"
@@ -85,9 +93,9 @@ struct estimate_opts {
 	const char *models_dir;
 	const char *timeline;
 	const char *calibration;
-	long nodes, gpus_per_node;
+	long nodes, gpus_per_node, nvlink_domain;
 	struct pipette_config cfg;
-	int global_batch_set, seq_len_set, attention_set;
+	int global_batch_set, seq_len_set, attention_set, precision_set;
 	double mem_fraction;	/* 0: the stack's rule */
 	const char *stack, *stack_options;
 	const char *routing;	/* a routing trace: the imbalance it measures */
@@ -128,7 +136,8 @@ static const char *const value_options[] = {
 	"--global-batch", "--seq-len", "--mem-fraction", "--recompute", "--schedule",
 	"--attention", "--format", "--stack", "--stack-option", "--dp-shard",
 	"--recompute-every", "--reshard", "--recompute-modules", "--dispatcher",
-	"--capacity-factor", "--imbalance", "--routing", NULL
+	"--capacity-factor", "--imbalance", "--routing", "--precision", "--bf16-layers",
+	"--nvlink-domain", NULL
 };
 
 static int parse(int argc, char **argv, struct estimate_opts *o)
@@ -181,6 +190,9 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 		} else if (!strcmp(name, "--gpus-per-node")) {
 			if (cli_int(name, v, 1, PIPETTE_MAX_GPUS, &o->gpus_per_node))
 				return PIPETTE_EXIT_USAGE;
+		} else if (!strcmp(name, "--nvlink-domain")) {
+			if (cli_int(name, v, 1, PIPETTE_MAX_PIN, &o->nvlink_domain))
+				return PIPETTE_EXIT_USAGE;
 		} else if (!strcmp(name, "--compress")) {
 			if (pipette_compression_parse(v, &o->cfg.compress, &err))
 				return cli_error("%s", err.msg);
@@ -215,6 +227,13 @@ static int parse(int argc, char **argv, struct estimate_opts *o)
 			if (pipette_attention_parse(v, &o->cfg.attention, &err))
 				return cli_error("--attention: %s", err.msg);
 			o->attention_set = 1;
+		} else if (!strcmp(name, "--precision")) {
+			if (pipette_precision_parse(v, &o->cfg.precision, &err))
+				return cli_error("--precision: %s (estimate takes one)", err.msg);
+			o->precision_set = 1;
+		} else if (!strcmp(name, "--bf16-layers")) {
+			if (cli_bf16_layers(v, &o->cfg.bf16_first, &o->cfg.bf16_last))
+				return PIPETTE_EXIT_USAGE;
 		} else if ((rc = cli_moe_option(name, v, &o->cfg, &o->routing)) != CLI_NOT_MINE) {
 			if (rc)
 				return PIPETTE_EXIT_USAGE;
@@ -441,6 +460,10 @@ static void print_table(const struct pipette_model *m, const struct pipette_gpu_
 	       pipette_recompute_name(c->recompute), c->sequence_parallel ? "on" : "off",
 	       c->distributed_optimizer ? "on" : "off", pipette_attention_name(c->attention),
 	       pipette_config_microbatches(c));
+	printf("precision %s", pipette_precision_name(c->precision));
+	if (c->precision != PIPETTE_PREC_BF16 && (c->bf16_first || c->bf16_last))
+		printf("  (first %d and last %d layers in bf16)", c->bf16_first, c->bf16_last);
+	printf("\n");
 	if (pipette_config_fsdp(c))
 		printf("FSDP: shard group %d (dp_shard %d x cp %d), %d replica%s, reshard %s%s\n",
 		       pipette_config_shard_group(c), c->dp_shard, c->cp,
@@ -478,8 +501,18 @@ static struct pipette_cluster *nominal_cluster(const struct estimate_opts *o,
 				 : (world < gpu->gpus_per_node ? world : gpu->gpus_per_node);
 	int n = o->nodes ? (int)o->nodes : (world + G - 1) / G, i;
 	struct pipette_cluster *cl;
-	char **names = calloc((size_t)n, sizeof(*names));
+	struct pipette_gpu_spec domained = *gpu;
+	char **names;
 
+	if (o->nvlink_domain) {
+		if (o->nvlink_domain % G) {
+			pipette_fail(err, "--nvlink-domain %ld: not a whole number of nodes of %d "
+				     "GPUs", o->nvlink_domain, G);
+			return NULL;
+		}
+		domained.nvlink_domain_gpus = (int)o->nvlink_domain;
+	}
+	names = calloc((size_t)n, sizeof(*names));
 	if (!names) {
 		pipette_fail(err, "out of memory");
 		return NULL;
@@ -489,7 +522,8 @@ static struct pipette_cluster *nominal_cluster(const struct estimate_opts *o,
 		if (names[i])
 			snprintf(names[i], 24, "node%d", i + 1);
 	}
-	cl = pipette_cluster_create((const char *const *)names, n, G, NULL, gpu, NULL, 0, err);
+	cl = pipette_cluster_create((const char *const *)names, n, G, NULL, &domained, NULL, 0,
+				    err);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -538,6 +572,10 @@ int cmd_estimate(int argc, char **argv)
 	o.cfg.stack = &stack;
 	if (!o.attention_set)
 		o.cfg.attention = stack.attention;
+	if (!o.precision_set)
+		o.cfg.precision = stack.default_precision;
+	if (pipette_stack_precision_check(&stack, gpu, o.cfg.precision, &err))
+		return cli_error("%s", err.msg);
 	if (o.mem_fraction <= 0)
 		o.mem_fraction = stack.mem_fraction > 0 ? stack.mem_fraction : 1.0;
 	if (!pipette_stack_runs(&stack, o.cfg.schedule))

@@ -108,11 +108,19 @@ int cmd_gpus(int argc, char **argv)
 			json_object_object_add(o, "name", json_object_new_string(g->name));
 			json_object_object_add(o, "aliases", json_object_new_string(g->aliases));
 			json_object_object_add(o, "peak_tflops", json_object_new_double(g->peak_tflops));
+			json_object_object_add(o, "fp8_tflops", json_object_new_double(g->fp8_tflops));
+			json_object_object_add(o, "fp4_tflops", json_object_new_double(g->fp4_tflops));
+			json_object_object_add(o, "measured_kernels",
+					       json_object_new_boolean(g->kernels != NULL));
 			json_object_object_add(o, "hbm_bytes", json_object_new_double(g->hbm_bytes));
 			json_object_object_add(o, "hbm_gbps", json_object_new_double(g->hbm_gbps));
 			json_object_object_add(o, "nvlink_gbps", json_object_new_double(g->nvlink_gbps));
 			json_object_object_add(o, "nic_gbps", json_object_new_double(g->nic_gbps));
 			json_object_object_add(o, "gpus_per_node", json_object_new_int(g->gpus_per_node));
+			json_object_object_add(o, "nvlink_domain_gpus",
+					       json_object_new_int(g->nvlink_domain_gpus > g->gpus_per_node
+								   ? g->nvlink_domain_gpus
+								   : g->gpus_per_node));
 			json_object_object_add(o, "source", json_object_new_string(g->source));
 			json_object_array_add(arr, o);
 		}
@@ -121,15 +129,21 @@ int cmd_gpus(int argc, char **argv)
 		json_object_put(arr);
 		return PIPETTE_EXIT_OK;
 	}
-	printf("%-15s %10s %9s %9s %12s %9s\n", "NAME", "BF16 TF/s", "HBM GiB",
-	       "HBM GB/s", "NVLink GB/s", "NIC GB/s");
+	printf("%-15s %9s %8s %8s %8s %9s %12s %9s %6s %s\n", "NAME", "BF16 TF/s", "FP8", "FP4",
+	       "HBM GiB", "HBM GB/s", "NVLink GB/s", "NIC GB/s", "DOMAIN", "KERNELS");
 	for (i = 0; i < pipette_gpu_count(); i++) {
 		const struct pipette_gpu_spec *g = pipette_gpu_at(i);
 
-		printf("%-15s %10.0f %9.1f %9.0f %12.0f %9.1f\n", g->name, g->peak_tflops,
-		       g->hbm_bytes / PIPETTE_GIB, g->hbm_gbps,
-		       g->nvlink_gbps, g->nic_gbps);
+		printf("%-15s %9.0f %8.0f %8.0f %8.1f %9.0f %12.0f %9.1f %6d %s\n", g->name,
+		       g->peak_tflops, g->fp8_tflops, g->fp4_tflops, g->hbm_bytes / PIPETTE_GIB,
+		       g->hbm_gbps, g->nvlink_gbps, g->nic_gbps,
+		       g->nvlink_domain_gpus > g->gpus_per_node ? g->nvlink_domain_gpus
+								 : g->gpus_per_node,
+		       g->kernels ? "measured" : "curve");
 	}
+	printf("(dense peaks, 0: no such tensor cores; DOMAIN: GPUs per NVLink domain; KERNELS: "
+	       "the time model's GEMM and attention rates from a measured kernel table, or an "
+	       "efficiency curve of the peak)\n");
 	return PIPETTE_EXIT_OK;
 }
 

@@ -58,6 +58,16 @@ static const char usage_text[] =
 "                           balanced routing)\n"
 "  --sequence-parallel | --no-sequence-parallel\n"
 "  --distributed-optimizer | --no-distributed-optimizer\n"
+"  --precision R[,R]        the linear layers' precision recipe, or the set the\n"
+"                           search may choose from: bf16, fp8-delayed,\n"
+"                           fp8-current, fp8-rowwise, fp8-blockwise, mxfp8,\n"
+"                           nvfp4 (the stack's default: bf16, deepseek's\n"
+"                           fp8-blockwise); never changed unasked\n"
+"  --bf16-layers F,L        keep the first F and last L layers in BF16 (0,0)\n"
+"  --nvlink-domain N        GPUs sharing one NVLink domain, a multiple of the\n"
+"                           GPUs per node (the GPU type's system: 72 on\n"
+"                           GB200/GB300 NVL72, else one node); TP, CP and EP\n"
+"                           groups may span the nodes of one domain\n"
 "  --attention flash|unfused  the attention kernel (the stack's: flash, or\n"
 "                           unfused for megatron-2022)\n"
 "  --mem-fraction F         usable fraction of HBM (the stack's rule: all of it\n"
@@ -124,7 +134,8 @@ static const char *const value_options[] = {
 	"--calibration", "--compress", "--budget", "--schedule", "--attention",
 	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
 	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", "--recompute-modules",
-	"--dispatcher", "--ep-overlap", "--capacity-factor", "--imbalance", NULL
+	"--dispatcher", "--ep-overlap", "--capacity-factor", "--imbalance", "--precision",
+	"--bf16-layers", "--nvlink-domain", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -274,6 +285,17 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_attention_parse(v, &o->req.attention, &err))
 			return cli_error("--attention: %s", err.msg);
 		o->req.attention_given = 1;
+	} else if (!strcmp(name, "--precision")) {
+		if (pipette_precision_set_parse(v, &o->req.pins.precision_set, &err))
+			return cli_error("--precision: %s", err.msg);
+	} else if (!strcmp(name, "--bf16-layers")) {
+		return cli_bf16_layers(v, &o->req.bf16_first, &o->req.bf16_last);
+	} else if (!strcmp(name, "--nvlink-domain")) {
+		long d;
+
+		if (cli_int(name, v, 1, PIPETTE_MAX_PIN, &d))
+			return PIPETTE_EXIT_USAGE;
+		o->req.nvlink_domain = (int)d;
 	} else if (!strcmp(name, "--compress")) {
 		if (pipette_compression_parse(v, &o->req.compress, &err))
 			return cli_error("%s", err.msg);

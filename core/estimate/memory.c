@@ -114,10 +114,31 @@ static void mlp_saved(const struct pipette_model *m, const struct pipette_config
 		*shard = 2 * ffn_tensors * m->shared_ffn;
 	/* FP8 stacks cache the experts' input and the SwiGLU's input in
 	 * FP8, one byte each (DeepSeek-V3 §3.3.3) */
-	ab = pipette_config_stack(c)->fp8_gemm ? 1.0 : 2.0;
+	ab = pipette_config_stack(c)->fp8_gemm && c->precision != PIPETTE_PREC_BF16 ? 1.0 : 2.0;
 	per = ab * h + (ab * 2 + 2 * (ffn_tensors - 2 - (mods & PIPETTE_RM_MOE_ACT ? 1 : 0))) *
 		       m->expert_ffn / c->etp;
 	*routed = pipette_moe_routed_factor(m, c) * per + m->experts * 4.0;
+}
+
+/* A low-precision layer of Transformer Engine's modules saves each linear
+ * layer's input for its weight gradient quantized (knobs.h facts: `saved`
+ * bytes per value): the normalized inputs of QKV and of a dense MLP's
+ * FC1 (LayerNormLinear casts the norm's output, 2 bytes -> saved), and
+ * FC2's input, one of the ffn-wide tensors; the output projection keeps a
+ * quantized copy of the attention output beside the bf16 one the
+ * attention kernel saves for its own backward (MLA's projections are
+ * left as they are). */
+static void lowp_saved(const struct pipette_model *m, const struct pipette_config *c, int layer,
+		       unsigned mods, double tokens, double *repl, double *shard)
+{
+	double sb = pipette_precision_facts(c->precision)->saved, h = m->hidden;
+	int moe = pipette_model_is_moe_layer(m, layer);
+
+	*repl -= tokens * (2.0 - sb) * h * (moe ? 1 : 2);
+	if (!m->kv_lora_rank)
+		*shard += tokens * sb * pipette_model_q_width(m);
+	if (!moe && !(mods & PIPETTE_RM_MLP))
+		*shard -= tokens * (2.0 - sb) * m->ffn;
 }
 
 /* Korthikanti et al. (MLSys'23) Table 2 per-block breakdown, generalised
@@ -159,6 +180,8 @@ double pipette_memory_layer_activations(const struct pipette_model *m,
 		repl -= tokens * 2 * h * ((m->kv_lora_rank ? 1 : 0) +
 					  pipette_model_is_moe_layer(m, layer));
 	shard = tokens * (ashard + mshard);
+	if (pipette_config_stack(c)->te_modules && pipette_config_layer_lowp(m, c, layer))
+		lowp_saved(m, c, layer, mods, tokens, &repl, &shard);
 	routed *= tokens;
 	if (c->sequence_parallel)	/* routed tokens already split over TP */
 		routed /= t;
@@ -318,7 +341,28 @@ static double stage_layer_activations(const struct pipette_model *m,
 	return act;
 }
 
-void pipette_memory_stage(const struct pipette_model *m,
+/* Bytes per linear weight of a low-precision layer beyond its BF16
+ * parameter: the quantized copies Transformer Engine keeps (knobs.h
+ * facts; per-tensor FP8 adds a transpose where the GPU's FP8 GEMMs are
+ * TN-only, every GPU without Blackwell's block-scaled tensor cores), less
+ * the BF16 copy when parameters are gathered and kept quantized
+ * (fp8_param_gather; NeMo's and Megatron-Bridge's recipes but the
+ * blockwise one, mixed_precision.py:217-421). */
+static double lowp_weight_bytes(const struct pipette_config *c, const struct pipette_gpu_spec *g)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	const struct pipette_precision_facts *pf = pipette_precision_facts(c->precision);
+	double b;
+
+	if (!st->te_modules || c->precision == PIPETTE_PREC_BF16)
+		return 0;
+	b = g && g->fp4_tflops > 0 ? pf->weight_copies : pf->weight_copies_tn;
+	if (st->fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE)
+		b -= BYTES_PARAM;
+	return b;
+}
+
+void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
 			  const struct pipette_config *c, int stage,
 			  double inflight, struct pipette_stage_memory *out)
 {
@@ -330,6 +374,7 @@ void pipette_memory_stage(const struct pipette_model *m,
 		? (double)c->dp * c->cp * c->tp / ((double)c->ep * c->etp) : 1.0;
 	int first = pipette_config_stage_first_layer(m, c, stage);
 	int n = pipette_config_stage_layers(m, c, stage), l;
+	double lowp_params = 0;	/* linear weights of the stage's low-precision layers */
 
 	memset(out, 0, sizeof(*out));
 	if (inflight < 0)
@@ -350,11 +395,14 @@ void pipette_memory_stage(const struct pipette_model *m,
 		lpar = (lp.attn + lp.mlp) / c->tp + lp.norms + lp.experts / ((double)c->ep * c->etp);
 		if (lpar > out->layer_params)
 			out->layer_params = lpar;
+		if (pipette_config_layer_lowp(m, c, l))
+			lowp_params += lpar - lp.norms;
 	}
 	if (pipette_config_fsdp(c)) {
 		fsdp_state(m, c, stage, out);
 	} else {
-		out->params_bytes = BYTES_PARAM * (dense + expert);
+		out->params_bytes = BYTES_PARAM * (dense + expert) +
+				    lowp_weight_bytes(c, gpu) * lowp_params;
 		out->grads_bytes = st->grad_bytes * (dense + expert);
 		out->optimizer_bytes = st->optim_bytes * (dense / dp_opt + expert / edp_opt);
 	}
@@ -409,7 +457,7 @@ void pipette_memory_estimate(const struct pipette_model *m,
 	memset(out, 0, sizeof(*out));
 	out->peak_stage = -1;
 	for (s = 0; s < c->pp; s++) {
-		pipette_memory_stage(m, c, s, inflight ? inflight[s] : -1.0, &st);
+		pipette_memory_stage(m, gpu, c, s, inflight ? inflight[s] : -1.0, &st);
 		if (per_stage)
 			per_stage[s] = st;
 		if (out->peak_stage < 0 || st.total_bytes > out->peak_bytes) {

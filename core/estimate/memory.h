@@ -64,8 +64,10 @@ double pipette_moe_routed_factor(const struct pipette_model *m, const struct pip
 
 /* Estimate stage s.  inflight: peak in-flight micro-batches held by the
  * stage, in units of full-stage micro-batches (from the schedule); pass a
- * negative value to use the schedule's analytic figure. */
-void pipette_memory_stage(const struct pipette_model *m,
+ * negative value to use the schedule's analytic figure.  gpu decides the
+ * layouts a low-precision weight keeps (NULL: a TN-only FP8 GPU, as
+ * Hopper). */
+void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
 			  const struct pipette_config *c, int stage,
 			  double inflight, struct pipette_stage_memory *out);
 

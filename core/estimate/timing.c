@@ -1008,12 +1008,26 @@ static double gemm_s(const struct pipette_gpu_spec *g, double flops)
 	return flops / (g->peak_tflops * 1e12 * eff);
 }
 
-/* The dtype of the linear layers' GEMMs: FP8 in the stacks that run them
- * there (DeepSeek-V3's framework: 1x128 and 128x128 block scales, Liu et
- * al., arXiv 2412.19437 §3.3, as fine as a per-row scale), BF16 otherwise. */
-static enum pipette_gemm_dtype lin_dtype(const struct pipette_stack *st)
+/* The dtype of a layer's linear GEMMs: its precision recipe's
+ * (knobs.h), BF16 for the layers the recipe keeps in BF16. */
+static enum pipette_gemm_dtype lin_dtype(const struct pipette_model *m,
+					 const struct pipette_config *c, int layer)
 {
-	return st->fp8_gemm ? PIPETTE_GEMM_FP8_ROW : PIPETTE_GEMM_BF16;
+	return pipette_config_layer_lowp(m, c, layer)
+	       ? pipette_precision_facts(c->precision)->gemm : PIPETTE_GEMM_BF16;
+}
+
+/* A dtype's dense peak on GPU g (0: no tensor cores for it). */
+static double dtype_peak(const struct pipette_gpu_spec *g, enum pipette_gemm_dtype dt)
+{
+	switch (dt) {
+	case PIPETTE_GEMM_BF16:
+		return g->peak_tflops;
+	case PIPETTE_GEMM_NVFP4:
+		return g->fp4_tflops;
+	default:
+		return g->fp8_tflops;
+	}
 }
 
 /* What multiplies a measured kernel's rate in a step: the share a step
@@ -1046,18 +1060,32 @@ static double shape_s(const struct pipette_gpu_spec *g, const struct pipette_sta
 		return 0;
 	if (kt && (dt == PIPETTE_GEMM_BF16 || (kt->gemm[dt].tflops > 0 && st->fp8_raw <= 0)))
 		return pipette_kernel_gemm_s(kt, dt, m, n, k) / (kernel_rate(g, st) * sm);
-	if (dt == PIPETTE_GEMM_BF16 || g->fp8_tflops <= 0 || st->fp8_raw <= 0)
+	if (dt == PIPETTE_GEMM_BF16 || !(dtype_peak(g, dt) > 0))
 		return gemm_s(g, flops) / sm;
-	fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
-	return (flops / (g->fp8_tflops * 1e12 * st->fp8_raw * PIPETTE_FRAMEWORK_SHARE) + fixed) / sm;
+	if (st->fp8_raw > 0) {
+		fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
+		return (flops / (g->fp8_tflops * 1e12 * st->fp8_raw * PIPETTE_FRAMEWORK_SHARE) +
+			fixed) / sm;
+	}
+	/* No measured kernels of this dtype: the BF16 curve at the dtype's
+	 * peak, the same kernel run faster (its fixed cost, half_gflop's
+	 * worth at the BF16 rate, stays) */
+	return gemm_s(g, flops * g->peak_tflops / dtype_peak(g, dt)) * g->peak_tflops /
+	       dtype_peak(g, dt) / sm;
 }
 
-/* A linear layer's forward GEMM, tokens x n outputs from k inputs, in the
- * stack's precision. */
-static double lin_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
-		    double tokens, double n, double k)
+/* The linear layers of one transformer layer: the GPU, the stack and the
+ * layer's GEMM dtype. */
+struct lin {
+	const struct pipette_gpu_spec *g;
+	const struct pipette_stack *st;
+	enum pipette_gemm_dtype dt;
+};
+
+/* A linear layer's forward GEMM, tokens x n outputs from k inputs. */
+static double lin_s(const struct lin *L, double tokens, double n, double k)
 {
-	return shape_s(g, st, lin_dtype(st), tokens, n, k);
+	return shape_s(L->g, L->st, L->dt, tokens, n, k);
 }
 
 /* Its three GEMMs, added to acc: the forward (tokens, n, k), the data
@@ -1067,14 +1095,11 @@ struct lin3 {
 	double f, b, w;
 };
 
-static void lin3_add(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
-		     double tokens, double n, double k, struct lin3 *acc)
+static void lin3_add(const struct lin *L, double tokens, double n, double k, struct lin3 *acc)
 {
-	enum pipette_gemm_dtype dt = lin_dtype(st);
-
-	acc->f += shape_s(g, st, dt, tokens, n, k);
-	acc->b += shape_s(g, st, dt, tokens, k, n);
-	acc->w += shape_s(g, st, dt, k, n, tokens);
+	acc->f += shape_s(L->g, L->st, L->dt, tokens, n, k);
+	acc->b += shape_s(L->g, L->st, L->dt, tokens, k, n);
+	acc->w += shape_s(L->g, L->st, L->dt, k, n, tokens);
 }
 
 /* Whether the attention core runs the GPU type's measured fused kernel
@@ -1178,20 +1203,20 @@ static double ep_exchange_s(const struct pipette_model *m, const struct pipette_
  * busiest rank's routed tokens (pipette_moe_routed_factor: imbalance or
  * capacity), the shared experts and the router GEMM, and the memory-bound
  * permutation and routing. */
-static double moe_compute(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+static double moe_compute(const struct pipette_model *m, const struct lin *L,
 			  const struct pipette_config *c, double T, double mats)
 {
-	const struct pipette_stack *st = pipette_config_stack(c);
+	const struct pipette_gpu_spec *g = L->g;
 	double h = m->hidden, t = c->tp, local = (double)m->experts / c->ep;
 	double routed = T * pipette_moe_routed_factor(m, c);
 	double tok = routed / local, f = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
 
-	f += local * (lin_s(g, st, tok, m->expert_ffn * (mats - 1) / c->etp, h) +
-		      lin_s(g, st, tok, h, m->expert_ffn / c->etp)) * c->etp / t;
+	f += local * (lin_s(L, tok, m->expert_ffn * (mats - 1) / c->etp, h) +
+		      lin_s(L, tok, h, m->expert_ffn / c->etp)) * c->etp / t;
 	if (m->shared_ffn)
-		f += lin_s(g, st, T, m->shared_ffn * (mats - 1) / t, h) +
-		     lin_s(g, st, T, h, m->shared_ffn / t);
-	f += shape_s(g, st, PIPETTE_GEMM_BF16, T, m->experts, h);	/* router, BF16 */
+		f += lin_s(L, T, m->shared_ffn * (mats - 1) / t, h) +
+		     lin_s(L, T, h, m->shared_ffn / t);
+	f += shape_s(g, L->st, PIPETTE_GEMM_BF16, T, m->experts, h);	/* router, BF16 */
 	f += (PERMUTE_PASSES * 2 * 2.0 * h * routed + ROUTER_PASSES * 4.0 * T * m->experts) / bw;
 	return f;
 }
@@ -1199,11 +1224,11 @@ static double moe_compute(const struct pipette_model *m, const struct pipette_gp
 /* What selective recomputation by module adds to a layer's backward: the
  * forward of each recomputed module (memory.c drops what they save).
  * `mem` is the layer's elementwise time. */
-static double modules_recompute(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+static double modules_recompute(const struct pipette_model *m, const struct lin *L,
 				const struct pipette_config *c, int moe, double T, double mats,
 				double mem, double attn, double moe_f)
 {
-	const struct pipette_stack *st = pipette_config_stack(c);
+	const struct pipette_gpu_spec *g = L->g;
 	unsigned mods = pipette_config_recompute_modules(c);
 	double h = m->hidden, t = c->tp, r = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
 
@@ -1212,22 +1237,59 @@ static double modules_recompute(const struct pipette_model *m, const struct pipe
 	if (mods & PIPETTE_RM_LAYERNORM)	/* the stand-alone norms (memory.c) */
 		r += ((m->kv_lora_rank ? 1 : 0) + moe) * 2 * 2.0 * T * h / bw;
 	if ((mods & PIPETTE_RM_MLA_UP_PROJ) && m->kv_lora_rank)
-		r += lin_s(g, st, T, pipette_model_q_width(m) / t, m->q_lora_rank) +
-		     lin_s(g, st, T, (double)m->heads * (m->qk_nope_dim + m->v_head_dim) / t,
+		r += lin_s(L, T, pipette_model_q_width(m) / t, m->q_lora_rank) +
+		     lin_s(L, T, (double)m->heads * (m->qk_nope_dim + m->v_head_dim) / t,
 			   m->kv_lora_rank);
 	if (!moe && (mods & PIPETTE_RM_MLP))
-		r += lin_s(g, st, T, m->ffn * (mats - 1) / t, h) + lin_s(g, st, T, h, m->ffn / t);
+		r += lin_s(L, T, m->ffn * (mats - 1) / t, h) + lin_s(L, T, h, m->ffn / t);
 	if (moe && (mods & PIPETTE_RM_MOE))
 		r += moe_f;	/* the block again (its exchange: layer_times) */
 	else if (moe) {
 		if ((mods & PIPETTE_RM_SHARED_EXPERTS) && m->shared_ffn)
-			r += lin_s(g, st, T, m->shared_ffn * (mats - 1) / t, h) +
-			     lin_s(g, st, T, h, m->shared_ffn / t);
+			r += lin_s(L, T, m->shared_ffn * (mats - 1) / t, h) +
+			     lin_s(L, T, h, m->shared_ffn / t);
 		if (mods & PIPETTE_RM_MOE_ACT)	/* read 2 ffn, write ffn per copy */
 			r += 2.0 * 3 * m->expert_ffn / c->etp * T *
 			     pipette_moe_routed_factor(m, c) / bw;
 	}
 	return r;
+}
+
+/* The quantization passes of a low-precision layer (knobs.h facts: the
+ * recipe's HBM traffic per bf16 element), per micro-batch: forward, each
+ * linear layer's input; backward, the gradient of each one's output.
+ * Weights are cast once per step, not per micro-batch (Transformer
+ * Engine caches them from the first micro-batch, Linear.forward's
+ * is_first_microbatch; with FP8 parameters they are stored quantized), so
+ * they are left out.  The traffic runs at HBM speed times what a cast
+ * kernel attains against a copy: torch.compile's tensorwise cast of 2^28
+ * bf16 values took 3.42 ps per value on one H100 SXM, where its 5 bytes
+ * (amax read, read, write) at the same run's copy rate (4 bytes in 1.42
+ * ps) take 1.78 ps: 1.93 (tests/data/kernels/h100-sxm-step-costs.csv). */
+#define CAST_OVERHEAD (3.42 / (5.0 * 1.42 / 4.0))
+
+static void quantize_s(const struct pipette_model *m, const struct pipette_config *c,
+		       const struct pipette_gpu_spec *g, int moe, double T, struct lin3 *out)
+{
+	const struct pipette_precision_facts *pf = pipette_precision_facts(c->precision);
+	double h = m->hidden, t = c->tp, qw = pipette_model_q_width(m);
+	double kvw = pipette_model_kv_width(m), in, grad, bytes;
+
+	/* QKV and output projection (MLA's as its q/kv widths), then the MLP */
+	in = T * (h + qw / t);
+	grad = T * ((qw + 2 * kvw) / t + h);
+	if (moe) {
+		double copies = T * pipette_moe_routed_factor(m, c);
+
+		in += copies * (h + m->expert_ffn / c->etp);
+		grad += copies * (2 * m->expert_ffn / c->etp + h);
+	} else {
+		in += T * (h + m->ffn / t);
+		grad += T * (2 * m->ffn / t + h);
+	}
+	bytes = g->fp4_tflops > 0 ? pf->cast : pf->cast_tn;
+	out->f = in * bytes * CAST_OVERHEAD / (g->hbm_gbps * 1e9 * HBM_EFF);
+	out->b = grad * bytes * CAST_OVERHEAD / (g->hbm_gbps * 1e9 * HBM_EFF);
 }
 
 static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
@@ -1245,24 +1307,28 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	double attn, attn_b, attn_flops, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
 	struct pipette_config none = *c;
 	int moe = pipette_model_is_moe_layer(m, layer);
+	const struct lin Lv = { g, st, lin_dtype(m, c, layer) }, *L = &Lv;
+	struct lin3 cast = { 0, 0, 0 };
 
 	memset(lt, 0, sizeof(*lt));
 	pipette_model_layer_params(m, layer, &lp);
+	if (L->dt != PIPETTE_GEMM_BF16)
+		quantize_s(m, c, g, moe, T, &cast);
 	/* Projections: QKV and output GEMMs sized by their own shapes. */
 	if (m->kv_lora_rank) {		/* MLA's projections, as one of h inputs */
-		lin3_add(g, st, T, lp.attn / t / h, h, &gemm);
+		lin3_add(L, T, lp.attn / t / h, h, &gemm);
 	} else {
-		lin3_add(g, st, T, (qw + 2 * kvw) / t, h, &gemm);
-		lin3_add(g, st, T, h, qw / t, &gemm);
+		lin3_add(L, T, (qw + 2 * kvw) / t, h, &gemm);
+		lin3_add(L, T, h, qw / t, &gemm);
 	}
 	if (moe) {		/* the experts' three passes at the forward's shapes */
-		moe_f = moe_compute(m, g, c, T, mats);
+		moe_f = moe_compute(m, L, c, T, mats);
 		gemm.f += moe_f;
 		gemm.b += moe_f;
 		gemm.w += moe_f;
 	} else {
-		lin3_add(g, st, T, m->ffn * (mats - 1) / t, h, &gemm);
-		lin3_add(g, st, T, h, m->ffn / t, &gemm);
+		lin3_add(L, T, m->ffn * (mats - 1) / t, h, &gemm);
+		lin3_add(L, T, h, m->ffn / t, &gemm);
 	}
 	/* Attention core: QK^T (query-key width) and AV (value width), 2*T*s
 	 * FLOPs per unit of each (Narayanan et al.'s 4*T*s*h when both are h;
@@ -1295,15 +1361,16 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 
 		/* FP8 stacks dispatch in FP8 and combine in BF16
 		 * (DeepSeek-V3 §3.3.4) */
-		ep_one = ep_exchange_s(m, c, ep, tok, copies, st->fp8_gemm ? 1.0 : 2.0) +
+		ep_one = ep_exchange_s(m, c, ep, tok, copies,
+				       st->fp8_gemm && c->precision != PIPETTE_PREC_BF16 ? 1.0 : 2.0) +
 			 ep_exchange_s(m, c, ep, tok, copies, 2.0);
 		lt->ep_f = ep_one;
 		lt->ep_b = ep_one;
 	}
 
 	lt->attn_f = attn;
-	lt->f = gemm.f + attn + mem;
-	lt->b = gemm.b + attn_b + 2 * mem;	/* input gradients */
+	lt->f = gemm.f + attn + mem + cast.f;
+	lt->b = gemm.b + attn_b + 2 * mem + cast.b;	/* input gradients */
 	lt->w = gemm.w;				/* weight gradients */
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
 		lt->b += lt->f;
@@ -1315,7 +1382,7 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 			 shape_s(g, st, PIPETTE_GEMM_BF16, T, h, qw / t) +
 			 (mats > 2 ? shape_s(g, st, PIPETTE_GEMM_BF16, T, m->ffn / t, h) : 0) + mem;
 	} else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE) {
-		lt->b += modules_recompute(m, g, c, moe, T, mats, mem, attn, moe_f);
+		lt->b += modules_recompute(m, L, c, moe, T, mats, mem, attn, moe_f);
 		if (moe && (pipette_config_recompute_modules(c) & PIPETTE_RM_MOE))
 			lt->ep_b += ep_one;
 	}
@@ -1941,7 +2008,7 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		int sharded = pipette_config_shard_group(c) > 1;
 
 		stage_layers(t, &pl, m, c, s, &st);
-		pipette_memory_stage(m, c, s, 1.0, &sm);
+		pipette_memory_stage(m, gpu, c, s, 1.0, &sm);
 		if (sharded) {
 			stage_fsdp(t, &pl, c, s, pipette_config_stage_layers(m, c, s), &sm, &st, &fc);
 			st.f += fc.f;
@@ -1992,6 +2059,8 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	out->model_flops = pipette_model_flops(m, c);
 	out->tokens_per_s = (double)c->global_batch * c->seq_len / out->iteration_s;
 	out->tflops_per_gpu = out->model_flops / (out->iteration_s * world) / 1e12;
-	out->mfu = out->tflops_per_gpu / gpu->peak_tflops;
+	/* against the dense peak of the recipe's GEMMs (BF16's for bf16) */
+	out->mfu = out->tflops_per_gpu /
+		   dtype_peak(gpu, pipette_precision_facts(c->precision)->gemm);
 	return 0;
 }

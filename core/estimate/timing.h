@@ -45,7 +45,8 @@ struct pipette_time {
 	 * its exposed communication; what an observation records. */
 	double model_s, model_compute_s, model_comm_s;
 	/* Throughput.  Model FLOPs exclude recomputation (72 BsLh^2 form of
-	 * Narayanan et al., generalised to GQA/SwiGLU/MoE). */
+	 * Narayanan et al., generalised to GQA/SwiGLU/MoE); MFU is against
+	 * the dense peak of the precision recipe's GEMMs. */
 	double model_flops;
 	double tokens_per_s;
 	double tflops_per_gpu;

@@ -200,6 +200,7 @@ struct pipette_cluster {
 	char *warnings;
 	size_t wlen, wcap;
 	unsigned long version;		/* a fresh stamp at creation and every set */
+	int domain_nodes;		/* nodes per NVLink domain (cluster.h) */
 };
 
 void pipette_cluster_destroy(struct pipette_cluster *c)
@@ -400,8 +401,11 @@ static int fill_inter(struct pipette_cluster *c, struct build *b)
 			if (b->idx[i] >= 0 && b->idx[j] >= 0)
 				bw_inter_get(b->bw, b->idx[i], b->idx[j], &e);
 			if (ls_set(&c->inter, (size_t)i * c->n + j,
-				   fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
-					b->gpu->nic_lat_us, &b->un_inter)) < 0)
+				   pipette_cluster_same_domain(c, i, j)
+				   ? fill(&e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
+					  b->gpu->nvlink_lat_us, &b->un_inter)
+				   : fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+					  b->gpu->nic_lat_us, &b->un_inter)) < 0)
 				return -1;
 		}
 	return 0;
@@ -498,6 +502,7 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 	if (1 << c->g_shift != g)
 		c->g_shift = -1;
 	c->gpu = gpu;
+	c->domain_nodes = 1;
 	c->version = next_stamp();
 	c->names = calloc((size_t)n, sizeof(char *));
 	c->gpu_ids = malloc((size_t)g * sizeof(int));
@@ -543,7 +548,14 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 	}
 	if (check_spec(gpu, err) < 0)
 		return NULL;
+	if (gpu->nvlink_domain_gpus > g && gpu->nvlink_domain_gpus % g) {
+		pipette_fail(err, "cluster: an NVLink domain of %d GPUs (%s) is not a whole number "
+			     "of nodes of %d GPUs", gpu->nvlink_domain_gpus, gpu->name, g);
+		return NULL;
+	}
 	c = cluster_alloc(n, g, gpu);
+	if (c && gpu->nvlink_domain_gpus > g)
+		c->domain_nodes = gpu->nvlink_domain_gpus / g;
 	b.idx = malloc((size_t)n * sizeof(int));
 	if (!c || !b.idx) {
 		pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
@@ -566,6 +578,16 @@ fail:
 	free(b.idx);
 	pipette_cluster_destroy(c);
 	return NULL;
+}
+
+int pipette_cluster_domain_nodes(const struct pipette_cluster *c)
+{
+	return c->domain_nodes;
+}
+
+int pipette_cluster_same_domain(const struct pipette_cluster *c, int node_a, int node_b)
+{
+	return node_a / c->domain_nodes == node_b / c->domain_nodes;
 }
 
 struct pipette_cluster *pipette_cluster_create_blank(int n, int g,

@@ -15,7 +15,13 @@
  * measured matrix (one nccl-tests sendrecv busbw per node pair:
  * yimjinkyu1/date2024_pipette, Megatron-LM-2.5/strategy/nccl-test/
  * nccl-test-a100/round_robin_test.py:93-120 @a2b0683f); every GPU pair of
- * two nodes gets the node pair's figure. */
+ * two nodes gets the node pair's figure.
+ *
+ * Nodes of one NVLink domain (gpu->nvlink_domain_gpus GPUs: consecutive
+ * blocks of nodes in the cluster's order, which the plan makes canonical)
+ * reach each other over NVLink: their unmeasured links take the cache's
+ * intra-node defaults, else the GPU's NVLink figure, not the NIC's; what
+ * a probe measured between them stands. */
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 
@@ -83,6 +89,11 @@ double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, in
  * at creation and at every link set, so that figures derived from the
  * links can be cached by it. */
 unsigned long pipette_cluster_version(const struct pipette_cluster *c);
+
+/* Nodes per NVLink domain (1: each node its own). */
+int pipette_cluster_domain_nodes(const struct pipette_cluster *c);
+/* Whether nodes a and b share an NVLink domain. */
+int pipette_cluster_same_domain(const struct pipette_cluster *c, int node_a, int node_b);
 
 /* Newline-separated warnings from create, "" if none. */
 const char *pipette_cluster_warnings(const struct pipette_cluster *c);

@@ -29,6 +29,14 @@ void pipette_config_init(struct pipette_config *c)
 	c->reshard = PIPETTE_RESHARD_ALWAYS;
 	c->schedule = PIPETTE_SCHED_1F1B;
 	c->attention = PIPETTE_ATTN_FLASH;
+	c->precision = PIPETTE_PREC_BF16;
+}
+
+int pipette_config_layer_lowp(const struct pipette_model *m, const struct pipette_config *c,
+			      int layer)
+{
+	return c->precision != PIPETTE_PREC_BF16 && layer >= c->bf16_first &&
+	       layer < m->layers - c->bf16_last;
 }
 
 int pipette_config_world(const struct pipette_config *c)
@@ -622,6 +630,7 @@ void pipette_pins_init(struct pipette_pins *p)
 	p->reshard = p->dispatcher = p->ep_overlap = -1;
 	p->recompute_modules = -1;
 	p->schedule_set = 0;
+	p->precision_set = 0;
 }
 
 int pipette_schedule_pin_parse(const char *s, struct pipette_pins *p, struct pipette_err *err)

@@ -106,6 +106,10 @@ struct pipette_pins {
 	long recompute_modules;	/* enum pipette_recompute_module bits, or -1 */
 	int dispatcher;		/* enum pipette_dispatcher or -1 */
 	int ep_overlap;		/* 0/1 or -1 */
+	/* The precision recipes the search may choose from (PIPETTE_PREC_BIT;
+	 * one pins it); 0 = the stack's default.  Never widened by pipette:
+	 * a recipe changes numerics. */
+	unsigned precision_set;
 };
 
 /* The integer pins, one table for every front end: "tp" ... "vpp" and
@@ -164,6 +168,11 @@ struct pipette_config {
 	struct pipette_compression compress;
 	unsigned recompute_modules;	/* with selective (enum pipette_recompute_module) */
 	struct pipette_moe_exec moe;
+	/* The precision recipe of the linear layers (knobs.h), and how many
+	 * transformer layers at the model's start and end it keeps in BF16
+	 * (Megatron-LM --num-layers-at-start-in-bf16 / -at-end-in-bf16). */
+	enum pipette_precision precision;
+	int bf16_first, bf16_last;
 };
 
 /* Parse "pp:16[:epilogue],dp:128[:stages=3],emb" (any subset, comma
@@ -176,6 +185,11 @@ void pipette_compression_format(const struct pipette_compression *c, char *buf,
 int pipette_compression_enabled(const struct pipette_compression *c);
 
 /* Defaults: everything 1, no recompute, 1F1B, flash attention, BF16. */
+/* Whether global layer `layer` runs the configuration's low-precision
+ * recipe (not BF16, and not one of the BF16 layers at the ends). */
+int pipette_config_layer_lowp(const struct pipette_model *m, const struct pipette_config *c,
+			      int layer);
+
 void pipette_config_init(struct pipette_config *c);
 int pipette_config_world(const struct pipette_config *c);
 /* Replicas of each FSDP shard group: dp / dp_shard. */

@@ -30,6 +30,32 @@
  *          72 PFLOP/s FP8 sparse training -> 4.5 PFLOP/s dense FP8 and
  *          2.25 PFLOP/s dense BF16 per GPU;
  *          NVLink 5: 1.8 TB/s bidirectional; 8x 400 Gb/s ConnectX-7).
+ *  [HGX-B] NVIDIA HGX page, Blackwell table, 8-GPU boards (nvidia.com/en-us/
+ *          data-center/hgx): HGX B200 FP4 "144 PFLOPS | 72 PFLOPS" (sparse |
+ *          dense) -> 9 PFLOP/s dense per GPU; HGX B300 "144 | 108" -> 13.5;
+ *          FP8 72 and BF16 36 PFLOP/s sparse for both (halved, as its
+ *          footnote says: 4.5 and 2.25 per GPU); NVLink 1.8 TB/s
+ *          bidirectional; 0.8 (B200, ConnectX-7 400 Gb/s) and 1.6 TB/s
+ *          (B300, ConnectX-8 800 Gb/s) of networking per board, both ways.
+ *  [BU]    Blackwell Ultra datasheet, individual GPU specifications: HGX
+ *          B300 270 GB HBM3E at 7.7 TB/s; GB300 279 GB at 8 TB/s, FP4 "20 |
+ *          15 PFLOPS" (sparse | dense: Blackwell Ultra's FP4 sparsity is
+ *          1.33x, not 2x); 15 PFLOPS dense NVFP4 also in NVIDIA's "Inside
+ *          NVIDIA Blackwell Ultra" blog.  Where it gives B300 FP4 as 14,
+ *          the HGX page's 108/8 = 13.5 is taken (0.9 of GB300's, as BF16
+ *          and FP8 are).  BF16 and FP8 are B200's: the cuts of Blackwell
+ *          Ultra are FP64 and INT8.
+ *  [GB200] NVIDIA GB200 NVL72 page: FP16/BF16 360, FP8 720 PFLOP/s sparse
+ *          for 72 GPUs (2.5 and 5 dense per GPU), NVFP4 "1,440 | 720"
+ *          (10 dense per GPU), 13.4 TB HBM3E at 576 TB/s (186 GB and 8 TB/s
+ *          per GPU); DGX GB200 user guide, hardware: 72-GPU NVLink domains
+ *          of 18 compute trays of 4 GPUs, NVLink 5 at 1.8 TB/s
+ *          bidirectional per GPU, 4 ConnectX-7 400G NICs per tray.
+ *  [GB300] NVIDIA GB300 NVL72 page: FP4 "1,440 | 1,080 PFLOPS" (1,080
+ *          without sparsity: 15 per GPU), FP8 720 and BF16 360 sparse,
+ *          ConnectX-8 at 800 Gb/s per GPU; GB300 NVL72 reference
+ *          architecture: 4 GPUs per tray, 72 in one NVLink domain.
+ *  FP4 peaks are dense NVFP4; 0 = no block-scaled FP4 tensor cores.
  *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
  *  H200 143771 MiB), not the marketing GB.
  *  [CALC]  Calculon (Isaev et al., SC'23), github.com/calculon-ai/calculon
@@ -120,26 +146,74 @@ static const struct pipette_kernels h100_500w_kernels = {
 };
 
 static const struct pipette_gpu_spec gpus[] = {
-	{ "V100-SXM-32GB", "v100,v100-32gb,v100-sxm2-32gb", 125.0, 32768 * PIPETTE_MIB, 900.0,
-	  150.0, 6.25, 10.0, 20.0, 8, 0.69, 0.9 * 125.0 / 312.0, 0.65, 0.9, "[V100]", 0, 0, 0, NULL, 0 },
-	{ "A100-SXM-40GB", "a100-40gb,a100-sxm4-40gb", 312.0, 40960 * PIPETTE_MIB, 1555.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0, NULL, 0 },
-	{ "A100-SXM-80GB", "a100,a100-80gb,a100-sxm4-80gb", 312.0, 81920 * PIPETTE_MIB, 2039.0,
-	  300.0, 25.0, 10.0, 20.0, 8, 0.69, 0.9, 0.65, 0.9, "[A100]", 0, 0, 0, NULL, 0 },
-	{ "H100-SXM-80GB", "h100,h100-80gb,h100-sxm5-80gb,h100-sxm", 989.0, 81559 * PIPETTE_MIB,
-	  3350.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H100] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
-	{ "H800-SXM-80GB", "h800,h800-80gb,h800-sxm", 989.0, 81559 * PIPETTE_MIB,
-	  3350.0, 200.0, 50.0, 10.0, 20.0, 8, H100_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H800] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
-	{ "H100-96GB-500W", "h100-96gb,h100-500w,grand-teton", 989.0 * H100_500W_CLOCK, 96e9,
-	  2400.0, 450.0, 50.0, 10.0, 20.0, 8, H100_RAW * H100_500W_CLOCK * FRAMEWORK_SHARE, 6.2,
-	  0.65, 0.9, "[H100-500W] [KERN-H]", 1979.0 * H100_500W_CLOCK, 0, 0, &h100_500w_kernels, 0 },
-	{ "H200-SXM-141GB", "h200,h200-141gb,h200-sxm", 989.0, 143771 * PIPETTE_MIB, 4800.0,
-	  450.0, 50.0, 10.0, 20.0, 8, H200_RAW * FRAMEWORK_SHARE, 6.2, 0.65, 0.9,
-	  "[H200] [PROBE-H]", 1979.0, 0, 0, &h100_kernels, 0 },
-	{ "B200-SXM-180GB", "b200,b200-180gb", 2250.0, 180e9, 8000.0,
-	  900.0, 50.0, 10.0, 20.0, 8, 0.69, 0.9 * 2250.0 / 312.0, 0.65, 0.9, "[B200]", 4500.0, 0, 0, NULL, 0 },
+	{ .name = "V100-SXM-32GB", .aliases = "v100,v100-32gb,v100-sxm2-32gb",
+	  .peak_tflops = 125.0, .fp8_tflops = 0, .fp4_tflops = 0,
+	  .hbm_bytes = 32768 * PIPETTE_MIB, .hbm_gbps = 900.0, .nvlink_gbps = 150.0, .nic_gbps = 6.25,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 125.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[V100]", .kernels = NULL },
+	{ .name = "A100-SXM-40GB", .aliases = "a100-40gb,a100-sxm4-40gb",
+	  .peak_tflops = 312.0, .fp8_tflops = 0, .fp4_tflops = 0,
+	  .hbm_bytes = 40960 * PIPETTE_MIB, .hbm_gbps = 1555.0, .nvlink_gbps = 300.0, .nic_gbps = 25.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[A100]", .kernels = NULL },
+	{ .name = "A100-SXM-80GB", .aliases = "a100,a100-80gb,a100-sxm4-80gb",
+	  .peak_tflops = 312.0, .fp8_tflops = 0, .fp4_tflops = 0,
+	  .hbm_bytes = 81920 * PIPETTE_MIB, .hbm_gbps = 2039.0, .nvlink_gbps = 300.0, .nic_gbps = 25.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[A100]", .kernels = NULL },
+	{ .name = "H100-SXM-80GB", .aliases = "h100,h100-80gb,h100-sxm5-80gb,h100-sxm",
+	  .peak_tflops = 989.0, .fp8_tflops = 1979.0, .fp4_tflops = 0,
+	  .hbm_bytes = 81559 * PIPETTE_MIB, .hbm_gbps = 3350.0, .nvlink_gbps = 450.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = H100_RAW * FRAMEWORK_SHARE, .gemm_half_gflop = 6.2, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[H100] [PROBE-H] [KERN-H]", .kernels = &h100_kernels },
+	{ .name = "H800-SXM-80GB", .aliases = "h800,h800-80gb,h800-sxm",
+	  .peak_tflops = 989.0, .fp8_tflops = 1979.0, .fp4_tflops = 0,
+	  .hbm_bytes = 81559 * PIPETTE_MIB, .hbm_gbps = 3350.0, .nvlink_gbps = 200.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = H100_RAW * FRAMEWORK_SHARE, .gemm_half_gflop = 6.2, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[H800] [PROBE-H] [KERN-H]", .kernels = &h100_kernels },
+	{ .name = "H100-96GB-500W", .aliases = "h100-96gb,h100-500w,grand-teton",
+	  .peak_tflops = 989.0 * H100_500W_CLOCK, .fp8_tflops = 1979.0 * H100_500W_CLOCK, .fp4_tflops = 0,
+	  .hbm_bytes = 96e9, .hbm_gbps = 2400.0, .nvlink_gbps = 450.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = H100_RAW * FRAMEWORK_SHARE, .gemm_half_gflop = 6.2, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[H100-500W] [KERN-H]", .kernels = &h100_500w_kernels },
+	{ .name = "H200-SXM-141GB", .aliases = "h200,h200-141gb,h200-sxm",
+	  .peak_tflops = 989.0, .fp8_tflops = 1979.0, .fp4_tflops = 0,
+	  .hbm_bytes = 143771 * PIPETTE_MIB, .hbm_gbps = 4800.0, .nvlink_gbps = 450.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = H200_RAW * FRAMEWORK_SHARE, .gemm_half_gflop = 6.2, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[H200] [PROBE-H] [KERN-H]", .kernels = &h100_kernels },
+	{ .name = "B200-SXM-180GB", .aliases = "b200,b200-180gb",
+	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 9000.0,
+	  .hbm_bytes = 180e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[B200] [HGX-B]", .kernels = NULL },
+	{ .name = "B300-SXM-270GB", .aliases = "b300,b300-270gb",
+	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 13500.0,
+	  .hbm_bytes = 270e9, .hbm_gbps = 7700.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[HGX-B] [BU]", .kernels = NULL },
+	{ .name = "GB200-NVL72", .aliases = "gb200,gb200-186gb,gb200-nvl72",
+	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 10000.0,
+	  .hbm_bytes = 186e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[GB200]", .kernels = NULL,
+	  .nvlink_domain_gpus = 72 },
+	{ .name = "GB300-NVL72", .aliases = "gb300,gb300-279gb,gb300-nvl72",
+	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 15000.0,
+	  .hbm_bytes = 279e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
+	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
+	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
+	  .source = "[GB300] [BU]", .kernels = NULL,
+	  .nvlink_domain_gpus = 72 },
 };
 
 size_t pipette_gpu_count(void)
@@ -179,7 +253,7 @@ const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 			    alias_match(gpus[i].aliases, name))
 				return &gpus[i];
 	pipette_fail(err, "unknown GPU type '%.48s' (known: V100, A100-40GB, "
-		     "A100 (80GB), H100, H100-96GB-500W, H200, B200; 'pipette gpus' lists them)",
+		     "A100 (80GB), H100, H800, H100-96GB-500W, H200, B200, B300, GB200, GB300; 'pipette gpus' lists them)",
 		     name ? name : "");
 	return NULL;
 }

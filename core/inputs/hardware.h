@@ -39,8 +39,15 @@ struct pipette_gpu_spec {
 	double nvlink_eff;
 	double nic_eff;
 	const char *source;
-	/* dense FP8 tensor-core peak (0: no FP8 tensor cores) */
+	/* dense FP8 tensor-core peak (0: no FP8 tensor cores); dense NVFP4
+	 * peak of Blackwell's block-scaled tensor cores (0: none, so no MXFP8
+	 * or NVFP4 either) */
 	double fp8_tflops;
+	double fp4_tflops;
+	/* GPUs sharing one NVLink domain in the system this type comes in:
+	 * 72 on a GB200/GB300 NVL72 rack (18 trays of 4, each a Slurm node),
+	 * 0 = one node's (an HGX board).  `--nvlink-domain` overrides it. */
+	int nvlink_domain_gpus;
 	/* The site's calibration (calib.h): the measured over the modelled
 	 * time of computation and of exposed communication on this GPU type
 	 * under the plan's stack; 0 = none (1). */

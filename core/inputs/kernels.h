@@ -22,6 +22,8 @@ enum pipette_gemm_dtype {
 	PIPETTE_GEMM_BF16,
 	PIPETTE_GEMM_FP8_TENSOR,
 	PIPETTE_GEMM_FP8_ROW,
+	PIPETTE_GEMM_MXFP8,	/* Blackwell's block-scaled FP8 */
+	PIPETTE_GEMM_NVFP4,	/* Blackwell's block-scaled FP4 */
 	PIPETTE_GEMM_DTYPE_COUNT
 };
 

@@ -6,7 +6,10 @@
 #ifndef PIPETTE_KNOBS_H
 #define PIPETTE_KNOBS_H
 
+#include <stddef.h>
+
 #include "inputs/error.h"
+#include "inputs/kernels.h"
 
 enum pipette_schedule_kind {
 	PIPETTE_SCHED_1F1B,
@@ -71,6 +74,59 @@ enum pipette_recompute_module {
 const char *pipette_attention_name(enum pipette_attention a);
 int pipette_attention_parse(const char *s, enum pipette_attention *out,
 			    struct pipette_err *err);
+/* The numerics of the linear layers' GEMMs: the precision recipe a job
+ * trains with.  A plan never changes it unasked (it changes numerics).
+ *   bf16           BF16 GEMMs (FP32 accumulation), the baseline;
+ *   fp8-delayed    FP8 with one scale per tensor from an amax history
+ *                  (Transformer Engine DelayedScaling; Megatron-LM
+ *                  --fp8-recipe delayed);
+ *   fp8-current    FP8 with one scale per tensor from its own amax
+ *                  (TE Float8CurrentScaling, Megatron's "tensorwise",
+ *                  torchao's tensorwise);
+ *   fp8-rowwise    FP8 with one scale per row (torchao's rowwise);
+ *   fp8-blockwise  FP8 with 1x128 scales for activations and gradients,
+ *                  128x128 for weights (TE Float8BlockScaling, Megatron's
+ *                  "blockwise"; DeepSeek-V3 §3.3);
+ *   mxfp8          FP8 E4M3 with an E8M0 scale per 32 values
+ *                  (TE MXFP8BlockScaling; Blackwell's tensor cores);
+ *   nvfp4          FP4 E2M1 with an E4M3 scale per 16 values and one FP32
+ *                  per tensor (TE NVFP4BlockScaling; Blackwell).
+ * Sources: NVIDIA/TransformerEngine @d0067d0d transformer_engine/common/
+ * recipe/__init__.py:173-496, NVIDIA/Megatron-LM @d98e8a64
+ * megatron/core/fp8_utils.py:771-791. */
+enum pipette_precision {
+	PIPETTE_PREC_BF16,
+	PIPETTE_PREC_FP8_DELAYED,
+	PIPETTE_PREC_FP8_CURRENT,
+	PIPETTE_PREC_FP8_ROWWISE,
+	PIPETTE_PREC_FP8_BLOCKWISE,
+	PIPETTE_PREC_MXFP8,
+	PIPETTE_PREC_NVFP4,
+	PIPETTE_PREC_COUNT
+};
+#define PIPETTE_PREC_BIT(p) (1u << (p))
+
+/* What a recipe stores and moves, bytes per element (knobs.c has the
+ * derivations and sources). */
+struct pipette_precision_facts {
+	enum pipette_gemm_dtype gemm;	/* the linear layers' GEMMs */
+	double saved;		/* a GEMM input saved for the weight gradient */
+	double stored;		/* one quantized copy of a tensor, scales included */
+	/* quantized copies a weight keeps: on GPUs whose FP8 GEMMs take only
+	 * the TN layout (Hopper) and on Blackwell */
+	double weight_copies_tn, weight_copies;
+	/* HBM traffic of quantizing one bf16 element, both orientations */
+	double cast_tn, cast;
+	int amax_pass;		/* the scale needs a pass over the tensor first */
+};
+const struct pipette_precision_facts *pipette_precision_facts(enum pipette_precision p);
+const char *pipette_precision_name(enum pipette_precision p);
+/* One name, or a comma-separated list into a set of PIPETTE_PREC_BIT. */
+int pipette_precision_parse(const char *s, enum pipette_precision *out, struct pipette_err *err);
+int pipette_precision_set_parse(const char *s, unsigned *set, struct pipette_err *err);
+/* "bf16, fp8-current" */
+void pipette_precision_set_text(unsigned set, char *buf, size_t len);
+
 /* Index of s in names[0..n) (case-insensitive), or -1. */
 int pipette_name_index(const char *s, const char *const *names, int n);
 

@@ -23,6 +23,21 @@
  * get_forward_backward_func; NeMo's MegatronStrategy exposes only
  * virtual_pipeline_model_parallel_size). */
 #define MEGATRON_SCHEDULES (SCHED(PIPETTE_SCHED_1F1B) | SCHED(PIPETTE_SCHED_INTERLEAVED))
+/* Precision recipes each launch can express.  Megatron-Core's
+ * --fp8-recipe {delayed, tensorwise, blockwise, mxfp8} and --fp4-recipe
+ * nvfp4 (NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/
+ * transformer_config.py:587-679, fp8_utils.py:771-791); NeMo's and
+ * Megatron-Bridge's mixed-precision recipes are the same TE recipes
+ * (NVIDIA-NeMo/Megatron-Bridge @067f987d src/megatron/bridge/training/
+ * mixed_precision.py:217-421).  torchtitan: torchao's Float8Linear
+ * recipes tensorwise and rowwise and the MX converter's mxfp8
+ * (pytorch/torchtitan @24e91056 torchtitan/config/job_config.py:572-617).
+ * DeepSeek-V3 trained with 1x128 / 128x128 block scales (arXiv
+ * 2412.19437 §3.3). */
+#define PREC(p) PIPETTE_PREC_BIT(PIPETTE_PREC_##p)
+#define TE_PRECISIONS (PREC(BF16) | PREC(FP8_DELAYED) | PREC(FP8_CURRENT) | \
+		       PREC(FP8_BLOCKWISE) | PREC(MXFP8) | PREC(NVFP4))
+#define TORCHAO_PRECISIONS (PREC(BF16) | PREC(FP8_CURRENT) | PREC(FP8_ROWWISE) | PREC(MXFP8))
 /* torch.distributed.pipelining's schedules that torchtitan runs
  * (tests/data/stacks/torch-schedules.md).  Left out: LoopedBFS (every
  * forward of every local stage first: GPipe's memory times the chunks,
@@ -146,6 +161,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.device_max_connections = 1, .core_flags = 1,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
 		.recompute_modules = 1, .moe_overlap = 1, .deepep = 1,
+		.precisions = TE_PRECISIONS, .te_modules = 1,
 	},
 	[PIPETTE_STACK_NEMO] = {
 		.id = PIPETTE_STACK_NEMO, .name = "nemo",
@@ -168,6 +184,9 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.device_max_connections = 1, .core_flags = 1,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
 		.recompute_modules = 1, .moe_overlap = 1, .deepep = 1,
+		/* NeMo's recipes gather parameters in FP8 (fp8_param_gather
+		 * True in mixed_precision.py:217-421 but the subchannel one) */
+		.precisions = TE_PRECISIONS, .te_modules = 1, .fp8_param_gather = 1,
 	},
 	/* The fork at 39f2c186 (tests/data/stacks/megatron-schedules.md §3):
 	 * untied embeddings only, no deferred embedding wgrad, DP overlap off
@@ -187,6 +206,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_MEGATRON_ZB,
 		.device_max_connections = 8, .core_flags = 1,
 		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 0,
+		.precisions = PREC(BF16),
 	},
 	[PIPETTE_STACK_MEGATRON_2022] = {
 		.id = PIPETTE_STACK_MEGATRON_2022, .name = "megatron-2022",
@@ -203,6 +223,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_UNFUSED, .form = PIPETTE_FORM_MEGATRON,
 		.device_max_connections = 0,
 		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
+		.precisions = PREC(BF16),
 	},
 	/* torchtitan (tests/data/stacks/torchtitan.md has each fact's line). */
 	[PIPETTE_STACK_TORCHTITAN] = {
@@ -224,6 +245,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_TORCHTITAN,
 		.device_max_connections = 0, .core_flags = 0,
 		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 0,
+		.precisions = TORCHAO_PRECISIONS,
 	},
 	/* Composer's FSDP1 FULL_SHARD as llm-foundry's benchmarks ran it
 	 * (tests/data/stacks/composer-fsdp.md): no pipeline, no TP. */
@@ -248,6 +270,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
 		.device_max_connections = 0, .core_flags = 0,
 		.uneven_split = 0, .expert_tp = 0, .tied_embeddings = 1,
+		.precisions = PREC(BF16),
 	},
 	/* DeepSeek-V3's framework as its report describes it (Liu et al.,
 	 * arXiv 2412.19437; tests/data/stacks/deepseek-v3.md has each
@@ -281,6 +304,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_NONE,
 		.device_max_connections = 0, .core_flags = 0,
 		.uneven_split = 1, .expert_tp = 0, .tied_embeddings = 0,
+		.precisions = PREC(FP8_BLOCKWISE), .default_precision = PIPETTE_PREC_FP8_BLOCKWISE,
 	},
 };
 
@@ -443,7 +467,10 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		if (b && s->form != PIPETTE_FORM_NONE)
 			return pipette_fail(err, "--stack-option fp8=on: only an estimate-only stack "
 					    "(deepseek) models FP8 GEMMs");
+		/* its FP8 framework, and the recipe it runs unless told */
 		s->fp8_gemm = b;
+		s->default_precision = b ? PIPETTE_PREC_FP8_BLOCKWISE : PIPETTE_PREC_BF16;
+		s->precisions |= PIPETTE_PREC_BIT(s->default_precision);
 		return 0;
 	}
 	if (!strcmp(key, "reserve")) {
@@ -477,6 +504,34 @@ int pipette_stack_resolve(const char *name, const char *options, struct pipette_
 	return 0;
 }
 
+int pipette_stack_precision_check(const struct pipette_stack *s, const struct pipette_gpu_spec *g,
+				  enum pipette_precision p, struct pipette_err *err)
+{
+	char runs[128];
+	int block_scaled = p == PIPETTE_PREC_MXFP8 || p == PIPETTE_PREC_NVFP4;
+
+	if ((unsigned)p >= PIPETTE_PREC_COUNT)
+		return pipette_fail(err, "precision %d is not a recipe", (int)p);
+	if (!(s->precisions & PIPETTE_PREC_BIT(p))) {
+		pipette_precision_set_text(s->precisions, runs, sizeof(runs));
+		return pipette_fail(err, "--precision %s: the %s stack does not run it on %s (it "
+				    "runs %s)", pipette_precision_name(p), s->name, g->name, runs);
+	}
+	/* TE's checks: FP8 needs compute capability 8.9 or later, MXFP8
+	 * 10.x, NVFP4 10.0 or later (NVIDIA/TransformerEngine @d0067d0d
+	 * transformer_engine/pytorch/quantization.py:150-185); torchao's
+	 * float8 SM89+, MX SM100+ (torchtitan float8.py:86-95, mx.py:70). */
+	if (p != PIPETTE_PREC_BF16 && !(g->fp8_tflops > 0))
+		return pipette_fail(err, "--precision %s: the %s stack cannot run it on %s, which "
+				    "has no FP8 tensor cores", pipette_precision_name(p), s->name,
+				    g->name);
+	if (block_scaled && !(g->fp4_tflops > 0))
+		return pipette_fail(err, "--precision %s: the %s stack cannot run it on %s, which "
+				    "has no block-scaled (Blackwell) tensor cores",
+				    pipette_precision_name(p), s->name, g->name);
+	return 0;
+}
+
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k)
 {
 	return (unsigned)k < PIPETTE_SCHED_COUNT && (s->schedules & SCHED(k));
@@ -497,7 +552,7 @@ void pipette_stack_schedules_text(const struct pipette_stack *s, char *buf, size
 int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 {
 	struct pipette_args a = { buf, len, 0, 0 };
-	char sched[160];
+	char sched[160], precs[128];
 
 	if (!len)
 		return -1;
@@ -529,6 +584,10 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 		      ? "deferred (limit below)" : "not deferred");
 	pipette_arg(&a, "  fit                %s\n", s->mem_fraction > 0
 		      ? "peak <= mem-fraction x HBM" : "peak + allocator reserve <= HBM");
+	pipette_precision_set_text(s->precisions, precs, sizeof(precs));
+	pipette_arg(&a, "  precision          %s (default %s; FP8 on Hopper and later, MXFP8 "
+		      "and NVFP4 on Blackwell)\n", precs,
+		      pipette_precision_name(s->default_precision));
 	pipette_arg(&a, "  TP communication   %.0f%% exposed\n", 100.0 * s->tp_exposed);
 	if (!s->fsdp)
 		pipette_arg(&a, "  DP communication   %s\n", s->dp_overlap

@@ -100,7 +100,10 @@ struct pipette_stack {
 	 * 2 always (DualPipe) */
 	int moe_overlap;
 	int deepep;			/* DeepEP's kernels: 0 no, 1 on request, 2 always */
-	int fp8_gemm;			/* the linear layers' GEMMs run in FP8 */
+	/* DeepSeek-V3's FP8 framework: under a low-precision recipe the EP
+	 * dispatch moves FP8 and the experts' inputs are cached in FP8
+	 * (arXiv 2412.19437 §3.3.3-§3.3.4) */
+	int fp8_gemm;
 	double fp8_raw;			/* their kernels' attained share of the FP8 peak */
 	double comm_sm_share;		/* share of the SMs communication kernels hold */
 	/* The share of a measured kernel table's rate this stack's step
@@ -109,6 +112,17 @@ struct pipette_stack {
 	/* Time. */
 	double tp_exposed;		/* share of TP communication not hidden by GEMMs */
 	int dp_overlap;			/* DP reduce-scatter / gather overlapped */
+	/* The precision recipes its launch can express (PIPETTE_PREC_BIT),
+	 * and the one it runs unless told (BF16 but DeepSeek's). */
+	unsigned precisions;
+	enum pipette_precision default_precision;
+	/* Transformer Engine's modules: a linear layer saves its input for
+	 * the weight gradient in the recipe's format, and keeps a
+	 * low-precision copy of its weight (and its transpose where the GEMM
+	 * needs one); with fp8_param_gather the BF16 weight is not kept and
+	 * the DP all-gather moves the low-precision one. */
+	int te_modules;
+	int fp8_param_gather;
 	/* Schedules it runs (bit (1 << enum pipette_schedule_kind)). */
 	unsigned schedules;
 	enum pipette_attention attention;
@@ -138,6 +152,14 @@ int pipette_stack_resolve(const char *name, const char *options, struct pipette_
  * (torchtitan); an override the
  * stack's launch cannot express is an error naming it. */
 int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette_err *err);
+/* Whether the stack runs precision recipe p on GPU type g: its launch
+ * can express it (the precisions fact) and g has the tensor cores it
+ * needs (FP8: fp8_tflops; MXFP8 and NVFP4: Blackwell's block-scaled
+ * ones, fp4_tflops).  The refusal is one line naming the stack, the GPU
+ * and the recipe. */
+struct pipette_gpu_spec;
+int pipette_stack_precision_check(const struct pipette_stack *s, const struct pipette_gpu_spec *g,
+				  enum pipette_precision p, struct pipette_err *err);
 /* Whether the stack runs this schedule. */
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k);
 /* "1f1b, interleaved" */

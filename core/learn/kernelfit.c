@@ -12,7 +12,7 @@
 #define KTABLE_COLS 14
 
 static const char *const dtype_names[PIPETTE_GEMM_DTYPE_COUNT] = {
-	"bf16", "fp8-tensorwise", "fp8-rowwise",
+	"bf16", "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4",
 };
 
 /* Split one CSV line in place (no quoted fields in this format). */
@@ -54,7 +54,8 @@ static int parse_row(const char *path, long line, char **c, struct pipette_krow 
 			;
 		if (i == PIPETTE_GEMM_DTYPE_COUNT)
 			return pipette_fail(err, "%s:%ld: column dtype: '%.24s': expected bf16, "
-					    "fp8-tensorwise or fp8-rowwise", path, line, c[7]);
+					    "fp8-tensorwise, fp8-rowwise, mxfp8 or nvfp4", path, line,
+					    c[7]);
 		r->dtype = (enum pipette_gemm_dtype)i;
 	} else if (!strcmp(c[1], "sdpa")) {
 		if (!strcmp(c[6], "fwd"))

@@ -101,6 +101,9 @@ static int check_request(const struct pipette_request *req,
 		if (pipette_pin_value(pn, i) == 0 || pipette_pin_value(pn, i) < -1)
 			return pipette_fail(err, "pinned %s %d must be >= 1 (or -1 = search)",
 					    pipette_pin_name(i), pipette_pin_value(pn, i));
+	if (pn->precision_set >= (1u << PIPETTE_PREC_COUNT))
+		return pipette_fail(err, "precision set %#x names an unknown recipe",
+				    pn->precision_set);
 	if (pn->schedule < -1 || pn->schedule >= PIPETTE_SCHED_COUNT ||
 	    pn->schedule_set >= (1u << PIPETTE_SCHED_COUNT))
 		return pipette_fail(err, "pinned schedule %d is unknown", pn->schedule);
@@ -245,8 +248,9 @@ static int compute_hash(struct pipette_plan *p)
 
 	if (!f)
 		return -1;
-	fprintf(f, "pipette-plan/1\nmodel=%s\ngpu=%s\nlaunch=%d\nstack=%s,%s\n", p->model.name,
-		p->gpu->name, (int)p->req.launch, p->stack.name, p->req.stack_options);
+	fprintf(f, "pipette-plan/1\nmodel=%s\ngpu=%s,%d\nlaunch=%d\nstack=%s,%s\n", p->model.name,
+		p->gpu->name, p->gpu->nvlink_domain_gpus, (int)p->req.launch, p->stack.name,
+		p->req.stack_options);
 	fprintf(f, "config=%d,%d,%d,%d,%d,%d,%d,%d,%ld,%ld,%d,%d,%d,%d,%d,%d,%d\n", c->tp, c->pp,
 		c->dp, c->cp, c->ep, c->etp, c->vpp, c->micro_batch, c->global_batch, c->seq_len,
 		(int)c->recompute, c->sequence_parallel, c->distributed_optimizer,
@@ -255,6 +259,8 @@ static int compute_hash(struct pipette_plan *p)
 		z->dp_stages, z->fused_embedding);
 	fprintf(f, "moe=%u,%d,%d,%.6g,%d,%.6g\n", c->recompute_modules, (int)c->moe.dispatcher,
 		c->moe.ep_overlap, c->moe.capacity_factor, c->moe.pad, c->moe.imbalance);
+	fprintf(f, "precision=%s,%d,%d\n", pipette_precision_name(c->precision), c->bf16_first,
+		c->bf16_last);
 	fprintf(f, "site=%.6g,%.6g,%.6g\n", p->site.compute, p->site.comm, p->site.reserve_fraction);
 	fprintf(f, "predicted=%.4f,%.2f,%.4f\n", p->time.iteration_s, p->mem.peak_bytes / PIPETTE_GIB,
 		pipette_plan_mapping_gain(p));
@@ -319,6 +325,26 @@ static int calibrate(struct pipette_plan *p, const char *path, struct pipette_er
 /* The inputs: the model (resolving the request's defaults with it), the
  * GPU type, the bandwidth cache checked against its pin, and the cluster
  * built from them. */
+/* Every recipe the request names runs on its stack and GPU, and the BF16
+ * layers at the ends leave some layers to the recipe. */
+static int check_precisions(const struct pipette_plan *p, struct pipette_err *err)
+{
+	unsigned set = p->req.pins.precision_set;
+
+	if (!set)
+		set = PIPETTE_PREC_BIT(p->stack.default_precision);
+	for (int k = 0; k < PIPETTE_PREC_COUNT; k++)
+		if ((set & PIPETTE_PREC_BIT(k)) &&
+		    pipette_stack_precision_check(&p->stack, p->gpu, (enum pipette_precision)k, err))
+			return -1;
+	if (p->req.bf16_first < 0 || p->req.bf16_last < 0 ||
+	    p->req.bf16_first + p->req.bf16_last > p->model.layers)
+		return pipette_fail(err, "--bf16-layers %d,%d: expected two counts whose sum is at "
+				    "most the model's %d layers", p->req.bf16_first,
+				    p->req.bf16_last, p->model.layers);
+	return 0;
+}
+
 static int load_inputs(struct pipette_plan *p, const struct pipette_request *req,
 		       struct pipette_bwcache **bw, struct pipette_cluster **cl,
 		       struct pipette_err *err)
@@ -336,7 +362,16 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 		else
 			p->gpu = &p->gpu_calibrated;
 	}
-	if (!p->gpu)
+	if (p->gpu && req->nvlink_domain > 0) {
+		if (req->nvlink_domain % p->G)
+			return pipette_fail(err, "--nvlink-domain %d: not a whole number of nodes "
+					    "of %d GPUs", req->nvlink_domain, p->G);
+		if (p->gpu != &p->gpu_calibrated)
+			p->gpu_calibrated = *p->gpu;
+		p->gpu_calibrated.nvlink_domain_gpus = req->nvlink_domain;
+		p->gpu = &p->gpu_calibrated;
+	}
+	if (!p->gpu || check_precisions(p, err))
 		return -1;
 	if (req->bandwidth[0]) {
 		if (pipette_bwcache_load(req->bandwidth, bw, err))
@@ -385,6 +420,8 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.moe = req->moe;
 	in.compress = req->compress;
 	in.attention = req->attention;
+	in.bf16_first = req->bf16_first;
+	in.bf16_last = req->bf16_last;
 	in.stack = &p->stack;
 	in.allow_compression = req->allow_compression;
 	in.top_k = req->top_k > MAP_TOP ? req->top_k : MAP_TOP;

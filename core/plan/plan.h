@@ -32,6 +32,13 @@ struct pipette_request {
 	char stack_options[256];
 	enum pipette_attention attention;
 	int attention_given;	/* 0: the stack's kernel */
+	/* Transformer layers at the model's start and end that a
+	 * low-precision recipe keeps in BF16 (the recipe is a pin:
+	 * pins.precision_set). */
+	int bf16_first, bf16_last;
+	/* GPUs per NVLink domain (0: the GPU type's system, hardware.h);
+	 * a multiple of the GPUs per node. */
+	int nvlink_domain;
 	struct pipette_pins pins;
 	/* MoE execution the job fixes: capacity factor, padding, imbalance
 	 * (the dispatcher and EP overlap are pins). */

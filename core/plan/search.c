@@ -64,6 +64,9 @@ int pipette_config_cmp(const struct pipette_config *a, const struct pipette_conf
 	CMP_FIELD(recompute_modules);
 	CMP_FIELD(moe.dispatcher);
 	CMP_FIELD(moe.ep_overlap);
+	CMP_FIELD(precision);
+	CMP_FIELD(bf16_first);
+	CMP_FIELD(bf16_last);
 	return 0;
 }
 
@@ -139,7 +142,7 @@ static int consider(struct search *s, const struct pipette_config *c)
 	/* Stage 0 first (most in flight, plus the embedding): when it alone
 	 * is over the limit, so is the peak, at 1/pp of the cost. */
 	memset(&mem, 0, sizeof(mem));
-	pipette_memory_stage(s->in->model, c, 0, -1.0, &mem.peak);
+	pipette_memory_stage(s->in->model, s->in->gpu, c, 0, -1.0, &mem.peak);
 	if (mem.peak.total_bytes > limit) {
 		mem.peak_bytes = mem.peak.total_bytes;
 		mem.limit_bytes = limit;
@@ -285,7 +288,8 @@ static int moe_levels(struct search *s, struct pipette_config *c)
 		/* DeepEP's gain is what it does not send between nodes: inside
 		 * one it is the all-to-all (unless pinned or the only one) */
 		if (d == PIPETTE_DISPATCH_DEEPEP && st->deepep == 1 && pn->dispatcher < 0 &&
-		    c->ep * c->etp * c->tp <= pipette_cluster_gpus_per_node(s->in->cluster))
+		    c->ep * c->etp * c->tp <= pipette_cluster_gpus_per_node(s->in->cluster) *
+					      pipette_cluster_domain_nodes(s->in->cluster))
 			continue;
 		c->moe.dispatcher = (enum pipette_dispatcher)d;
 		for (ov = 0; ov < 2; ov++) {
@@ -461,7 +465,9 @@ static int enumerate_tail(struct search *s, struct pipette_config *c)
 	return 0;
 }
 
-static int enumerate(struct search *s, int world, int G)
+/* D: the GPUs of one NVLink domain, which an unpinned TP degree divides. */
+static int enumerate_precision(struct search *s, int world, int D,
+			       enum pipette_precision precision)
 {
 	const struct pipette_pins *pn = &s->in->pins;
 	const struct pipette_model *m = s->in->model;
@@ -473,8 +479,11 @@ static int enumerate(struct search *s, int world, int G)
 	c.stack = s->in->stack;
 	c.global_batch = s->in->global_batch;
 	c.seq_len = s->in->seq_len;
+	c.precision = precision;
+	c.bf16_first = s->in->bf16_first;
+	c.bf16_last = s->in->bf16_last;
 	for (tp = 1; tp <= world; tp++) {
-		if (world % tp || !pinned_ok(pn->tp, tp) || (pn->tp < 0 && G % tp))
+		if (world % tp || !pinned_ok(pn->tp, tp) || (pn->tp < 0 && D % tp))
 			continue;
 		for (cp = 1; cp <= world / tp; cp++) {
 			if ((world / tp) % cp || !pinned_ok(pn->cp, cp) ||
@@ -526,6 +535,26 @@ static int enumerate(struct search *s, int world, int G)
 			}
 		}
 	}
+	return 0;
+}
+
+/* Every precision recipe the request allows (the pins' set, else the
+ * stack's own), each a search of its own. */
+static int enumerate(struct search *s, int world, int D)
+{
+	unsigned set = s->in->pins.precision_set;
+
+	if (!set) {
+		struct pipette_config c0;
+
+		pipette_config_init(&c0);
+		c0.stack = s->in->stack;
+		set = PIPETTE_PREC_BIT(pipette_config_stack(&c0)->default_precision);
+	}
+	for (int p = 0; p < PIPETTE_PREC_COUNT; p++)
+		if ((set & PIPETTE_PREC_BIT(p)) &&
+		    enumerate_precision(s, world, D, (enum pipette_precision)p))
+			return -1;
 	return 0;
 }
 
@@ -659,7 +688,9 @@ int pipette_search_run(const struct pipette_search_input *in,
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
-	if (enumerate(&s, world, G))
+	/* TP groups stay inside one NVLink domain: a node, or the trays of
+	 * an NVL72 rack (cluster.h) */
+	if (enumerate(&s, world, G * pipette_cluster_domain_nodes(cl)))
 		goto out;
 	/* Lower bounds on one small ideal cluster. */
 	for (i = 0; i < s.n; i++) {

@@ -75,6 +75,9 @@ struct pipette_search_input {
 	/* MoE execution the request fixes: capacity factor, padding and
 	 * imbalance (the dispatcher and EP overlap are searched). */
 	struct pipette_moe_exec moe;
+	/* Transformer layers at the model's ends kept in BF16 under a
+	 * low-precision recipe, on every configuration. */
+	int bf16_first, bf16_last;
 };
 
 struct pipette_candidate {

@@ -15,7 +15,7 @@ enum job_value {
 	V_TP, V_PP, V_DP, V_CP, V_EP, V_VPP, V_MICRO_BATCH, V_GLOBAL_BATCH, V_SCHEDULE,
 	V_RECOMPUTE, V_SEQUENCE_PARALLEL, V_DISTRIBUTED_OPTIMIZER, V_MEGATRON_ARGS,
 	V_ITER_S, V_MEM_GIB, V_MAPPING_GAIN, V_PLAN_HASH, V_STACK, V_LAUNCH_ARGS, V_PLAN_FILE,
-	V_DEVICE_MAX_CONNECTIONS, V_DP_SHARD, V_DP_REPLICATE, V_FSDP_RESHARD,
+	V_DEVICE_MAX_CONNECTIONS, V_DP_SHARD, V_DP_REPLICATE, V_FSDP_RESHARD, V_PRECISION,
 };
 
 static const struct {
@@ -26,6 +26,7 @@ static const struct {
 	{ "PIPETTE_CP", V_CP }, { "PIPETTE_EP", V_EP }, { "PIPETTE_VPP", V_VPP },
 	{ "PIPETTE_MICRO_BATCH", V_MICRO_BATCH }, { "PIPETTE_GLOBAL_BATCH", V_GLOBAL_BATCH },
 	{ "PIPETTE_SCHEDULE", V_SCHEDULE }, { "PIPETTE_RECOMPUTE", V_RECOMPUTE },
+	{ "PIPETTE_PRECISION", V_PRECISION },
 	{ "PIPETTE_SEQUENCE_PARALLEL", V_SEQUENCE_PARALLEL },
 	{ "PIPETTE_DISTRIBUTED_OPTIMIZER", V_DISTRIBUTED_OPTIMIZER },
 	{ "PIPETTE_DP_SHARD", V_DP_SHARD }, { "PIPETTE_DP_REPLICATE", V_DP_REPLICATE },
@@ -102,6 +103,8 @@ static int job_value(const struct pipette_plan *plan, enum job_value which, char
 		return pipette_strlcpy(v, pipette_schedule_name(c->schedule), len);
 	case V_RECOMPUTE:
 		return pipette_strlcpy(v, pipette_recompute_name(c->recompute), len);
+	case V_PRECISION:
+		return pipette_strlcpy(v, pipette_precision_name(c->precision), len);
 	case V_SEQUENCE_PARALLEL:
 		return put(v, len, "%d", c->sequence_parallel);
 	case V_DISTRIBUTED_OPTIMIZER:

@@ -40,6 +40,10 @@ struct json_object *pipette_config_json(const struct pipette_config *c)
 			       json_object_new_boolean(c->distributed_optimizer));
 	json_object_object_add(o, "attention",
 			       json_object_new_string(pipette_attention_name(c->attention)));
+	json_object_object_add(o, "precision",
+			       json_object_new_string(pipette_precision_name(c->precision)));
+	json_object_object_add(o, "bf16_first_layers", json_object_new_int(c->bf16_first));
+	json_object_object_add(o, "bf16_last_layers", json_object_new_int(c->bf16_last));
 	json_object_object_add(o, "recompute_every", json_object_new_int(c->recompute_every));
 	{
 		char mods[160];

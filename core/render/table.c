@@ -238,6 +238,9 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 		pipette_recompute_modules_format(c->recompute_modules, ",", mods, sizeof(mods));
 		fprintf(f, " (%s)", mods);
 	}
+	fprintf(f, ", precision %s", pipette_precision_name(c->precision));
+	if (c->precision != PIPETTE_PREC_BF16 && (c->bf16_first || c->bf16_last))
+		fprintf(f, " (first %d and last %d layers in bf16)", c->bf16_first, c->bf16_last);
 	fputc('\n', f);
 	write_sharding(plan, f);
 	if (pipette_compression_enabled(&c->compress)) {

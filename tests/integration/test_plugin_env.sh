@@ -17,7 +17,7 @@ N=$T_NODES
 G=$T_GPUS
 NT=$((N * G))
 REQ=(--pipette-model=llama3-70b --pipette-global-batch=256 --pipette-seq-len=4096)
-PIPETTE_VARS="TP PP DP CP EP VPP MICRO_BATCH GLOBAL_BATCH SCHEDULE RECOMPUTE SEQUENCE_PARALLEL DISTRIBUTED_OPTIMIZER DP_SHARD DP_REPLICATE MEGATRON_ARGS PREDICTED_ITER_S PREDICTED_MEM_GIB MAPPING_GAIN PLAN_HASH STACK LAUNCH_ARGS"
+PIPETTE_VARS="TP PP DP CP EP VPP MICRO_BATCH GLOBAL_BATCH SCHEDULE RECOMPUTE PRECISION SEQUENCE_PARALLEL DISTRIBUTED_OPTIMIZER DP_SHARD DP_REPLICATE MEGATRON_ARGS PREDICTED_ITER_S PREDICTED_MEM_GIB MAPPING_GAIN PLAN_HASH STACK LAUNCH_ARGS"
 # One line per task: Slurm's view, then the plugin's variables.
 TASK_LINE='echo "$SLURMD_NODENAME $SLURM_NODEID $SLURM_LOCALID $SLURM_PROCID ${RANK-unset} ${LOCAL_RANK-unset} ${WORLD_SIZE-unset} ${LOCAL_WORLD_SIZE-unset} ${NODE_RANK-unset} ${MASTER_ADDR-unset} ${MASTER_PORT-unset} ${CUDA_VISIBLE_DEVICES-unset} ${SLURM_STEP_GPUS-unset}"'
 JOB_LINE='for v in '"$PIPETTE_VARS"'; do eval "printf \"%s=%s;\" $v \"\${PIPETTE_$v-unset}\""; done; echo'
@@ -74,7 +74,7 @@ uniform_map=$(awk '{print $1, $3, $5, $12}' <<<"$OUT" | sort)
 srun_t -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "${REQ[@]}" bash -c "$JOB_LINE"
 assert_rc 0 "srun mode: job variables step exits 0"
 assert_eq 1 "$(sort -u <<<"$OUT" | grep -c .)" "every task has the same PIPETTE_* values"
-assert_no_match 'unset' "$OUT" "all 16 PIPETTE_* variables are set"
+assert_no_match 'unset' "$OUT" "all 17 PIPETTE_* variables are set"
 plugin_vars=$(head -n1 <<<"$OUT" | tr ';' '\n' | grep . | sed 's/^/PIPETTE_/')
 cli_vars=$("$PIPETTE_BUILDDIR/pipette" plan --model llama3-70b --global-batch 256 --seq-len 4096 \
     --nodes "node[1-$N]" --gpu H100 --bandwidth "$UNIFORM" --format env | tr -d "'" | grep '^PIPETTE_')

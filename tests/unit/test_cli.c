@@ -39,6 +39,56 @@ START_TEST(test_lists)
 }
 END_TEST
 
+/* Precision: the recipe is an input of estimate and plan, the plan says
+ * which it used, and what a stack or a GPU cannot run is refused in one
+ * line naming the stack, the GPU and the recipe. */
+START_TEST(test_precision)
+{
+	expect("gpus", 0, "GB300-NVL72");
+	expect("gpus --format json", 0, "\"fp4_tflops\":15000");
+	expect("stacks", 0, "fp8-blockwise, mxfp8, nvfp4 (default bf16");
+	expect("estimate --model llama3-8b --gpu h100 --tp 8 --seq-len 4096 --precision "
+	       "fp8-current", 0, "precision fp8-current");
+	expect("estimate --model llama3-8b --gpu h100 --tp 8 --seq-len 4096 --precision "
+	       "fp8-current --format json", 0, "\"precision\":\"fp8-current\"");
+	expect("estimate --model llama3-8b --gpu gb200 --tp 4 --seq-len 4096 --precision nvfp4 "
+	       "--bf16-layers 1,1", 0, "(first 1 and last 1 layers in bf16)");
+	expect("estimate --model llama3-8b --gpu h100 --precision mxfp8", 2,
+	       "--precision mxfp8: the megatron stack cannot run it on H100-SXM-80GB, which has "
+	       "no block-scaled (Blackwell) tensor cores");
+	expect("estimate --model llama3-8b --gpu a100 --precision fp8-delayed", 2,
+	       "cannot run it on A100-SXM-80GB, which has no FP8 tensor cores");
+	expect("estimate --model llama3-8b --gpu h100 --stack torchtitan --dp 8 --dp-shard 8 "
+	       "--precision fp8-delayed", 2,
+	       "--precision fp8-delayed: the torchtitan stack does not run it on H100-SXM-80GB "
+	       "(it runs bf16, fp8-current, fp8-rowwise, mxfp8)");
+	expect("estimate --model llama3-8b --gpu h100 --precision fp8-current,bf16", 2,
+	       "estimate takes one");
+	expect("estimate --model llama3-8b --gpu h100 --precision fp8-current --bf16-layers 1", 2,
+	       "--bf16-layers: '1': expected FIRST,LAST");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp8-current,fp8-delayed --format json", 0, "\"precision\":\"fp8-");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--format env", 0, "PIPETTE_PRECISION='bf16'");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision nvfp4", 2, "--precision nvfp4: the megatron stack cannot run it on "
+	       "H100-SXM-80GB");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp8-current --bf16-layers 20,20", 2,
+	       "--bf16-layers 20,20: expected two counts whose sum is at most the model's 32 "
+	       "layers");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp16", 2, "precision 'fp16': expected bf16");
+	/* NVLink domains: whole nodes only, named in the error */
+	expect("plan --model llama3-8b --nodes 4 --gpu gb200 --global-batch 16 --seq-len 2048 "
+	       "--nvlink-domain 6", 2, "--nvlink-domain 6: not a whole number of nodes of 4 GPUs");
+	expect("estimate --model llama3-8b --gpu gb200 --tp 8 --seq-len 2048 --nvlink-domain 10",
+	       2, "--nvlink-domain 10: not a whole number of nodes of 4 GPUs");
+	expect("plan --model llama3-70b --nodes 18 --gpu gb200 --global-batch 72 --seq-len 8192 "
+	       "--tp 8 --pp 9 --format json", 0, "\"tp\":8");
+}
+END_TEST
+
 START_TEST(test_estimate_json)
 {
 	struct json_object *root, *mem, *cfg, *v;
@@ -426,6 +476,7 @@ int main(void)
 	out = malloc(OUT_MAX);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_lists);
+	tcase_add_test(tc, test_precision);
 	tcase_add_test(tc, test_estimate_json);
 	tcase_add_test(tc, test_estimate_table_and_nofit);
 	tcase_add_test(tc, test_estimate_errors);

@@ -39,7 +39,7 @@ static double layer_states(const struct pipette_model *m, const struct pipette_c
 	int stage = c->pp > 2 ? 1 : 0;
 	double total;
 
-	pipette_memory_stage(m, c, stage, -1.0, &st);
+	pipette_memory_stage(m, NULL, c, stage, -1.0, &st);
 	total = st.params_bytes + st.grads_bytes + st.optimizer_bytes;
 	if (c->pp == 1)
 		total -= 18.0 * ((double)m->vocab * m->hidden / c->tp + 2.0 * m->hidden);
@@ -230,9 +230,9 @@ START_TEST(test_distributed_optimizer)
 	pipette_config_init(&c);
 	c.dp = 8;
 	c.global_batch = 8;
-	pipette_memory_stage(&m, &c, 0, -1, &a);
+	pipette_memory_stage(&m, NULL, &c, 0, -1, &a);
 	c.distributed_optimizer = 1;
-	pipette_memory_stage(&m, &c, 0, -1, &b);
+	pipette_memory_stage(&m, NULL, &c, 0, -1, &b);
 	ck_assert_double_eq_tol(b.optimizer_bytes, a.optimizer_bytes / 8, 1);
 	ck_assert_double_eq_tol((b.params_bytes + b.grads_bytes + b.optimizer_bytes) /
 				b.params_bytes * 2, 6 + 12.0 / 8, 1e-9);
@@ -298,10 +298,10 @@ START_TEST(test_moe_params)
 	pipette_config_init(&c);
 	c.dp = 8;
 	c.global_batch = 8;
-	pipette_memory_stage(&m, &c, 0, -1, &a);
+	pipette_memory_stage(&m, NULL, &c, 0, -1, &a);
 	c.ep = 8;
 	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
-	pipette_memory_stage(&m, &c, 0, -1, &b);
+	pipette_memory_stage(&m, NULL, &c, 0, -1, &b);
 	ck_assert_double_eq_tol(a.params_bytes - b.params_bytes,
 				2 * expert_params * 7 / 8, 16);
 }
@@ -350,7 +350,7 @@ START_TEST(test_moe_optimizer_sharding)
 	c.global_batch = 8;
 	c.distributed_optimizer = 1;
 	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
-	pipette_memory_stage(&m, &c, 0, -1, &st);
+	pipette_memory_stage(&m, NULL, &c, 0, -1, &st);
 	dense = st.params_bytes / 2 - expert;
 	ck_assert_double_eq_tol(st.optimizer_bytes, 12 * (dense / 8 + expert / 2), 64);
 }
@@ -422,7 +422,7 @@ START_TEST(test_fsdp_hand)
 	c.global_batch = 64;
 	c.seq_len = 8192;
 	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
-	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	pipette_memory_stage(&m, NULL, &c, 0, -1.0, &st);
 	ck_assert_double_eq_tol(st.stage_params, P, 1);
 	ck_assert_double_eq_tol(st.layer_params, layer, 1);
 	/* fp32 shards (4 P / N) + bf16 gathers of two layers and the output
@@ -436,13 +436,13 @@ START_TEST(test_fsdp_hand)
 
 	/* never resharded: every layer stays gathered from forward to backward */
 	c.reshard = PIPETTE_RESHARD_NEVER;
-	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	pipette_memory_stage(&m, NULL, &c, 0, -1.0, &st);
 	ck_assert_double_eq_tol(st.params_bytes, 4 * P / N + 2 * P, 16);
 
 	/* HSDP 8 x 8: shards over 8, the same per-layer buffers */
 	c.reshard = PIPETTE_RESHARD_ALWAYS;
 	c.dp_shard = 8;
-	pipette_memory_stage(&m, &c, 0, -1.0, &st);
+	pipette_memory_stage(&m, NULL, &c, 0, -1.0, &st);
 	ck_assert_double_eq_tol(st.optimizer_bytes, 8 * P / 8, 16);
 	ck_assert_double_eq_tol(st.params_bytes, 4 * P / 8 + 2 * (2 * layer + head), 16);
 
@@ -455,11 +455,11 @@ START_TEST(test_fsdp_hand)
 	c.reshard = pipette_reshard_resolve(PIPETTE_RESHARD_DEFAULT, c.pp);
 	ck_assert_int_eq(c.reshard, PIPETTE_RESHARD_NEVER);
 	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
-	pipette_memory_stage(&m, &c, 1, -1.0, &st);
+	pipette_memory_stage(&m, NULL, &c, 1, -1.0, &st);
 	ck_assert_double_eq_tol(st.stage_params, 4 * layer, 1);
 	ck_assert_double_eq_tol(st.grads_bytes, 4 * 4 * layer / 8 + 4 * 4 * layer, 16);
 	c.reshard = PIPETTE_RESHARD_ALWAYS;
-	pipette_memory_stage(&m, &c, 1, -1.0, &st);
+	pipette_memory_stage(&m, NULL, &c, 1, -1.0, &st);
 	ck_assert_double_eq_tol(st.params_bytes, 4 * 4 * layer / 8 + 2 * 4 * layer, 16);
 
 	/* torchtitan's experts shard over dp_shard x cp x tp / ep: with EP
@@ -475,10 +475,10 @@ START_TEST(test_fsdp_hand)
 		e.dp = e.dp_shard = 16;
 		e.global_batch = 16;
 		e.seq_len = 4096;
-		pipette_memory_stage(&mx, &e, 0, -1.0, &a);
+		pipette_memory_stage(&mx, NULL, &e, 0, -1.0, &a);
 		e.ep = 8;
 		ck_assert_int_eq(pipette_config_check(&mx, &e, NULL), 0);
-		pipette_memory_stage(&mx, &e, 0, -1.0, &b);
+		pipette_memory_stage(&mx, NULL, &e, 0, -1.0, &b);
 		ck_assert_double_eq_tol(b.optimizer_bytes, a.optimizer_bytes, 1e3);
 		e.dp_shard = 2;		/* ep must divide dp_shard x cp x tp */
 		ck_assert_int_eq(pipette_config_check(&mx, &e, NULL), -1);
@@ -577,6 +577,68 @@ START_TEST(test_sac_ops_hand)
 }
 END_TEST
 
+/* Low-precision recipes, term by term on Llama 3 70B (h 8192, q width
+ * 8192, kv width 1024, ffn 28672), TP 8 with sequence parallelism, PP 4
+ * (20 layers a stage), sequence 8192, micro-batch 1.
+ * Linear weights of one layer: QKV 8192 x (8192 + 2 x 1024) = 83,886,080,
+ * output 8192 x 8192 = 67,108,864, MLP 3 x 8192 x 28672 = 704,643,072:
+ * 855,638,016, over TP 8: 106,954,752; 20 layers: 2,139,095,040 a GPU.
+ *   fp8-current, megatron stack (TE, no FP8 parameter gather), on a
+ *   TN-only GPU (Hopper): data + transpose, 2 bytes each: +4,278,190,080;
+ *   the nemo stack gathers parameters in FP8 and drops the BF16 copy:
+ *   2 - 2 = +0;
+ *   mxfp8 on GB200 (block-scaled tensor cores): row- and column-wise
+ *   copies with an E8M0 per 32, 2 x (1 + 1/32) = 2.0625: +4,411,883,520.
+ * Saved activations per token and layer (TE saves each linear's input
+ * quantized, 1 byte in FP8): the QKV and FC1 inputs 2 x 8192 x (2 - 1) =
+ * 16,384 less, a quantized copy of the attention output 8192 more, FC2's
+ * input 28672 x (2 - 1) less: -36,864, over TP 8 (SP): -4,608; x 8192
+ * tokens: -37,748,736 bytes per layer. */
+START_TEST(test_precision_terms_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c, f8;
+	struct pipette_stage_memory a, b;
+	const struct pipette_gpu_spec *gb200 = pipette_gpu_lookup("gb200", NULL);
+	struct pipette_stack nemo = *pipette_stack_get(PIPETTE_STACK_NEMO);
+
+	ck_assert_int_eq(pipette_model_preset("llama3-70b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+	c.tp = 8;
+	c.pp = 4;
+	c.sequence_parallel = 1;
+	c.seq_len = 8192;
+	c.global_batch = 4;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	f8 = c;
+	f8.precision = PIPETTE_PREC_FP8_CURRENT;
+	pipette_memory_stage(&m, NULL, &c, 1, 1.0, &a);
+	pipette_memory_stage(&m, NULL, &f8, 1, 1.0, &b);
+	ck_assert_double_eq_tol(b.params_bytes - a.params_bytes, 4278190080.0, 1.0);
+	ck_assert_double_eq_tol(pipette_memory_layer_activations(&m, &f8, 30) -
+				pipette_memory_layer_activations(&m, &c, 30), -37748736.0, 1.0);
+	ck_assert_double_eq_tol(b.activations_bytes - a.activations_bytes, 20 * -37748736.0, 1.0);
+	/* FP8 parameter gather: no extra weight bytes */
+	c.stack = f8.stack = &nemo;
+	pipette_memory_stage(&m, NULL, &c, 1, 1.0, &a);
+	pipette_memory_stage(&m, NULL, &f8, 1, 1.0, &b);
+	ck_assert_double_eq_tol(b.params_bytes - a.params_bytes, 0.0, 1.0);
+	/* MXFP8 on Blackwell, megatron stack */
+	c.stack = f8.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+	f8.precision = PIPETTE_PREC_MXFP8;
+	pipette_memory_stage(&m, gb200, &c, 1, 1.0, &a);
+	pipette_memory_stage(&m, gb200, &f8, 1, 1.0, &b);
+	ck_assert_double_eq_tol(b.params_bytes - a.params_bytes, 4411883520.0, 1.0);
+	/* the layers kept in BF16 at the ends take none of it: stage 1 holds
+	 * layers 20-39, so keeping the last 60 in BF16 leaves it as BF16 */
+	f8.bf16_last = 60;
+	pipette_memory_stage(&m, gb200, &f8, 1, 1.0, &b);
+	ck_assert_double_eq(b.params_bytes, a.params_bytes);
+	ck_assert_double_eq(b.activations_bytes, a.activations_bytes);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -596,6 +658,7 @@ int main(void)
 	tcase_add_test(tc, test_fsdp_hand);
 	tcase_add_test(tc, test_sac_ops_hand);
 	tcase_add_test(tc, test_recompute_modules_hand);
+	tcase_add_test(tc, test_precision_terms_hand);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

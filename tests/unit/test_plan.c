@@ -166,7 +166,8 @@ START_TEST(test_job_env_and_args)
 	static const char *const vars[] = {
 		"PIPETTE_TP", "PIPETTE_PP", "PIPETTE_DP", "PIPETTE_CP", "PIPETTE_EP",
 		"PIPETTE_VPP", "PIPETTE_MICRO_BATCH", "PIPETTE_GLOBAL_BATCH",
-		"PIPETTE_SCHEDULE", "PIPETTE_RECOMPUTE", "PIPETTE_SEQUENCE_PARALLEL",
+		"PIPETTE_SCHEDULE", "PIPETTE_RECOMPUTE", "PIPETTE_PRECISION",
+		"PIPETTE_SEQUENCE_PARALLEL",
 		"PIPETTE_DISTRIBUTED_OPTIMIZER", "PIPETTE_DP_SHARD", "PIPETTE_DP_REPLICATE",
 		"PIPETTE_MEGATRON_ARGS",
 		"PIPETTE_PREDICTED_ITER_S", "PIPETTE_PREDICTED_MEM_GIB", "PIPETTE_MAPPING_GAIN",
@@ -192,6 +193,7 @@ START_TEST(test_job_env_and_args)
 	ck_assert_int_eq(atoi(get(&e, "PIPETTE_DP")), c->dp);
 	ck_assert_str_eq(get(&e, "PIPETTE_GLOBAL_BATCH"), "128");
 	ck_assert_str_eq(get(&e, "PIPETTE_SCHEDULE"), pipette_schedule_name(c->schedule));
+	ck_assert_str_eq(get(&e, "PIPETTE_PRECISION"), "bf16");	/* the stack's default */
 	/* nominal links are uniform: the default order is optimal */
 	ck_assert_str_eq(get(&e, "PIPETTE_MAPPING_GAIN"), "1.0000");
 	ck_assert_int_eq(pipette_plan_megatron_args(p, args, sizeof(args)), 0);

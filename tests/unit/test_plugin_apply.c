@@ -297,9 +297,9 @@ START_TEST(test_job_env_only_pipette)
 	ck_assert_int_eq(pipette_apply_job(plan, &ops, &err), 0);
 	/* The job variables of spank-pipette(8), "Job variables": the 16 of
 	 * DESIGN.md, PIPETTE_PLAN_HASH, PIPETTE_STACK, PIPETTE_LAUNCH_ARGS,
-	 * PIPETTE_DP_SHARD, PIPETTE_DP_REPLICATE and, with TP or CP > 1 on a
-	 * current stack, CUDA_DEVICE_MAX_CONNECTIONS. */
-	ck_assert_int_eq(e->n, 21 + (pipette_plan_config(plan)->tp > 1 ||
+	 * PIPETTE_DP_SHARD, PIPETTE_DP_REPLICATE, PIPETTE_PRECISION and, with
+	 * TP or CP > 1 on a current stack, CUDA_DEVICE_MAX_CONNECTIONS. */
+	ck_assert_int_eq(e->n, 22 + (pipette_plan_config(plan)->tp > 1 ||
 				     pipette_plan_config(plan)->cp > 1));
 	for (i = 0; i < e->n; i++)
 		ck_assert_msg(!strncmp(e->v[i].name, "PIPETTE_", 8) ||

@@ -274,6 +274,68 @@ START_TEST(test_kernel_scale)
 }
 END_TEST
 
+/* NVLink domains larger than a node (GB200 NVL72: 72 GPUs on trays of 4,
+ * hardware.c [GB200]): nodes of one domain reach each other at NVLink's
+ * nominal 900 GB/s x 0.65 = 585 GB/s and its 10 us, nodes of two domains
+ * at the NIC's 50 GB/s x 0.9 = 45 GB/s and 20 us; a TP group of 8 on two
+ * trays is faster inside a domain than across the NIC. */
+START_TEST(test_nvlink_domain)
+{
+	const struct pipette_gpu_spec *gb200 = pipette_gpu_lookup("gb200", NULL);
+	struct pipette_gpu_spec trays = *gb200;
+	struct pipette_cluster *rack, *apart;
+	struct pipette_link l;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_time in, out;
+	const char *names[36];
+	char buf[36][8];
+	int i;
+
+	for (i = 0; i < 36; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "n%02d", i);
+		names[i] = buf[i];
+	}
+	ck_assert_int_eq(gb200->nvlink_domain_gpus, 72);
+	rack = pipette_cluster_create(names, 36, 4, NULL, gb200, NULL, 0, NULL);
+	ck_assert_ptr_nonnull(rack);
+	ck_assert_int_eq(pipette_cluster_domain_nodes(rack), 18);
+	ck_assert(pipette_cluster_same_domain(rack, 0, 17));
+	ck_assert(!pipette_cluster_same_domain(rack, 17, 18));
+	l = pipette_cluster_node_link(rack, 0, 17);
+	ck_assert_double_eq_tol(l.gbps, 585.0, 1e-9);
+	ck_assert_double_eq(l.lat_us, 10.0);
+	l = pipette_cluster_node_link(rack, 17, 18);
+	ck_assert_double_eq_tol(l.gbps, 45.0, 1e-9);
+	ck_assert_double_eq(l.lat_us, 20.0);
+	trays.nvlink_domain_gpus = 0;	/* each tray its own domain */
+	apart = pipette_cluster_create(names, 36, 4, NULL, &trays, NULL, 0, NULL);
+	ck_assert_int_eq(pipette_cluster_domain_nodes(apart), 1);
+	ck_assert_double_eq_tol(pipette_cluster_node_link(apart, 0, 1).gbps, 45.0, 1e-9);
+	/* a domain that is not whole nodes is refused */
+	trays.nvlink_domain_gpus = 6;
+	ck_assert_ptr_null(pipette_cluster_create(names, 36, 4, NULL, &trays, NULL, 0, NULL));
+
+	ck_assert_int_eq(pipette_model_preset("llama3-70b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+	c.tp = 8;
+	c.pp = 10;
+	c.sequence_parallel = 1;
+	c.seq_len = 8192;
+	c.global_batch = 10;
+	ck_assert_int_eq(pipette_config_check(&m, &c, NULL), 0);
+	ck_assert_int_eq(pipette_time_estimate(t, &m, gb200, &c, rack, NULL, 0, &in, NULL), 0);
+	ck_assert_int_eq(pipette_time_estimate(t, &m, &trays, &c, apart, NULL, 0, &out, NULL), 0);
+	ck_assert_msg(in.tp_comm_s * 2 < out.tp_comm_s, "TP %.4f s in a domain, %.4f s across",
+		      in.tp_comm_s, out.tp_comm_s);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(rack);
+	pipette_cluster_destroy(apart);
+}
+END_TEST
+
 /* The simulated in-flight counts feed the memory estimate: 1F1B stage s
  * holds p - s micro-batches. */
 START_TEST(test_inflight_from_simulation)
@@ -669,6 +731,7 @@ int main(void)
 	tcase_add_test(tc, test_directions);
 	tcase_add_test(tc, test_calibration_guard);
 	tcase_add_test(tc, test_kernel_scale);
+	tcase_add_test(tc, test_nvlink_domain);
 	tcase_add_test(tc, test_inflight_from_simulation);
 	tcase_add_test(tc, test_too_few_gpus);
 	tcase_add_test(tc, test_compression);

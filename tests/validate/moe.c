@@ -35,6 +35,7 @@ int validate_moe(struct pipette_timer *t)
 		return 1;
 	pipette_config_init(&c);
 	c.stack = pipette_stack_get(PIPETTE_STACK_DEEPSEEK);
+	c.precision = c.stack->default_precision;	/* FP8, 1x128 / 128x128 blocks */
 	c.pp = 16, c.ep = 64, c.dp = 128, c.vpp = 2;
 	c.schedule = PIPETTE_SCHED_DUALPIPE;
 	c.global_batch = 15360, c.seq_len = 4096, c.micro_batch = 1;

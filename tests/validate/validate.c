@@ -629,16 +629,15 @@ static int check_kernels(const char *path)
 	printf("Kernel model against the kernels timed on one H100 SXM (%s, %zu rows)\n", path, t.n);
 	printf("%-16s %5s %8s %8s   leave-one-model-out median / p95: %s %s %s\n", "kernel",
 	       "rows", "median", "p95", models[0], models[1], models[2]);
-	for (int d = 0; d <= PIPETTE_GEMM_DTYPE_COUNT; d++) {
-		enum pipette_krow_kind kind = d < PIPETTE_GEMM_DTYPE_COUNT ? PIPETTE_KROW_GEMM
-									 : PIPETTE_KROW_ATTN_FWD;
-		enum pipette_gemm_dtype dt = d < PIPETTE_GEMM_DTYPE_COUNT
-					     ? (enum pipette_gemm_dtype)d : PIPETTE_GEMM_BF16;
+	/* the measured dtypes (BF16, FP8 tensorwise and rowwise), then attention */
+	for (int d = 0; d <= 3; d++) {
+		enum pipette_krow_kind kind = d < 3 ? PIPETTE_KROW_GEMM : PIPETTE_KROW_ATTN_FWD;
+		enum pipette_gemm_dtype dt = d < 3 ? (enum pipette_gemm_dtype)d : PIPETTE_GEMM_BF16;
 		double med, p95;
 		size_t n = pipette_kernelfit_errors(&t, g->kernels, kind, dt, NULL, &med, &p95);
 
-		printf("%-16s %5zu %7.1f%% %7.1f%%  ", d < PIPETTE_GEMM_DTYPE_COUNT
-		       ? dt_names[d] : "attention (cuDNN)", n, 100 * med, 100 * p95);
+		printf("%-16s %5zu %7.1f%% %7.1f%%  ", d < 3 ? dt_names[d] : "attention (cuDNN)", n,
+		       100 * med, 100 * p95);
 		failures += med > 0.05;
 		for (int k = 0; k < 3; k++) {
 			struct pipette_kernels loo;
@@ -672,6 +671,7 @@ int main(int argc, char **argv)
 	failures += check_torchtitan(t, pipette_gpu_lookup("h100-500w", NULL));
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	failures += validate_moe(t);
+	failures += validate_lowp(t, PIPETTE_SRCDIR "/tests/data/stacks/megatron-bridge-lowp.csv");
 	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
 	for (i = 1; i < argc; i++)
 		failures += layer_check(t, argv[i]);

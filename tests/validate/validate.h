@@ -16,6 +16,8 @@ int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,
 int validate_plan_rank(const struct pipette_plan *plan, const struct pipette_config *c);
 /* The current-stack section (current.c); datadir holds tests/data/stacks. */
 int validate_current(struct pipette_timer *t, const char *datadir);
+/* The low-precision and Blackwell runs of Megatron-Bridge (lowp.c). */
+int validate_lowp(struct pipette_timer *t, const char *path);
 /* DeepSeek-V3 against its technical report (moe.c). */
 int validate_moe(struct pipette_timer *t);
 
