@@ -143,6 +143,11 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 			return pipette_fail_prefix(err, "plugstack argument %s: ", key);
 		return 0;
 	}
+	if (!strcmp(key, "precision")) {
+		if (pipette_precision_set_parse(v, &s->precision_set, err))
+			return pipette_fail_prefix(err, "plugstack argument precision: ");
+		return 0;
+	}
 	if (!strcmp(key, "default")) {
 		if (pipette_parse_bool(v, &b))
 			return pipette_fail(err, "plugstack argument default: '%.32s': expected on or off", v);
@@ -160,7 +165,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 	}
 	return pipette_fail(err, "plugstack argument '%.64s': unknown key '%s' (known: bandwidth, "
 			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
-			    "attention, default, fallback, plan_memory, plan_cpu, plan_timeout, "
+			    "attention, stack, stack_option, precision, default, fallback, "
+			    "plan_memory, plan_cpu, plan_timeout, "
 			    "plan_cache, calibration, plan_dir, emulate_nodes, test_cache_swap)", arg, key);
 }
 

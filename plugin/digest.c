@@ -48,9 +48,11 @@ static void opts_text(const struct pipette_opts *o, char *buf, size_t len)
 
 	snprintf(buf, len,
 		 "model=%s\nglobal_batch=%ld\nseq_len=%ld\nschedule=%d,%u\nmem_fraction=%.17g\n"
-		 "mapping=%d\nbandwidth=%s\nstack=%s\npins=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
+		 "mapping=%d\nbandwidth=%s\nstack=%s\nprecision=%u\n"
+		 "pins=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
 		 o->model, o->global_batch, o->seq_len, o->schedule, o->schedule_set, o->mem_fraction,
-		 o->mapping, o->bandwidth, o->stack, p->tp, p->pp, p->dp, p->cp, p->ep, p->etp, p->vpp,
+		 o->mapping, o->bandwidth, o->stack, o->precision_set, p->tp, p->pp, p->dp, p->cp,
+		 p->ep, p->etp, p->vpp,
 		 p->micro_batch, p->schedule, p->recompute, p->sequence_parallel,
 		 p->distributed_optimizer);
 }
@@ -296,13 +298,14 @@ static void site_text(FILE *t, const struct pipette_site *s)
 	fprintf(t, "site.bandwidth=%zu:%s\nsite.gpu=%s\nsite.mem_fraction=%.17g\n"
 		"site.master_port=%ld\nsite.port_range=%ld\nsite.models=%zu:%s\n"
 		"site.budget=%ld\nsite.max_age=%.17g\nsite.attention=%d,%d\nsite.stack=%s\n"
-		"site.stack_options=%s\nsite.default=%d\nsite.fallback_block=%d\n"
+		"site.stack_options=%s\nsite.precision=%u\nsite.default=%d\nsite.fallback_block=%d\n"
 		"site.plan_limits=%ld,%ld,%ld\nsite.emulate_nodes=%zu:%s\n"
 		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n"
 		"site.calibration=%zu:%s\nsite.plan_dir=%zu:%s\n",
 		strlen(s->bandwidth), s->bandwidth, s->gpu, s->mem_fraction, s->master_port,
 		s->port_range, strlen(s->models), s->models, s->budget, s->max_age_days,
-		(int)s->attention, s->attention_given, s->stack, s->stack_options, s->default_on,
+		(int)s->attention, s->attention_given, s->stack, s->stack_options,
+		s->precision_set, s->default_on,
 		s->fallback_block, s->plan_memory_mib, s->plan_cpu_s, s->plan_timeout_s,
 		strlen(s->emulate_nodes), s->emulate_nodes, strlen(s->plan_cache), s->plan_cache,
 		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),

@@ -45,6 +45,10 @@ static struct spank_option options[] = {
 	{ "pipette-stack", "NAME",
 	  "[pipette] the training stack the job runs: megatron, nemo, megatron-zb, "
 	  "megatron-2022 (default: the site's)", 1, PIPETTE_OPT_STACK, option_cb },
+	{ "pipette-precision", "RECIPE[,RECIPE]",
+	  "[pipette] the linear layers' precision recipe, or the set to choose from: bf16, "
+	  "fp8-delayed, fp8-current, fp8-rowwise, fp8-blockwise, mxfp8, nvfp4 (default: the "
+	  "site's, else the stack's)", 1, PIPETTE_OPT_PRECISION, option_cb },
 };
 
 /* --pipette-model=help: the presets, then the site's models. */

@@ -46,6 +46,7 @@ static const struct {
 	[PIPETTE_OPT_EXPLAIN] = { "pipette-explain", "PIPETTE_EXPLAIN", 0 },
 	[PIPETTE_OPT_DRY_RUN] = { "pipette-dry-run", "PIPETTE_DRY_RUN", 0 },
 	[PIPETTE_OPT_STACK] = { "pipette-stack", "PIPETTE_STACK", 1 },
+	[PIPETTE_OPT_PRECISION] = { "pipette-precision", "PIPETTE_PRECISION", 1 },
 };
 
 const char *pipette_opt_name(enum pipette_opt_id id)
@@ -270,6 +271,10 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 		(void)pipette_strlcpy(o->stack, st.name, sizeof(o->stack));
 		break;
 	}
+	case PIPETTE_OPT_PRECISION:
+		if (pipette_precision_set_parse(arg, &o->precision_set, err))
+			return pipette_fail_prefix(err, "%s: ", what);
+		break;
 	case PIPETTE_OPT_COUNT:
 		break;
 	}
@@ -350,7 +355,8 @@ int pipette_opts_fallback(struct pipette_opts *o, const struct pipette_site *sit
 		if (i == PIPETTE_OPT_MODEL || (given & (1u << i)))
 			continue;
 		if (fallback_opt(o, (enum pipette_opt_id)i,
-				 !(planned && (i == PIPETTE_OPT_SCHEDULE || i == PIPETTE_OPT_STACK)),
+				 !(planned && (i == PIPETTE_OPT_SCHEDULE || i == PIPETTE_OPT_STACK ||
+					       i == PIPETTE_OPT_PRECISION)),
 				 env, &given, err))
 			return -1;
 	}

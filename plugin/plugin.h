@@ -42,6 +42,9 @@ struct pipette_site {
 	int attention_given;			/* 0: the stack's */
 	char stack[32];				/* the site's stack ("" = megatron) */
 	char stack_options[256];		/* overrides of its facts */
+	/* The precision recipes a job's plan may use unless it names its
+	 * own (PIPETTE_PREC_BIT; 0 = the stack's default). */
+	unsigned precision_set;
 	int default_on;		/* PIPETTE_MODEL alone turns pipette on */
 	int fallback_block;	/* a failed plan starts the step in Slurm's order */
 	/* The planner child's limits (child.c). */
@@ -86,6 +89,7 @@ enum pipette_opt_id {
 	PIPETTE_OPT_EXPLAIN,
 	PIPETTE_OPT_DRY_RUN,
 	PIPETTE_OPT_STACK,
+	PIPETTE_OPT_PRECISION,
 	PIPETTE_OPT_COUNT
 };
 
@@ -103,6 +107,7 @@ struct pipette_opts {
 	int explain;			/* -1 unset, 0, 1 */
 	int dry_run;
 	char stack[32];			/* "" = the site's */
+	unsigned precision_set;		/* PIPETTE_PREC_BIT; 0 = the site's */
 	unsigned set;			/* bit (1u << id): given as an option */
 };
 

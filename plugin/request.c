@@ -50,6 +50,8 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 	req->stale_days = s->max_age_days;
 	req->attention = s->attention;
 	req->attention_given = s->attention_given;
+	/* the job's recipes, else the site's, else the stack's */
+	req->pins.precision_set = o->precision_set ? o->precision_set : s->precision_set;
 	if (pipette_strlcpy(req->stack, o->stack[0] ? o->stack : s->stack, sizeof(req->stack)) ||
 	    pipette_strlcpy(req->stack_options, s->stack_options, sizeof(req->stack_options)))
 		return pipette_fail(err, "stack name or options too long");

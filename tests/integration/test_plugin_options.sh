@@ -179,6 +179,33 @@ else fail "--pipette-mem-fraction=0.8 overrides the site's mem_fraction=0.5" "$m
 pipette_on "bandwidth=$UNIFORM gpu=A100"
 srun_t "${S2[@]}" "${M8[@]}" --pipette-explain true
 assert_match 'A100' "$ERR" "gpu=A100: the plan is for A100s"
+srun_t "${S2[@]}" "${M8[@]}" --pipette-precision=fp8-current true
+assert_ne 0 "$RC" "--pipette-precision=fp8-current on A100s: the step fails"
+assert_match "pipette: node[0-9]+: --precision fp8-current: the megatron stack cannot run it on A100-SXM-80GB, which has no FP8 tensor cores" \
+    "$ERR" "... in one line naming the stack, the GPU and the recipe"
+
+# --- --pipette-precision and the site's precision= --------------------------
+PREC='echo "$PIPETTE_PRECISION | $PIPETTE_PREDICTED_ITER_S"'
+pipette_on "bandwidth=$UNIFORM"
+srun_t "${S2[@]}" "${M8[@]}" bash -c "$PREC"
+assert_match '^bf16 \| ' "$OUT" "no --pipette-precision: the stack's bf16"
+bf16_iter=$(awk 'NR == 1 {print $3}' <<<"$OUT")
+srun_t "${S2[@]}" "${M8[@]}" --pipette-precision=fp8-current bash -c "$PREC"
+assert_rc 0 "--pipette-precision=fp8-current on H100s: step exits 0"
+assert_eq 1 "$(sort -u <<<"$OUT" | grep -c .)" "--pipette-precision: all tasks agree"
+assert_match '^fp8-current \| ' "$OUT" "--pipette-precision=fp8-current -> PIPETTE_PRECISION=fp8-current"
+fp8_iter=$(awk 'NR == 1 {print $3}' <<<"$OUT")
+if le "$fp8_iter" "$bf16_iter"; then pass "FP8 is predicted no slower than BF16 ($fp8_iter s vs $bf16_iter s)"
+else fail "FP8 is predicted no slower than BF16" "$fp8_iter s vs $bf16_iter s"; fi
+pipette_on "bandwidth=$UNIFORM precision=fp8-delayed"
+srun_t "${S2[@]}" "${M8[@]}" bash -c "$PREC"
+assert_match '^fp8-delayed \| ' "$OUT" "precision=fp8-delayed: the site's recipe for jobs that name none"
+srun_t "${S2[@]}" "${M8[@]}" --pipette-precision=bf16 bash -c "$PREC"
+assert_match '^bf16 \| ' "$OUT" "--pipette-precision=bf16 overrides the site's precision="
+pipette_on "bandwidth=$UNIFORM precision=fp7"
+srun_t "${S2[@]}" "${M8[@]}" true
+assert_ne 0 "$RC" "precision=fp7 in plugstack.conf: srun fails"
+assert_match "plugstack argument precision: precision 'fp7'" "$ERR" "... naming the argument"
 
 mkdir -p "$T_TMP/models"
 cat > "$T_TMP/models/site-1b.json" <<'EOF'

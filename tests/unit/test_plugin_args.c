@@ -80,11 +80,13 @@ START_TEST(test_site_all_keys)
 		       "budget=5000", "default=off", "fallback=block",
 		       "emulate_nodes=node[1-128]", "attention=unfused", "max_age=30.5",
 		       "plan_cache=/var/cache/pipette/plans", "plan_dir=/scratch/plans",
-		       "calibration=/etc/pipette/site.json" };
+		       "calibration=/etc/pipette/site.json", "precision=fp8-current,bf16" };
 	struct pipette_site s;
 	struct pipette_err err;
 
-	ck_assert_msg(pipette_site_parse(&s, 15, av, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_site_parse(&s, 16, av, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(s.precision_set, PIPETTE_PREC_BIT(PIPETTE_PREC_FP8_CURRENT) |
+					   PIPETTE_PREC_BIT(PIPETTE_PREC_BF16));
 	ck_assert_str_eq(s.plan_cache, "/var/cache/pipette/plans");
 	ck_assert_str_eq(s.plan_dir, "/scratch/plans");
 	ck_assert_str_eq(s.calibration, "/etc/pipette/site.json");
@@ -183,6 +185,10 @@ START_TEST(test_site_errors)
 	site_rejects("plan_dir=/spool/../etc", "plugstack argument plan_dir: '/spool/../etc': "
 		     "a '.' or '..' component");
 	site_rejects("calibration=", "plugstack argument calibration: empty value");
+	site_rejects("precision=fp6", "plugstack argument precision: precision 'fp6': "
+		     "expected bf16");
+	site_rejects("precision=bf16,,mxfp8", "plugstack argument precision: precision list "
+		     "'bf16,,mxfp8': expected names separated by commas");
 	site_rejects("calibration=/etc/x\n", "control character");
 }
 
@@ -329,6 +335,11 @@ START_TEST(test_opts_set_values)
 	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_STACK, "bogus", &err), -1);
 	ck_assert_msg(strstr(err.msg, "--pipette-stack: stack 'bogus'"), "%s", err.msg);
 	ck_assert_str_eq(o.stack, "nemo");
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_PRECISION, "mxfp8,nvfp4", &err), 0);
+	ck_assert_uint_eq(o.precision_set, PIPETTE_PREC_BIT(PIPETTE_PREC_MXFP8) |
+					   PIPETTE_PREC_BIT(PIPETTE_PREC_NVFP4));
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_PRECISION, "fp8", &err), -1);
+	ck_assert_msg(strstr(err.msg, "--pipette-precision: precision 'fp8'"), "%s", err.msg);
 	ck_assert_str_eq(o.model, "llama3-70b");
 	ck_assert_int_eq(o.global_batch, 1024);
 	ck_assert_int_eq(o.seq_len, 8192);
@@ -469,11 +480,13 @@ START_TEST(test_fallback_outputs_not_inputs)
 	env_put(&e, "PIPETTE_MODEL", "llama3-8b");
 	env_put(&e, "PIPETTE_TP", "8");
 	env_put(&e, "PIPETTE_SCHEDULE", "1f1b");
+	env_put(&e, "PIPETTE_PRECISION", "fp8-current");
 	env_put(&e, "PIPETTE_GLOBAL_BATCH", "512");
 	env_put(&e, "PIPETTE_SEQ_LEN", "2048");
 	pipette_opts_init(&o);
 	ck_assert_int_eq(pipette_opts_fallback(&o, &site, &ops, &err), 0);
 	ck_assert_int_eq(o.schedule, -1);
+	ck_assert_uint_eq(o.precision_set, 0);	/* the plan's output, not a pin */
 	ck_assert_int_eq(o.global_batch, 512);
 	ck_assert_int_eq(o.seq_len, 2048);
 }
