@@ -1039,6 +1039,13 @@ static double kernel_rate(const struct pipette_gpu_spec *g, const struct pipette
 	       (g->kernel_scale > 0 ? g->kernel_scale : 1.0);
 }
 
+/* On the efficiency curve, a dtype's own attained share of its peak
+ * where the GPU table has one (hardware.h curve_share): the time's factor. */
+static double curve_scale(const struct pipette_gpu_spec *g, enum pipette_gemm_dtype dt)
+{
+	return g->curve_share[dt] > 0 ? g->gemm_eff_max / g->curve_share[dt] : 1.0;
+}
+
 /* One GEMM of shape (m, n, k) in dtype dt.  On a GPU type with a measured
  * kernel table (inputs/kernels.h) it is the measured kernel's time over
  * the share of the kernels' rate a training step attains (the table's
@@ -1061,7 +1068,7 @@ static double shape_s(const struct pipette_gpu_spec *g, const struct pipette_sta
 	if (kt && (dt == PIPETTE_GEMM_BF16 || (kt->gemm[dt].tflops > 0 && st->fp8_raw <= 0)))
 		return pipette_kernel_gemm_s(kt, dt, m, n, k) / (kernel_rate(g, st) * sm);
 	if (dt == PIPETTE_GEMM_BF16 || !(dtype_peak(g, dt) > 0))
-		return gemm_s(g, flops) / sm;
+		return gemm_s(g, flops) * curve_scale(g, PIPETTE_GEMM_BF16) / sm;
 	if (st->fp8_raw > 0) {
 		fixed = g->gemm_half_gflop * 1e9 / (g->peak_tflops * 1e12 * g->gemm_eff_max);
 		return (flops / (g->fp8_tflops * 1e12 * st->fp8_raw * PIPETTE_FRAMEWORK_SHARE) +
@@ -1071,7 +1078,7 @@ static double shape_s(const struct pipette_gpu_spec *g, const struct pipette_sta
 	 * peak, the same kernel run faster (its fixed cost, half_gflop's
 	 * worth at the BF16 rate, stays) */
 	return gemm_s(g, flops * g->peak_tflops / dtype_peak(g, dt)) * g->peak_tflops /
-	       dtype_peak(g, dt) / sm;
+	       dtype_peak(g, dt) * curve_scale(g, dt) / sm;
 }
 
 /* The linear layers of one transformer layer: the GPU, the stack and the
@@ -1127,7 +1134,7 @@ static double attn_s(const struct pipette_gpu_spec *g, const struct pipette_stac
 		       (kernel_rate(g, st) * sm);
 	if (st->attn_utilization > 0)
 		return flops / (g->peak_tflops * 1e12 * st->attn_utilization);
-	return gemm_s(g, flops) / sm;
+	return gemm_s(g, flops) * curve_scale(g, PIPETTE_GEMM_BF16) / sm;
 }
 
 struct layer_times {

@@ -145,6 +145,24 @@ static const struct pipette_kernels h100_500w_kernels = {
 	.source = "[KERN-H] [H100-500W]",
 };
 
+/* [LOWP] Blackwell has no measured kernel table yet: the share of each
+ * dtype's dense peak a Megatron-Core step attains is fitted on the dense
+ * runs NVIDIA published for Megatron-Bridge (Llama 3 8B, 70B, 405B in FP8,
+ * MXFP8 and NVFP4 on B200, GB200 NVL72, GB300 NVL72; tests/data/stacks/
+ * megatron-bridge-lowp.csv, each row with its source): one share per die
+ * (B200 and GB200 one die, B300 and GB300 another; the datasheet peaks
+ * carry their clocks) and one factor per recipe shared by every
+ * Blackwell GPU.  `make validate` refits them, prints leave-one-out, and
+ * fails when these values drift from the fit. */
+#define BLACKWELL_SHARE 0.32
+#define BLACKWELL_ULTRA_SHARE 0.38
+#define BW_FP8 1.06
+#define BW_MXFP8 0.91
+#define BW_NVFP4 0.24
+#define BW_SHARES(s) { [PIPETTE_GEMM_BF16] = (s), [PIPETTE_GEMM_FP8_TENSOR] = (s) * BW_FP8, \
+		       [PIPETTE_GEMM_FP8_ROW] = (s) * BW_FP8, [PIPETTE_GEMM_MXFP8] = (s) * BW_MXFP8, \
+		       [PIPETTE_GEMM_NVFP4] = (s) * BW_NVFP4 }
+
 static const struct pipette_gpu_spec gpus[] = {
 	{ .name = "V100-SXM-32GB", .aliases = "v100,v100-32gb,v100-sxm2-32gb",
 	  .peak_tflops = 125.0, .fp8_tflops = 0, .fp4_tflops = 0,
@@ -193,26 +211,30 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .hbm_bytes = 180e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
 	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
-	  .source = "[B200] [HGX-B]", .kernels = NULL },
+	  .source = "[B200] [HGX-B]", .curve_share = BW_SHARES(BLACKWELL_SHARE),
+	  .kernels = NULL },
 	{ .name = "B300-SXM-270GB", .aliases = "b300,b300-270gb",
 	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 13500.0,
 	  .hbm_bytes = 270e9, .hbm_gbps = 7700.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
 	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
-	  .source = "[HGX-B] [BU]", .kernels = NULL },
+	  .source = "[HGX-B] [BU]", .curve_share = BW_SHARES(BLACKWELL_ULTRA_SHARE),
+	  .kernels = NULL },
 	{ .name = "GB200-NVL72", .aliases = "gb200,gb200-186gb,gb200-nvl72",
 	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 10000.0,
 	  .hbm_bytes = 186e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
 	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
-	  .source = "[GB200]", .kernels = NULL,
+	  .source = "[GB200]", .curve_share = BW_SHARES(BLACKWELL_SHARE),
+	  .kernels = NULL,
 	  .nvlink_domain_gpus = 72 },
 	{ .name = "GB300-NVL72", .aliases = "gb300,gb300-279gb,gb300-nvl72",
 	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 15000.0,
 	  .hbm_bytes = 279e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
 	  .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
-	  .source = "[GB300] [BU]", .kernels = NULL,
+	  .source = "[GB300] [BU]", .curve_share = BW_SHARES(BLACKWELL_ULTRA_SHARE),
+	  .kernels = NULL,
 	  .nvlink_domain_gpus = 72 },
 };
 

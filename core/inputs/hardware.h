@@ -55,6 +55,10 @@ struct pipette_gpu_spec {
 	/* Measured kernel rates of this GPU type (kernels.h); NULL: none, the
 	 * GEMM efficiency curve above stands for them. */
 	const struct pipette_kernels *kernels;
+	/* Without a kernel table: the share of each GEMM dtype's dense peak a
+	 * training step attains at large shapes (0: gemm_eff_max), fitted on
+	 * published runs of the GPU type (hardware.c names them). */
+	double curve_share[PIPETTE_GEMM_DTYPE_COUNT];
 	/* A site's GPUs against the table's: the BF16 GEMM ceiling
 	 * pipette-probe --local measured on them over the one it measured on
 	 * the table's GPU type, the same method on both (0 = 1).  The
