@@ -34,6 +34,7 @@ static void usage(FILE *f)
 "                              [--slow-links FRAC] [--slow-range MIN,MAX]\n"
 "                              [--switch-size S] [--cross-factor F]\n"
 "                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
+"                              [--nvlink-domain N] [--degraded-tray NODE[:F]]\n"
 "                              [--prefix P] [--when TIME] -o OUT\n"
 "       pipette bandwidth convert IN -o OUT [--to pipette-bw/1|pipette-bw/2]\n"
 "                              [--group NAME=HOSTLIST]... [--switch-size S]\n"
@@ -775,10 +776,11 @@ static int do_generate(int argc, char **argv)
 	struct pipette_err err;
 	const char *out = NULL, *gpu = "H100";
 	double eff = 1.0, x = 0, y = 0, inter = NAN, intra = NAN;
+	long domain = 0;
 	char *cmdline = NULL;
 	long l;
 	struct cli_seen seen = { .n = 0 };
-	int i, r = 0, have_seed = 0, have_nodes = 0, rc = PIPETTE_EXIT_USAGE;
+	int i, r = 0, have_seed = 0, have_nodes = 0, have_gpn = 0, rc = PIPETTE_EXIT_USAGE;
 
 	pipette_bw_gen_init(&g);
 	for (i = 1; i < argc && !r; i++) {
@@ -799,6 +801,7 @@ static int do_generate(int argc, char **argv)
 			r = cli_int("--gpus-per-node", need(argc, argv, &i), 1,
 				    PIPETTE_MAX_GPUS, &l);
 			g.gpus_per_node = (int)l;
+			have_gpn = 1;
 		} else if (is_opt(argv[i], "--gpu")) {
 			if (!(gpu = need(argc, argv, &i)))
 				r = cli_error("--gpu needs a GPU type");
@@ -843,6 +846,17 @@ static int do_generate(int argc, char **argv)
 					      "1, 2, ...", x);
 			g.degraded_node = (int)x - 1;
 			g.degraded_factor = y;
+		} else if (is_opt(argv[i], "--nvlink-domain")) {
+			r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN,
+				    &l);
+			domain = l;
+		} else if (is_opt(argv[i], "--degraded-tray")) {
+			y = g.degraded_tray_factor;
+			r = split2("--degraded-tray", need(argc, argv, &i), ':', &x, &y, 1);
+			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
+				r = cli_error("--degraded-tray: node number %g is not 1, 2, ...", x);
+			g.degraded_tray = (int)x - 1;
+			g.degraded_tray_factor = y;
 		} else if (is_opt(argv[i], "--when")) {
 			r = parse_when("--when", need(argc, argv, &i), &g.when);
 		} else {
@@ -859,6 +873,16 @@ static int do_generate(int argc, char **argv)
 	spec = pipette_gpu_lookup(gpu, &err);
 	if (!spec)
 		return cli_error("--gpu: %s", err.msg);
+	if (!have_gpn)
+		g.gpus_per_node = spec->gpus_per_node;	/* the type's board or tray */
+	if (!domain && spec->nvlink_domain_gpus > g.gpus_per_node)
+		domain = spec->nvlink_domain_gpus;
+	if (domain % g.gpus_per_node)
+		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
+				 domain, g.gpus_per_node);
+	g.domain_nodes = (int)(domain / g.gpus_per_node);
+	if (g.domain_nodes > g.nodes)
+		g.domain_nodes = g.nodes;	/* a partial domain: all the nodes */
 	g.inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
 	g.intra_gbps = isnan(intra) ? spec->nvlink_gbps * eff : intra;
 	g.inter_lat_us = spec->nic_lat_us;

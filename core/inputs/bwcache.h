@@ -307,6 +307,13 @@ struct pipette_bw_gen {
 	double slow_switch_factor;
 	int degraded_node;		/* -1 = none; one GPU's NVLinks degraded */
 	double degraded_factor;
+	/* NVLink domains larger than a node (GB200/GB300 NVL72: 18 trays of
+	 * 4 GPUs): consecutive blocks of domain_nodes nodes reach each other
+	 * at the intra-node figures (0 or 1: each node alone); one tray's
+	 * links to the others of its domain at degraded_tray_factor. */
+	int domain_nodes;
+	int degraded_tray;		/* -1 = none */
+	double degraded_tray_factor;
 	time_t when;
 	const char *tool;		/* provenance recorded in the file */
 };

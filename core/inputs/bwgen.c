@@ -53,6 +53,9 @@ void pipette_bw_gen_init(struct pipette_bw_gen *g)
 	g->slow_switch_factor = 1.0;
 	g->degraded_node = -1;
 	g->degraded_factor = 0.5;
+	g->domain_nodes = 0;
+	g->degraded_tray = -1;
+	g->degraded_tray_factor = 0.5;
 	g->when = 1735689600;	/* 2025-01-01T00:00:00Z */
 	g->tool = "pipette bandwidth generate (synthetic)";
 }
@@ -85,8 +88,16 @@ static int check_gen(const struct pipette_bw_gen *g, struct pipette_err *err)
 	    check_frac(g->slow_max, g->slow_min, 1, "slow maximum", err) < 0 ||
 	    check_frac(g->cross_factor, 0.01, 1, "cross-switch factor", err) < 0 ||
 	    check_frac(g->slow_switch_factor, 0.01, 1, "slow-switch factor", err) < 0 ||
-	    check_frac(g->degraded_factor, 0.01, 1, "degraded NVLink factor", err) < 0)
+	    check_frac(g->degraded_factor, 0.01, 1, "degraded NVLink factor", err) < 0 ||
+	    check_frac(g->degraded_tray_factor, 0.01, 1, "degraded tray factor", err) < 0)
 		return -1;
+	if (g->domain_nodes < 0 || g->domain_nodes > g->nodes)
+		return pipette_fail(err, "generate: %d nodes per NVLink domain is not in [0, %d]",
+				    g->domain_nodes, g->nodes);
+	if (g->degraded_tray >= g->nodes || (g->degraded_tray >= 0 && g->domain_nodes < 2))
+		return pipette_fail(err, "generate: degraded tray %d needs an NVLink domain of "
+				    "several nodes and one of the %d nodes", g->degraded_tray + 1,
+				    g->nodes);
 	if (g->switch_size < 0 || g->switch_size > g->nodes)
 		return pipette_fail(err, "generate: switch size %d is not in [0, %d]",
 				    g->switch_size, g->nodes);
@@ -159,18 +170,25 @@ static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 			double u_ij = pipette_rng_unit(s), u_ji = pipette_rng_unit(s);
 			double f = g->switch_size > 0 ?
 				   switch_factor(g, switch_of(g, i), switch_of(g, j)) : 1.0, v;
+			/* one NVLink domain: the NVLink figures, no switch */
+			int dom = g->domain_nodes > 1 && i / g->domain_nodes == j / g->domain_nodes;
+			double base = dom ? g->intra_gbps : g->inter_gbps;
+			float lat = (float)(dom ? g->intra_lat_us : g->inter_lat_us);
 			uint32_t code;
 
+			if (dom)
+				f = i == g->degraded_tray || j == g->degraded_tray
+				    ? g->degraded_tray_factor : 1.0;
 			if (u_slow < g->slow_frac)
 				f *= g->slow_min + (g->slow_max - g->slow_min) * u_fac;
-			if (gen_figure(hundredths(g->inter_gbps * f * (1 + g->noise * (2 * u_ij - 1))),
+			if (gen_figure(hundredths(base * f * (1 + g->noise * (2 * u_ij - 1))),
 				       bw->node[i].name, bw->node[j].name, -1, -1, &v, &code,
 				       err) < 0 ||
-			    bw_inter_set(bw, i, j, v, code, (float)g->inter_lat_us, prov, err) < 0 ||
-			    gen_figure(hundredths(g->inter_gbps * f * (1 + g->noise * (2 * u_ji - 1))),
+			    bw_inter_set(bw, i, j, v, code, lat, prov, err) < 0 ||
+			    gen_figure(hundredths(base * f * (1 + g->noise * (2 * u_ji - 1))),
 				       bw->node[j].name, bw->node[i].name, -1, -1, &v, &code,
 				       err) < 0 ||
-			    bw_inter_set(bw, j, i, v, code, (float)g->inter_lat_us, prov, err) < 0)
+			    bw_inter_set(bw, j, i, v, code, lat, prov, err) < 0)
 				return -1;
 		}
 	return 0;

@@ -1084,6 +1084,56 @@ START_TEST(test_examples_regenerate)
 }
 END_TEST
 
+/* A generated NVL72 cluster (pipette bandwidth generate --gpu GB200
+ * --nvlink-domain 72): 36 trays of 4 GPUs, 18 trays a domain; pairs of a
+ * domain at the intra-node figure (900 GB/s, 10 us, noise 3%), pairs of
+ * two domains at the NIC's (50 GB/s, 20 us); one degraded tray's links to
+ * its domain at 0.25 of that, and not to the other domain.  The noise
+ * draws are those of a cache without domains (the same seed gives the
+ * same figures wherever no domain changes them). */
+START_TEST(test_generate_nvlink_domain)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw, *flat;
+	struct pipette_bw_figure f, ff;
+	struct pipette_err err;
+
+	pipette_bw_gen_init(&g);
+	g.nodes = 36;
+	g.gpus_per_node = 4;
+	g.inter_gbps = 50;
+	g.intra_gbps = 900;
+	g.inter_lat_us = 20;
+	g.intra_lat_us = 10;
+	g.domain_nodes = 18;
+	g.degraded_tray = 4;
+	g.degraded_tray_factor = 0.25;
+	ck_assert_msg(pipette_bwcache_generate(&g, &bw, &err) == 0, "%s", err.msg);
+	pipette_bwcache_inter(bw, 0, 17, &f);
+	ck_assert(f.gbps >= 900 * 0.97 && f.gbps <= 900 * 1.03);
+	ck_assert_double_eq(f.lat_us, 10);
+	pipette_bwcache_inter(bw, 17, 18, &f);
+	ck_assert(f.gbps >= 50 * 0.97 && f.gbps <= 50 * 1.03);
+	ck_assert_double_eq(f.lat_us, 20);
+	pipette_bwcache_inter(bw, 4, 9, &f);
+	ck_assert(f.gbps >= 225 * 0.97 && f.gbps <= 225 * 1.03);
+	pipette_bwcache_inter(bw, 4, 30, &f);
+	ck_assert(f.gbps >= 50 * 0.97 && f.gbps <= 50 * 1.03);
+	g.domain_nodes = 0;
+	g.degraded_tray = -1;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, &flat, &err), 0);
+	pipette_bwcache_inter(bw, 17, 18, &f);
+	pipette_bwcache_inter(flat, 17, 18, &ff);
+	ck_assert_double_eq(f.gbps, ff.gbps);
+	pipette_bwcache_destroy(flat);
+	/* a degraded tray needs a domain */
+	g.degraded_tray = 4;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, &flat, &err), -1);
+	ck_assert_msg(strstr(err.msg, "degraded tray 5 needs an NVLink domain"), "%s", err.msg);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bwcache");
@@ -1111,6 +1161,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_generate_deterministic);
 	tcase_add_test(tc, test_cli);
 	tcase_add_test(tc, test_examples_regenerate);
+	tcase_add_test(tc, test_generate_nvlink_domain);
 	suite_add_tcase(s, tc);
 	return s;
 }
