@@ -768,6 +768,50 @@ static char *generator_line(int argc, char **argv)
 	return line;
 }
 
+/* generate's switch, NVLink-domain and degradation options: 1 when argv[*i]
+ * is one of them (*r: its parse status), 0 otherwise. */
+static int gen_topology(int argc, char **argv, int *ip, struct pipette_bw_gen *g, long *domain,
+			int *r)
+{
+	int i = *ip;
+	double x = 0, y = 0;
+	long l;
+
+	if (is_opt(argv[i], "--switch-size")) {
+		*r = cli_int("--switch-size", need(argc, argv, &i), 0, PIPETTE_MAX_NODES, &l);
+		g->switch_size = (int)l;
+	} else if (is_opt(argv[i], "--cross-factor")) {
+		*r = cli_double("--cross-factor", need(argc, argv, &i), 0.01, 1, &g->cross_factor);
+	} else if (is_opt(argv[i], "--slow-switch")) {
+		*r = split2("--slow-switch", need(argc, argv, &i), ':', &x, &y, 0);
+		if (!*r && (x < 0 || x != floor(x) || x > PIPETTE_MAX_NODES))
+			*r = cli_error("--slow-switch: switch number %g is not 0, 1, ...", x);
+		g->slow_switch = (int)x;
+		g->slow_switch_factor = y;
+	} else if (is_opt(argv[i], "--degraded-nvlink")) {
+		y = g->degraded_factor;
+		*r = split2("--degraded-nvlink", need(argc, argv, &i), ':', &x, &y, 1);
+		if (!*r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
+			*r = cli_error("--degraded-nvlink: node number %g is not 1, 2, ...", x);
+		g->degraded_node = (int)x - 1;
+		g->degraded_factor = y;
+	} else if (is_opt(argv[i], "--nvlink-domain")) {
+		*r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN, &l);
+		*domain = l;
+	} else if (is_opt(argv[i], "--degraded-tray")) {
+		y = g->degraded_tray_factor;
+		*r = split2("--degraded-tray", need(argc, argv, &i), ':', &x, &y, 1);
+		if (!*r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
+			*r = cli_error("--degraded-tray: node number %g is not 1, 2, ...", x);
+		g->degraded_tray = (int)x - 1;
+		g->degraded_tray_factor = y;
+	} else {
+		return 0;
+	}
+	*ip = i;
+	return 1;
+}
+
 static int do_generate(int argc, char **argv)
 {
 	struct pipette_bw_gen g;
@@ -775,7 +819,7 @@ static int do_generate(int argc, char **argv)
 	struct pipette_bwcache *bw = NULL;
 	struct pipette_err err;
 	const char *out = NULL, *gpu = "H100";
-	double eff = 1.0, x = 0, y = 0, inter = NAN, intra = NAN;
+	double eff = 1.0, inter = NAN, intra = NAN;
 	long domain = 0;
 	char *cmdline = NULL;
 	long l;
@@ -824,39 +868,8 @@ static int do_generate(int argc, char **argv)
 		} else if (is_opt(argv[i], "--slow-range")) {
 			r = split2("--slow-range", need(argc, argv, &i), ',', &g.slow_min,
 				   &g.slow_max, 0);
-		} else if (is_opt(argv[i], "--switch-size")) {
-			r = cli_int("--switch-size", need(argc, argv, &i), 0,
-				    PIPETTE_MAX_NODES, &l);
-			g.switch_size = (int)l;
-		} else if (is_opt(argv[i], "--cross-factor")) {
-			r = cli_double("--cross-factor", need(argc, argv, &i), 0.01, 1,
-				       &g.cross_factor);
-		} else if (is_opt(argv[i], "--slow-switch")) {
-			r = split2("--slow-switch", need(argc, argv, &i), ':', &x, &y, 0);
-			if (!r && (x < 0 || x != floor(x) || x > PIPETTE_MAX_NODES))
-				r = cli_error("--slow-switch: switch number %g is not "
-					      "0, 1, ...", x);
-			g.slow_switch = (int)x;
-			g.slow_switch_factor = y;
-		} else if (is_opt(argv[i], "--degraded-nvlink")) {
-			y = g.degraded_factor;
-			r = split2("--degraded-nvlink", need(argc, argv, &i), ':', &x, &y, 1);
-			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
-				r = cli_error("--degraded-nvlink: node number %g is not "
-					      "1, 2, ...", x);
-			g.degraded_node = (int)x - 1;
-			g.degraded_factor = y;
-		} else if (is_opt(argv[i], "--nvlink-domain")) {
-			r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN,
-				    &l);
-			domain = l;
-		} else if (is_opt(argv[i], "--degraded-tray")) {
-			y = g.degraded_tray_factor;
-			r = split2("--degraded-tray", need(argc, argv, &i), ':', &x, &y, 1);
-			if (!r && (x < 1 || x != floor(x) || x > PIPETTE_MAX_NODES))
-				r = cli_error("--degraded-tray: node number %g is not 1, 2, ...", x);
-			g.degraded_tray = (int)x - 1;
-			g.degraded_tray_factor = y;
+		} else if (gen_topology(argc, argv, &i, &g, &domain, &r)) {
+			continue;
 		} else if (is_opt(argv[i], "--when")) {
 			r = parse_when("--when", need(argc, argv, &i), &g.when);
 		} else {
