@@ -151,23 +151,6 @@ static void add(struct group *g, int *ng, const char *name, double e)
 	g[i].sum += e;
 }
 
-static struct pipette_cluster *nodes_of(int world, const struct pipette_gpu_spec *g)
-{
-	int G = world < g->gpus_per_node ? world : g->gpus_per_node, n = (world + G - 1) / G;
-	char **names = calloc((size_t)n, sizeof(char *));
-	struct pipette_cluster *cl;
-
-	for (int i = 0; i < n; i++) {
-		names[i] = malloc(16);
-		snprintf(names[i], 16, "n%d", i);
-	}
-	cl = pipette_cluster_create((const char *const *)names, n, G, NULL, g, NULL, 0, NULL);
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return cl;
-}
-
 static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 			const struct pipette_stack *st, const double *scale, double *pred,
 			enum pipette_gemm_dtype *dt, char *why, size_t wlen)
@@ -226,7 +209,7 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	    pipette_stack_precision_check(st, g, c.precision, &err) ||
 	    pipette_config_check(&m, &c, &err))
 		return snprintf(why, wlen, "%.180s", err.msg), -1;
-	if (!(cl = nodes_of(pipette_config_world(&c), g)))
+	if (!(cl = validate_cluster(pipette_config_world(&c), g, g->gpus_per_node)))
 		return snprintf(why, wlen, "no cluster"), -1;
 	rc = pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &tm, &err);
 	pipette_cluster_destroy(cl);

@@ -139,9 +139,9 @@ static void gpt_model(struct pipette_model *m, const char *name, int layers, int
 	m->moe_layer_freq = 1;
 }
 
-static struct pipette_cluster *cluster_for(int world, const struct pipette_gpu_spec *g)
+struct pipette_cluster *validate_cluster(int world, const struct pipette_gpu_spec *g, int per_node)
 {
-	int G = world < 8 ? world : 8, n = (world + G - 1) / G, i;
+	int G = world < per_node ? world : per_node, n = (world + G - 1) / G, i;
 	char **names = calloc((size_t)n, sizeof(char *));
 	struct pipette_cluster *cl;
 
@@ -168,7 +168,7 @@ int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,
 		fprintf(stderr, "validate: %s: %s\n", m->name, err.msg);
 		return -1;
 	}
-	cl = cluster_for(pipette_config_world(c), g);
+	cl = validate_cluster(pipette_config_world(c), g, 8);
 	rc = pipette_time_estimate(t, m, g, c, cl, NULL, 0, out, &err);
 	if (rc)
 		fprintf(stderr, "validate: %s: %s\n", m->name, err.msg);

@@ -8,6 +8,9 @@
 #include "plan/plan.h"
 #include "estimate/timing.h"
 
+/* Nominal links of g for `world` GPUs, per_node GPUs a node. */
+struct pipette_cluster;
+struct pipette_cluster *validate_cluster(int world, const struct pipette_gpu_spec *g, int per_node);
 /* Estimate one configuration on nominal links of g (8 GPUs per node). */
 int validate_estimate(struct pipette_timer *t, const struct pipette_model *m,
 		      const struct pipette_gpu_spec *g, const struct pipette_config *c,
