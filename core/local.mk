@@ -59,7 +59,7 @@ core_libpipette_la_SOURCES += core/plan/experts.c core/plan/experts.h core/plan/
 noinst_LTLIBRARIES += core/libpipette_experts.la
 core_libpipette_experts_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 core_libpipette_experts_la_SOURCES = core/plan/experts_ilp.c
-pipette_SOURCES += core/cli/cmd_experts.c
+pipette_SOURCES += core/cli/cmd_experts.c core/cli/cmd_kernels.c
 pipette_SOURCES += core/cli/cmd_calibrate.c core/cli/cmd_observe.c core/cli/report_svg.c
 pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)
 

@@ -16,6 +16,7 @@ static const struct pipette_cmd commands[] = {
 	{ "experts", cmd_experts, "place MoE experts on EP ranks from a routing trace" },
 	{ "observe", cmd_observe, "compare a plan with what its job measured, and record it" },
 	{ "calibrate", cmd_calibrate, "fit the site's factors from its jobs' observations" },
+	{ "kernels", cmd_kernels, "fit a site's kernel table from kernels its GPUs ran" },
 };
 
 static void usage(FILE *f)

@@ -1035,7 +1035,7 @@ static double dtype_peak(const struct pipette_gpu_spec *g, enum pipette_gemm_dty
  * the table's (hardware.h kernel_scale). */
 static double kernel_rate(const struct pipette_gpu_spec *g, const struct pipette_stack *st)
 {
-	return (st->kernel_share > 0 ? st->kernel_share : g->kernels->step_share) *
+	return (st->kernel_share > 0 ? st->kernel_share : pipette_gpu_kernels(g)->step_share) *
 	       (g->kernel_scale > 0 ? g->kernel_scale : 1.0);
 }
 
@@ -1061,7 +1061,7 @@ static double shape_s(const struct pipette_gpu_spec *g, const struct pipette_sta
 		      enum pipette_gemm_dtype dt, double m, double n, double k)
 {
 	double sm = 1.0 - st->comm_sm_share, flops = 2.0 * m * n * k, fixed;
-	const struct pipette_kernels *kt = g->kernels;
+	const struct pipette_kernels *kt = pipette_gpu_kernels(g);
 
 	if (!(m > 0 && n > 0 && k > 0))
 		return 0;
@@ -1115,7 +1115,9 @@ static void lin3_add(const struct lin *L, double tokens, double n, double k, str
  * as the GEMMs (attn_utilization 0) or is the one measured (attn_measured). */
 static int attn_measured(const struct pipette_gpu_spec *g, const struct pipette_stack *st)
 {
-	return g->kernels && g->kernels->attn_fwd.tflops > 0 && g->kernels->attn_bwd.tflops > 0 &&
+	const struct pipette_kernels *kt = pipette_gpu_kernels(g);
+
+	return kt && kt->attn_fwd.tflops > 0 && kt->attn_bwd.tflops > 0 &&
 	       (st->attn_utilization <= 0 || st->attn_measured);
 }
 
@@ -1130,7 +1132,7 @@ static double attn_s(const struct pipette_gpu_spec *g, const struct pipette_stac
 	double sm = 1.0 - st->comm_sm_share;
 
 	if (attn_measured(g, st))
-		return pipette_kernel_attn_s(g->kernels, backward, 0, flops, rows) /
+		return pipette_kernel_attn_s(pipette_gpu_kernels(g), backward, 0, flops, rows) /
 		       (kernel_rate(g, st) * sm);
 	if (st->attn_utilization > 0)
 		return flops / (g->peak_tflops * 1e12 * st->attn_utilization);

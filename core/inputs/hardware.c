@@ -288,19 +288,100 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+const struct pipette_kernels *pipette_gpu_kernels(const struct pipette_gpu_spec *g)
+{
+	return g->has_site_kernels ? &g->site_kernels : g->kernels;
+}
+
+static const char *const kdt_names[] = { "bf16", "fp8-tensorwise", "fp8-rowwise" };
+
+/* One fit's numbers: obj[names[i]] for i < n, each in (0, max[i]]
+ * (lo_zero: [0, max]), under `what` in errors. */
+static int kernel_numbers(struct json_object *obj, const char *path, const char *what,
+			  const char *const *names, const double *max, int n, double *out,
+			  struct pipette_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (pipette_json_number(obj, names[i], path, &out[i], err))
+			return pipette_fail_prefix(err, "kernels.%s: ", what);
+		if (!(out[i] >= 0 && out[i] <= max[i]) || (i == 1 && !(out[i] > 0)))
+			return pipette_fail(err, "%s: kernels.%s.%s: %g is not plausible (expected "
+					    "%s0 and at most %g)", path, what, names[i], out[i],
+					    i == 1 ? "above " : "at least ", max[i]);
+	}
+	return 0;
+}
+
+/* The site's kernel table of a calibration document (hardware.h). */
+static int site_kernels(const struct pipette_gpu_spec *base, struct json_object *k,
+			const char *path, struct pipette_gpu_spec *out, struct pipette_err *err)
+{
+	static const char *const gnames[] = { "t0_s", "tflops", "out_s" };
+	static const char *const anames[] = { "t0_s", "tflops", "row_s" };
+	struct pipette_kernels *kt = &out->site_kernels;
+	struct json_object *gemm, *one;
+	double v[3], gmax[3] = { 0.01, 0, 1e-6 }, amax[3] = { 0.01, 0, 1e-6 }, share;
+	char gpu[64];
+
+	memset(kt, 0, sizeof(*kt));
+	if (pipette_json_string(k, "gpu", path, gpu, sizeof(gpu), err))
+		return pipette_fail_prefix(err, "kernels: ");
+	if (strcasecmp(gpu, base->name))
+		return pipette_fail(err, "%s: kernels.gpu: '%s' is not the plan's GPU type %s", path,
+				    gpu, base->name);
+	if (!json_object_object_get_ex(k, "gemm", &gemm) ||
+	    !json_object_object_get_ex(gemm, "bf16", &one))
+		return pipette_fail(err, "%s: kernels.gemm.bf16: missing (pipette kernels fit "
+				    "writes it)", path);
+	for (int d = 0; d < 3; d++) {
+		char what[48];
+
+		if (!json_object_object_get_ex(gemm, kdt_names[d], &one))
+			continue;	/* not measured */
+		gmax[1] = 2.0 * (d ? base->fp8_tflops : base->peak_tflops);
+		snprintf(what, sizeof(what), "gemm.%s", kdt_names[d]);
+		if (kernel_numbers(one, path, what, gnames, gmax, 3, v, err))
+			return -1;
+		kt->gemm[d] = (struct pipette_gemm_fit){ v[0], v[1], v[2] };
+	}
+	amax[1] = 2.0 * base->peak_tflops;
+	if (json_object_object_get_ex(k, "attn_fwd", &one) &&
+	    json_object_object_get_ex(k, "attn_bwd", &gemm)) {
+		if (kernel_numbers(one, path, "attn_fwd", anames, amax, 3, v, err))
+			return -1;
+		kt->attn_fwd = (struct pipette_attn_fit){ v[0], v[1], v[2] };
+		if (kernel_numbers(gemm, path, "attn_bwd", anames, amax, 3, v, err))
+			return -1;
+		kt->attn_bwd = (struct pipette_attn_fit){ v[0], v[1], v[2] };
+	}
+	/* What a step attains of the kernels: the file's, else the type's,
+	 * else the H100's (the only GPU with a fitted share). */
+	share = base->kernels ? base->kernels->step_share : PIPETTE_H100_STEP_SHARE;
+	if (json_object_object_get_ex(k, "step_share", &one) &&
+	    (pipette_json_number(k, "step_share", path, &share, err) || !(share > 0 && share <= 1)))
+		return pipette_fail(err, "%s: kernels.step_share: expected a share in (0, 1]", path);
+	kt->step_share = share;
+	kt->flash2_share = base->kernels ? base->kernels->flash2_share : 0;
+	kt->source = "the site's kernel table (--calibration)";
+	out->has_site_kernels = 1;
+	return 0;
+}
+
 int pipette_gpu_calibrate_doc(const struct pipette_gpu_spec *base, struct json_object *root,
 			      const char *path, struct pipette_gpu_spec *out,
 			      struct pipette_err *err)
 {
-	struct json_object *gemm, *list;
+	struct json_object *gemm, *list, *k;
 	double rmax, half, hbm[64];
 	int nh = 0, i;
 
+	*out = *base;
+	if (json_object_object_get_ex(root, "kernels", &k) &&
+	    site_kernels(base, k, path, out, err))
+		return -1;
 	if (!json_object_object_get_ex(root, "gemm", &gemm) &&
-	    json_object_object_get_ex(root, "site", &list)) {
-		*out = *base;	/* the site's factors alone (calib.h) */
-		return 0;
-	}
+	    (json_object_object_get_ex(root, "site", &list) || out->has_site_kernels))
+		return 0;	/* the site's factors or kernels alone */
 	if (!json_object_object_get_ex(root, "gemm", &gemm) ||
 	    pipette_json_number(gemm, "max_tflops", path, &rmax, NULL) ||
 	    pipette_json_number(gemm, "half_gflop", path, &half, NULL))
@@ -310,9 +391,8 @@ int pipette_gpu_calibrate_doc(const struct pipette_gpu_spec *base, struct json_o
 		return pipette_fail(err, "%s: gemm.max_tflops %g / half_gflop %g are not plausible "
 				    "for %s (peak %g TFLOP/s)", path, rmax, half, base->name,
 				    base->peak_tflops);
-	*out = *base;
 	out->gemm_eff_max = rmax / base->peak_tflops * FRAMEWORK_SHARE;
-	if (base->kernels)	/* the site's GPUs against the table's, one method */
+	if (base->kernels && !out->has_site_kernels)	/* the site's GPUs against the table's */
 		out->kernel_scale = out->gemm_eff_max / base->gemm_eff_max;
 	out->gemm_half_gflop = half;
 	if (json_object_object_get_ex(root, "gpus", &list) &&

@@ -55,6 +55,10 @@ struct pipette_gpu_spec {
 	/* Measured kernel rates of this GPU type (kernels.h); NULL: none, the
 	 * GEMM efficiency curve above stands for them. */
 	const struct pipette_kernels *kernels;
+	/* A site's own kernel table (`pipette kernels fit`, read by
+	 * --calibration): it replaces the type's where has_site_kernels. */
+	struct pipette_kernels site_kernels;
+	int has_site_kernels;
 	/* Without a kernel table: the share of each GEMM dtype's dense peak a
 	 * training step attains at large shapes (0: gemm_eff_max), fitted on
 	 * published runs of the GPU type (hardware.c names them). */
@@ -66,12 +70,25 @@ struct pipette_gpu_spec {
 	double kernel_scale;
 };
 
+/* The kernel table the time model uses on g: the site's, else the type's
+ * (NULL: none, the efficiency curve). */
+const struct pipette_kernels *pipette_gpu_kernels(const struct pipette_gpu_spec *g);
+
 size_t pipette_gpu_count(void);
 const struct pipette_gpu_spec *pipette_gpu_at(size_t i);
 /* Case-insensitive lookup by name or alias; NULL with a message listing
  * the known types otherwise. */
 const struct pipette_gpu_spec *pipette_gpu_lookup(const char *name,
 						  struct pipette_err *err);
+
+/* A calibration file may also hold a site's kernel table, the fit of its
+ * own GPUs' kernels that `pipette kernels fit` writes:
+ *   "kernels": { "gpu": NAME, "step_share": S (optional: the type's, else
+ *     the H100's), "gemm": { "bf16": {"t0_s", "tflops", "out_s"},
+ *     "fp8-tensorwise": {...}, "fp8-rowwise": {...} },
+ *     "attn_fwd": {"t0_s", "tflops", "row_s"}, "attn_bwd": {...} }
+ * Its figures are checked for plausibility against the type's peaks, and
+ * the GPU names must agree; errors name the file and the key. */
 
 /* Replace the time-model efficiencies of `base` with what pipette-probe
  * measured on one node (`pipette-probe --local --json FILE`: gemm.max_tflops

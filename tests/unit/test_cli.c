@@ -89,6 +89,41 @@ START_TEST(test_precision)
 }
 END_TEST
 
+/* A site's kernel table: `pipette kernels fit` writes the fit of its own
+ * kernels as a calibration file; the H100's committed table fitted so
+ * prices a step as the shipped H100 table does (the shipped parameters
+ * are the same fit, to four figures: test_kernels); a table for another
+ * GPU type, an implausible rate or a bad CSV is refused naming the key. */
+START_TEST(test_kernels_fit)
+{
+	char dir[] = "/tmp/pipette-kfit-XXXXXX", cmd[512], ref[64], got[64], *p;
+	const char *est = "estimate --model llama3-70b --gpu h100 --tp 8 --pp 4 --seq-len 4096 "
+			  "--global-batch 8 --sequence-parallel --distributed-optimizer";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "kernels fit %s/kernels/h100-sxm-kernels.csv --gpu h100 "
+		 "-o %s/site.json", TEST_DATADIR, dir);
+	expect(cmd, 0, "fp8-tensorwise  t0   19.63 us   1359.0 TFLOP/s");
+	expect(est, 0, "iteration");
+	p = strstr(out, "iteration ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "iteration %63s", ref), 1);
+	snprintf(cmd, sizeof(cmd), "%s --calibration %s/site.json", est, dir);
+	expect(cmd, 0, "iteration");
+	ck_assert_int_eq(sscanf(strstr(out, "iteration "), "iteration %63s", got), 1);
+	ck_assert_double_eq_tol(atof(got), atof(ref), 2e-3 * atof(ref));
+	snprintf(cmd, sizeof(cmd), "estimate --model llama3-8b --gpu a100 --calibration %s/site.json",
+		 dir);
+	expect(cmd, 2, "kernels.gpu: 'H100-SXM-80GB' is not the plan's GPU type A100-SXM-80GB");
+	snprintf(cmd, sizeof(cmd), "kernels fit %s/site.json --gpu h100", dir);
+	expect(cmd, 2, "expected the header of kernels.py's CSV");
+	expect("kernels fit --gpu h100", 2, "a CSV and --gpu TYPE are required");
+	expect("kernels frobnicate", 2, "usage: pipette kernels fit");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_estimate_json)
 {
 	struct json_object *root, *mem, *cfg, *v;
@@ -477,6 +512,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_lists);
 	tcase_add_test(tc, test_precision);
+	tcase_add_test(tc, test_kernels_fit);
 	tcase_add_test(tc, test_estimate_json);
 	tcase_add_test(tc, test_estimate_table_and_nofit);
 	tcase_add_test(tc, test_estimate_errors);
