@@ -39,7 +39,7 @@ nettle_cflags=$(pkg-config --cflags nettle) || exit 1
 nettle_libs=$(pkg-config --libs nettle) || exit 1
 # The expert placement (core/plan/experts.c) solves with GLPK (no .pc file).
 libs="$jsonc_libs $nettle_libs -lm"
-grep -q '<glpk.h>' "$srcdir"/core/*.c && libs="$libs -lglpk"
+grep -q '<glpk.h>' "$srcdir"/core/*/*.c && libs="$libs -lglpk"
 
 # -fno-sanitize-recover: UBSan aborts at the first report, so libFuzzer
 # records it as a crash.  ASan's leak check runs after every input.
@@ -51,9 +51,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # The file-based harnesses write each input to a temporary file there.
 mkdir -p "$build/tmp" && export TMPDIR=$build/tmp
 
-# The library under test: the core (not its CLI) and the plugin's SPANK-free
+# The library under test: the core's layers below rendering (and the
+# timeline SVG), not its renderers or CLI, and the plugin's SPANK-free
 # parsers.  Compiled with coverage (fuzzer-no-link) so libFuzzer sees it.
-lib_srcs=$(ls "$srcdir"/core/*.c)
+lib_srcs=$(ls "$srcdir"/core/{inputs,estimate,learn,plan}/*.c "$srcdir"/core/render/timeline_svg.c)
 lib_srcs="$lib_srcs $srcdir/plugin/args.c $srcdir/plugin/parse.c"
 mkdir -p "$build/obj" "$build/logs"
 echo "fuzz: compiling the library with $cc ($(echo $lib_srcs | wc -w) files)"
