@@ -1123,9 +1123,8 @@ static int attn_measured(const struct pipette_gpu_spec *g, const struct pipette_
 
 /* The attention core, one pass over `rows` query rows (backward: dQ, dK,
  * dV with the scores recomputed, `flops` counted already): the measured
- * kernel, else the
- * stack's own share of peak where its kernel is slower than the GEMMs,
- * else the GEMM curve. */
+ * kernel, else the stack's own share of peak where its kernel is slower
+ * than the GEMMs, else the GEMM curve. */
 static double attn_s(const struct pipette_gpu_spec *g, const struct pipette_stack *st,
 		     int backward, double flops, double rows)
 {
