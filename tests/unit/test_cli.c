@@ -79,6 +79,11 @@ START_TEST(test_precision)
 	       "layers");
 	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
 	       "--precision fp16", 2, "precision 'fp16': expected bf16");
+	/* Megatron-Core refuses delayed scaling with BF16 layers, and so
+	 * does the plan. */
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp8-delayed --bf16-layers 1,1", 2,
+	       "--bf16-layers 1,1: fp8-delayed cannot keep layers in BF16");
 	/* NVLink domains: whole nodes only, named in the error */
 	expect("plan --model llama3-8b --nodes 4 --gpu gb200 --global-batch 16 --seq-len 2048 "
 	       "--nvlink-domain 6", 2, "--nvlink-domain 6: not a whole number of nodes of 4 GPUs");
