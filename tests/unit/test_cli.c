@@ -99,6 +99,9 @@ START_TEST(test_precision)
 	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
 	       "--pp 8 --precision fp8-current --bf16-layers 5,0 --format json", 0,
 	       "\"megatron_args\":null");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--stack torchtitan --precision fp8-current --format torchtitan", 0,
+	       "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"");
 	/* NVLink domains: whole nodes only, named in the error */
 	expect("plan --model llama3-8b --nodes 4 --gpu gb200 --global-batch 16 --seq-len 2048 "
 	       "--nvlink-domain 6", 2, "--nvlink-domain 6: not a whole number of nodes of 4 GPUs");

@@ -12,6 +12,7 @@
  * never plans a schedule it cannot run, and the facts that differ between
  * stacks reach the memory estimate. */
 #include <check.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -950,17 +951,24 @@ START_TEST(test_stack_options)
 END_TEST
 
 /* torchtitan-config.tsv: "section.field" for the HEAD classes and, with
- * toml set, the v0.2.2 names ("Parallelism@v0.2.2" rows list several). */
+ * toml set, the v0.2.2 names ("Parallelism@v0.2.2" rows list several);
+ * the Trainer.Config attributes and the quantization converters' fields
+ * under their class names.  rest holds the choices column. */
 static void load_torchtitan(struct keyset *ks, int toml)
 {
 	static const char *const head[][2] = {
 		{ "ParallelismConfig", "parallelism" }, { "TrainingConfig", "training" },
-		{ "CompileConfig", "compile" },
+		{ "CompileConfig", "compile" }, { "Trainer.Config", "Trainer.Config" },
+		{ "QuantizationConverter.Config", "QuantizationConverter.Config" },
+		{ "Float8LinearConverter.Config", "Float8LinearConverter.Config" },
+		{ "MXFP8LinearConverter.Config", "MXFP8LinearConverter.Config" },
 	};
 	static const char *const old[][2] = {
 		{ "Parallelism@v0.2.2", "parallelism" }, { "Training@v0.2.2", "training" },
 		{ "ActivationCheckpoint@v0.2.2", "activation_checkpoint" },
-		{ "Compile@v0.2.2", "compile" },
+		{ "Compile@v0.2.2", "compile" }, { "Model@v0.2.2", "model" },
+		{ "Float8Linear@v0.2.2", "quantize.linear.float8" },
+		{ "MXLinear@v0.2.2", "quantize.linear.mx" },
 	};
 	FILE *f = fopen(DATA "torchtitan-config.tsv", "r");
 	char line[2048];
@@ -969,8 +977,9 @@ static void load_torchtitan(struct keyset *ks, int toml)
 	ks->n = 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *sec = strtok(line, "\t"), *names = strtok(NULL, "\t"), *type = strtok(NULL, "\t");
+		char *choices = (strtok(NULL, "\t"), strtok(NULL, "\t"));
 		const char *const (*tab)[2] = toml ? old : head;
-		size_t i, n = toml ? 4 : 3;
+		size_t i, n = toml ? sizeof(old) / sizeof(old[0]) : sizeof(head) / sizeof(head[0]);
 
 		if (!sec || !names || !type || sec[0] == '#' || !strcmp(type, "-"))
 			continue;
@@ -984,12 +993,179 @@ static void load_torchtitan(struct keyset *ks, int toml)
 					nm++;
 				nm[strcspn(nm, " ")] = '\0';
 				ck_assert_int_lt(ks->n, MAX_KEYS);
+				pipette_strlcpy(ks->rest[ks->n], choices ? choices : "",
+						sizeof(ks->rest[0]));
 				snprintf(ks->key[ks->n++], sizeof(ks->key[0]), "%s.%s", tab[i][1], nm);
 			}
 		}
 	}
 	fclose(f);
 	ck_assert_int_gt(ks->n, 10);
+}
+
+/* v (quotes and list brackets stripped, each element of a list) is one
+ * of key's choices in torchtitan-config.tsv (before any "; note"). */
+static void check_tt_value(const struct keyset *ks, const char *key, const char *v)
+{
+	const char *ch = rest_of(ks, key);
+	char el[96];
+	size_t i = 0, k;
+
+	ck_assert_msg(ch != NULL, "%s is not a torchtitan field", key);
+	while (v[i]) {
+		i += strspn(v + i, "[]\", ");
+		k = strcspn(v + i, "[]\", ");
+		if (!k)
+			continue;
+		snprintf(el, sizeof(el), "%.*s", (int)k, v + i);
+		ck_assert_msg(listed(ch, strcspn(ch, ";"), " |", el), "%s = %s: not one of %s", key,
+			      el, ch);
+		i += k;
+	}
+}
+
+/* Whether global layer i of the plan runs its low-precision recipe. */
+static int lowp_layer(const struct pipette_plan *p, int layers, int i)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+
+	return c->precision != PIPETTE_PREC_BF16 && i >= c->bf16_first && i < layers - c->bf16_last;
+}
+
+/* A list of FQN filters (filter_fqns) leaves out of the recipe exactly the
+ * output layer, named out, and the plan's BF16 layers. */
+static void check_tt_filter(const struct pipette_plan *p, const char *list, const char *out,
+			    int layers)
+{
+	char q[32];
+	int i;
+
+	snprintf(q, sizeof(q), "\"%s\"", out);
+	ck_assert_msg(strstr(list, q) != NULL, "%s", list);
+	for (i = 0; i < layers; i++) {
+		snprintf(q, sizeof(q), "\"layers.%d.\"", i);
+		ck_assert_msg((strstr(list, q) == NULL) == lowp_layer(p, layers, i), "layer %d: %s", i,
+			      list);
+	}
+}
+
+/* The model-spec statement of a recipe module: a Trainer.Config attribute
+ * rebuilt with torchtitan's converter config for the plan's recipe, every
+ * argument a field of it (torchtitan-config.tsv), recipe_name one of its
+ * choices, and the Linears it converts those of the plan's low-precision
+ * layers (MXFP8's fqns select them, float8's filter_fqns leave out the
+ * rest); the output layer, lm_head, stays BF16 either way. */
+static void check_tt_converter(const struct pipette_plan *p, const char *stmt,
+			       const struct keyset *head, int layers)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	int mx = c->precision == PIPETTE_PREC_MXFP8;
+	const char *q = strstr(stmt, "Converter.Config("), *a, *e;
+	char cls[64], key[160], v[64];
+
+	ck_assert(has(head, "Trainer.Config.model_spec"));
+	ck_assert_msg(q != NULL, "%s", stmt);
+	for (a = q; a > stmt && (isalnum((unsigned char)a[-1]) || a[-1] == '_'); a--)
+		;
+	snprintf(cls, sizeof(cls), "%.*s", (int)(q + 16 - a), a);
+	ck_assert_str_eq(cls, mx ? "MXFP8LinearConverter.Config" : "Float8LinearConverter.Config");
+	for (e = q + 17; (e = strchr(e, '=')); e++) {
+		for (a = e; a > q && (isalnum((unsigned char)a[-1]) || a[-1] == '_'); a--)
+			;
+		snprintf(key, sizeof(key), "%s.%.*s", cls, (int)(e - a), a);
+		if (!has(head, key))
+			snprintf(key, sizeof(key), "QuantizationConverter.Config.%.*s", (int)(e - a), a);
+		ck_assert_msg(has(head, key), "%.*s is not a field of %s: %s", (int)(e - a), a, cls,
+			      stmt);
+	}
+	ck_assert_ptr_nonnull(strstr(stmt, "model_compile_enabled="));
+	if (mx) {
+		snprintf(key, sizeof(key), "fqns=[f\"layers.{i}.\" for i in range(%d, %d)]",
+			 c->bf16_first, layers - c->bf16_last);
+		ck_assert_msg(strstr(stmt, key) != NULL, "%s", stmt);
+		return;
+	}
+	ck_assert_int_eq(sscanf(strstr(stmt, "recipe_name=") + 12, "%63[^,)]", v), 1);
+	snprintf(key, sizeof(key), "%s.recipe_name", cls);
+	check_tt_value(head, key, v);
+	ck_assert_str_eq(v, "\"rowwise\"");
+	check_tt_filter(p, strstr(stmt, "filter_fqns="), "lm_head", layers);
+}
+
+/* A v0.2.2 TOML key and its value: a field of torchtitan-config.tsv; the
+ * converter and recipe one of their choices and the plan's; the filter
+ * the output layer and the plan's BF16 layers.  1 for the converter. */
+static int check_tt_toml(const struct pipette_plan *p, const char *full, const char *v,
+			 const struct keyset *toml, int layers)
+{
+	static const char *const want[PIPETTE_PREC_COUNT][2] = {
+		[PIPETTE_PREC_FP8_CURRENT] = { "float8", "tensorwise" },
+		[PIPETTE_PREC_FP8_ROWWISE] = { "float8", "rowwise" },
+		[PIPETTE_PREC_MXFP8] = { "mx", "mxfp8_cublas" },
+	};
+	enum pipette_precision pr = pipette_plan_config(p)->precision;
+	char w[96];
+
+	ck_assert_msg(has(toml, full), "TOML: %s", full);
+	if (!strcmp(full, "model.converters") || strstr(full, ".recipe_name")) {
+		check_tt_value(toml, full, v);
+		ck_assert_ptr_nonnull(want[pr][0]);
+		if (strstr(full, ".recipe_name"))
+			snprintf(w, sizeof(w), "quantize.linear.%s.recipe_name = \"%s\"", want[pr][0],
+				 want[pr][1]);
+		else
+			snprintf(w, sizeof(w), "model.converters = [\"quantize.linear.%s\"]",
+				 want[pr][0]);
+		ck_assert_msg(!strncmp(w, full, strlen(full)) && !strcmp(w + strlen(full) + 3, v),
+			      "%s = %s, expected %s", full, v, w);
+	} else if (strstr(full, ".filter_fqns"))
+		check_tt_filter(p, v, "output", layers);
+	return !strcmp(full, "model.converters");
+}
+
+/* The recipe module and the TOML of a plan: every field torchtitan's
+ * (HEAD for the recipe, v0.2.2 for the TOML), and the plan's recipe in
+ * both where they can say it. */
+static void check_tt_file(const struct pipette_plan *p, const struct keyset *head,
+			  const struct keyset *toml, int layers)
+{
+	char *buf = NULL, *l, *lsave = NULL, stmt[4096] = "", section[48] = "";
+	size_t blen = 0;
+	FILE *mem = open_memstream(&buf, &blen);
+	const struct pipette_config *c = pipette_plan_config(p);
+	int lowp = c->precision != PIPETTE_PREC_BF16;
+	int module = 0, spec = 0, converters = 0;
+
+	ck_assert_int_eq(pipette_plan_write_torchtitan(p, mem), 0);
+	fclose(mem);
+	for (l = strtok_r(buf, "\n", &lsave); l; l = strtok_r(NULL, "\n", &lsave)) {
+		char key[128], full[192], v[1024];
+
+		if (stmt[0] && !strncmp(l, "        ", 8)) {	/* the statement goes on */
+			snprintf(stmt + strlen(stmt), sizeof(stmt) - strlen(stmt), "%s", l + 7);
+			continue;
+		}
+		if (stmt[0]) {
+			check_tt_converter(p, stmt, head, layers);
+			stmt[0] = '\0';
+			spec++;
+		}
+		module |= !strncmp(l, "def pipette_plan", 16);
+		if (!strncmp(l, "    c.model_spec", 16))
+			pipette_strlcpy(stmt, l, sizeof(stmt));
+		else if (sscanf(l, "    c.%127[a-z_.] =", key) == 1 &&
+			 strncmp(key, "activation", 10))
+			ck_assert_msg(has(head, key), "recipe: %s", key);
+		else if (l[0] == '[')
+			sscanf(l, "[%47[a-z0-9_.]]", section);
+		else if (section[0] && sscanf(l, "%63[a-z_] = %1023[^\n]", key, v) == 2) {
+			snprintf(full, sizeof(full), "%s.%s", section, key);
+			converters += check_tt_toml(p, full, v, toml, layers);
+		}
+	}
+	ck_assert_int_eq(spec, module && lowp && c->bf16_first + c->bf16_last < layers);
+	ck_assert_int_eq(converters, lowp);
+	free(buf);
 }
 
 struct tt_job {
@@ -1020,8 +1196,8 @@ START_TEST(test_torchtitan_fields)
 	int megatron_named = 0;
 	static const char *const scheds = " 1F1B GPipe Interleaved1F1B InterleavedZeroBubble "
 					  "ZBVZeroBubble DualPipeV ";
-	char line[4096], *tok, *save = NULL, *buf = NULL;
-	size_t j, blen = 0;
+	char line[4096], *tok, *save = NULL;
+	size_t j;
 	int planned = 0;
 
 	load_torchtitan(head, 0);
@@ -1030,8 +1206,6 @@ START_TEST(test_torchtitan_fields)
 	for (j = 0; j < sizeof(tt_jobs) / sizeof(tt_jobs[0]); j++) {
 		struct pipette_pins pins;
 		struct pipette_plan *p;
-		char section[48] = "", *l, *lsave = NULL;
-		FILE *mem;
 
 		pipette_pins_init(&pins);
 		pins.tp = tt_jobs[j].tp;
@@ -1075,25 +1249,7 @@ START_TEST(test_torchtitan_fields)
 			megatron_named++;
 		}
 		/* the recipe and the TOML */
-		mem = open_memstream(&buf, &blen);
-		ck_assert_int_eq(pipette_plan_write_torchtitan(p, mem), 0);
-		fclose(mem);
-		for (l = strtok_r(buf, "\n", &lsave); l; l = strtok_r(NULL, "\n", &lsave)) {
-			char key[128];
-
-			if (sscanf(l, "    c.%127[a-z_.] =", key) == 1 && strncmp(key, "activation", 10))
-				ck_assert_msg(has(head, key), "recipe: %s", key);
-			else if (l[0] == '[')
-				sscanf(l, "[%47[a-z_]]", section);
-			else if (section[0] && sscanf(l, "%63[a-z_] =", key) == 1) {
-				char full[192];
-
-				snprintf(full, sizeof(full), "%s.%s", section, key);
-				ck_assert_msg(has(toml, full), "TOML: %s", full);
-			}
-		}
-		free(buf);
-		buf = NULL;
+		check_tt_file(p, head, toml, model_layers(tt_jobs[j].model));
 		pipette_plan_destroy(p);
 	}
 	ck_assert_int_eq(planned, (int)(sizeof(tt_jobs) / sizeof(tt_jobs[0])));
@@ -1101,6 +1257,45 @@ START_TEST(test_torchtitan_fields)
 	free(head);
 	free(toml);
 	free(mflags);
+}
+END_TEST
+
+/* torchtitan plans with a torchao recipe: rowwise FP8 with BF16 end layers
+ * and tensorwise on H100 (HEAD has no tensorwise: only the v0.2.2 TOML
+ * says it), MXFP8 on GB200 trays, and a model torchtitan has no config
+ * function for (its model converted in place).  Every field exists, the
+ * values are ones torchtitan accepts, the converted Linears are the
+ * plan's, and the overrides, which cannot reach the model spec, refuse
+ * with the reason instead of launching BF16. */
+START_TEST(test_torchtitan_precision)
+{
+	static const struct prec_job tt_prec[] = {
+		{ "llama3-8b", "H100", 8, 16, 256, 8192, PIPETTE_PREC_FP8_ROWWISE, 1, 1 },
+		{ "llama3-8b", "H100", 8, 16, 256, 8192, PIPETTE_PREC_FP8_CURRENT, 0, 0 },
+		{ "llama3-70b", "GB200", 4, 16, 256, 8192, PIPETTE_PREC_MXFP8, 2, 1 },
+		{ "nemotron4-15b", "H100", 8, 4, 64, 4096, PIPETTE_PREC_FP8_ROWWISE, 0, 2 },
+	};
+	struct keyset *head = malloc(sizeof(*head)), *toml = malloc(sizeof(*toml));
+	char line[4096];
+	size_t j;
+
+	load_torchtitan(head, 0);
+	load_torchtitan(toml, 1);
+	for (j = 0; j < sizeof(tt_prec) / sizeof(tt_prec[0]); j++) {
+		struct pipette_err err;
+		struct pipette_plan *p = plan_prec("torchtitan", &tt_prec[j], NULL, &err);
+
+		ck_assert_msg(p != NULL, "torchtitan job %zu: %s", j, err.msg);
+		ck_assert_int_eq(pipette_plan_config(p)->precision, tt_prec[j].precision);
+		check_tt_file(p, head, toml, model_layers(tt_prec[j].model));
+		ck_assert_int_eq(pipette_plan_launch_args(p, line, sizeof(line)), 1);
+		ck_assert_msg(strstr(line, tt_prec[j].precision == PIPETTE_PREC_FP8_CURRENT
+				     ? "has no tensorwise float8" : "in the model spec, which is off "
+				     "the command line") != NULL, "%s", line);
+		pipette_plan_destroy(p);
+	}
+	free(head);
+	free(toml);
 }
 END_TEST
 
@@ -1134,6 +1329,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_stack_memory_facts);
 	tcase_add_test(tc, test_stack_options);
 	tcase_add_test(tc, test_torchtitan_fields);
+	tcase_add_test(tc, test_torchtitan_precision);
 	tcase_add_test(tc, test_torchtitan_shards);
 	suite_add_tcase(s, tc);
 	return s;
