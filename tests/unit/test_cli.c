@@ -100,6 +100,10 @@ START_TEST(test_precision)
 	       "--pp 8 --precision fp8-current --bf16-layers 5,0 --format json", 0,
 	       "\"megatron_args\":null");
 	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--stack torchtitan --precision fp8-rowwise", 0,
+	       "torchtitan: no launch arguments: torchtitan after v0.2.2 sets the fp8-rowwise "
+	       "converter in the model spec");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
 	       "--stack torchtitan --precision fp8-current --format torchtitan", 0,
 	       "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"");
 	/* NVLink domains: whole nodes only, named in the error */
