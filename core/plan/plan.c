@@ -342,6 +342,17 @@ static int check_precisions(const struct pipette_plan *p, struct pipette_err *er
 		return pipette_fail(err, "--bf16-layers %d,%d: expected two counts whose sum is at "
 				    "most the model's %d layers", p->req.bf16_first,
 				    p->req.bf16_last, p->model.layers);
+	/* Megatron-Core raises "Delayed scaling does not support first /
+	 * last layer in BF16" (NVIDIA/Megatron-LM @d98e8a64 megatron/core/
+	 * transformer/transformer_config.py:1528-1530; megatron-rules.tsv
+	 * fp8-bf16-layers), and every stack that runs the delayed recipe is
+	 * built on it. */
+	if ((set & PIPETTE_PREC_BIT(PIPETTE_PREC_FP8_DELAYED)) &&
+	    (p->req.bf16_first > 0 || p->req.bf16_last > 0))
+		return pipette_fail(err, "--bf16-layers %d,%d: fp8-delayed cannot keep layers in "
+				    "BF16 (Megatron-Core refuses delayed scaling with BF16 first "
+				    "and last layers); use --bf16-layers 0,0 or another recipe",
+				    p->req.bf16_first, p->req.bf16_last);
 	return 0;
 }
 

@@ -275,10 +275,14 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 {
 	struct json_object *root = json_object_new_object();
 	char args[1024];
-	int rc;
+	int rc, margs;
 
-	if (!root || pipette_plan_megatron_args(plan, args, sizeof(args)))
+	if (!root)
 		return -1;
+	if ((margs = pipette_plan_megatron_args(plan, args, sizeof(args))) < 0) {
+		json_object_put(root);
+		return -1;
+	}
 	json_object_object_add(root, "schema", json_object_new_string("pipette-plan/1"));
 	json_object_object_add(root, "model", json_object_new_string(plan->model.name));
 	json_object_object_add(root, "gpu", json_object_new_string(plan->gpu->name));
@@ -287,7 +291,10 @@ int pipette_plan_write_json(const struct pipette_plan *plan, FILE *f)
 	json_object_object_add(root, "pipette_version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(root, "cluster", cluster_json(plan));
 	json_object_object_add(root, "config", pipette_config_json(&plan->cfg));
-	json_object_object_add(root, "megatron_args", json_object_new_string(args));
+	/* null, and the reason, when Megatron-Core would refuse the recipe */
+	json_object_object_add(root, "megatron_args", margs ? NULL : json_object_new_string(args));
+	if (margs)
+		json_object_object_add(root, "megatron_args_refused", json_object_new_string(args));
 	json_object_object_add(root, "predicted", predicted_json(plan));
 	json_object_object_add(root, "site_calibration", site_json(plan));
 	json_object_object_add(root, "mapping", mapping_json(plan));

@@ -127,6 +127,64 @@ static void moe_args(const struct pipette_plan *plan, struct pipette_args *a)
 		pipette_arg(a, " --overlap-moe-expert-parallel-comm");
 }
 
+/* The precision recipe in Megatron-Core's TransformerConfig flags
+ * (megatron-args.tsv, the fp8-* and fp4-* rules of megatron-rules.tsv):
+ * BF16 parameters (--bf16, written by stack_args) with the linear layers'
+ * GEMMs in the recipe, Megatron-Bridge's formats for each
+ * (NVIDIA-NeMo/Megatron-Bridge @067f987d src/megatron/bridge/training/
+ * mixed_precision.py: hybrid :217-385 but e4m3 for MXFP8 :255-266, and
+ * e2m1 NVFP4 :405-417); the BF16 layers at the model's ends
+ * (transformer_config.py:649-658: both counts default to 1, so both are
+ * written).  Parameters stay BF16 and are not gathered quantized: the
+ * megatron stack's memory model keeps them (stack.c, fp8_param_gather). */
+static const char *const recipe_flags[PIPETTE_PREC_COUNT] = {
+	[PIPETTE_PREC_FP8_DELAYED] = "--fp8-format hybrid --fp8-recipe delayed",
+	[PIPETTE_PREC_FP8_CURRENT] = "--fp8-format hybrid --fp8-recipe tensorwise",
+	[PIPETTE_PREC_FP8_BLOCKWISE] = "--fp8-format hybrid --fp8-recipe blockwise",
+	[PIPETTE_PREC_MXFP8] = "--fp8-format e4m3 --fp8-recipe mxfp8",
+	[PIPETTE_PREC_NVFP4] = "--fp4-format e2m1 --fp4-recipe nvfp4",
+};
+
+/* Why Megatron-Core's TransformerConfig would refuse the plan's recipe
+ * (megatron-rules.tsv fp8-bf16-layers, fp8-recompute), in buf; 0 when
+ * it accepts it.  The search does not know these rules yet. */
+static int recipe_refused(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	int cap = plan->model.layers / c->pp;
+	enum pipette_precision p = c->precision;
+
+	if (p == PIPETTE_PREC_BF16 || p == PIPETTE_PREC_NVFP4)
+		return 0;
+	if (c->bf16_first > cap || c->bf16_last > cap) {
+		snprintf(buf, len, "Megatron-Core keeps at most num_layers/PP = %d layers in BF16 at "
+			 "each end with an FP8 recipe (--bf16-layers %d,%d)", cap, c->bf16_first,
+			 c->bf16_last);
+		return 1;
+	}
+	if (p == PIPETTE_PREC_FP8_DELAYED && (pipette_config_recompute_modules(c) &
+					      (PIPETTE_RM_LAYERNORM | PIPETTE_RM_MOE_ACT))) {
+		snprintf(buf, len, "Megatron-Core's delayed FP8 scaling cannot recompute the "
+			 "layernorm or moe_act modules");
+		return 1;
+	}
+	return 0;
+}
+
+static void precision_args(const struct pipette_config *c, struct pipette_args *a)
+{
+	if (c->precision == PIPETTE_PREC_BF16)
+		return;
+	if (!recipe_flags[c->precision]) {	/* the stack's precisions fact refuses it first */
+		a->bad = 1;
+		return;
+	}
+	pipette_arg(a, " %s", recipe_flags[c->precision]);
+	if (c->bf16_first > 0 || c->bf16_last > 0)
+		pipette_arg(a, " --first-last-layers-bf16 --num-layers-at-start-in-bf16 %d "
+			    "--num-layers-at-end-in-bf16 %d", c->bf16_first, c->bf16_last);
+}
+
 /* What the prediction assumes, named: BF16 training, the gradient
  * buffer's dtype, DP overlap (the parameter gather only with the
  * distributed optimizer), TP overlap with userbuffers (sequence parallel
@@ -139,6 +197,7 @@ static void stack_args(const struct pipette_plan *plan, struct pipette_args *a)
 	if (!st->core_flags)
 		return;
 	pipette_arg(a, " --bf16");
+	precision_args(c, a);
 	if (st->grad_bytes == 2)
 		pipette_arg(a, " --grad-reduce-in-bf16");
 	if (st->optim_needs_distopt && c->distributed_optimizer)
@@ -176,6 +235,8 @@ static void compression_args(const struct pipette_config *c, struct pipette_args
 		pipette_arg(a, " --emb_comm_opt");
 }
 
+/* 0, 1 when Megatron-Core would refuse the plan's recipe (buf says why),
+ * -1 when buf is too small. */
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -184,6 +245,8 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	if (!len)
 		return -1;
 	buf[0] = '\0';
+	if (plan->stack.core_flags && recipe_refused(plan, buf, len))
+		return 1;
 	pipette_arg(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
 	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
 	if (plan->model.experts) {

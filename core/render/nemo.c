@@ -3,10 +3,11 @@
  * dotted overrides) accept: the strategy's parallel sizes, the data
  * module's batch sizes and sequence length, the model config's
  * recomputation, the DDP overlap and the precision plugin's gradient
- * dtype.  The keys and where NeMo defines them: tests/data/stacks/nemo.md.
- * The performance recipes already carry TP overlap and the deferred
- * embedding wgrad as callbacks; the plan assumes them and says so in the
- * stack's facts (`pipette stacks`). */
+ * dtype and recipe.  The keys and where NeMo defines them:
+ * tests/data/stacks/nemo.md and nemo-keys.tsv.  The performance recipes
+ * already carry TP overlap and the deferred embedding wgrad as callbacks;
+ * the plan assumes them and says so in the stack's facts (`pipette
+ * stacks`). */
 #include <stdio.h>
 
 #include "plan/plan_int.h"
@@ -48,6 +49,44 @@ static void moe_keys(const struct pipette_plan *plan, struct pipette_args *a)
 		    py_bool(c->moe.ep_overlap));
 }
 
+/* The precision recipe as the precision plugin's arguments, set the way
+ * NeMo's own recipes set them (nemo/collections/llm/recipes/precision/
+ * mixed_precision.py @8cfedd72: bf16_with_fp8_mixed :56-71, _mxfp8_
+ * :92-103, _fp8_current_scaling_ :120-138, _fp8_subchannel_scaling_
+ * :204-216: hybrid FP8, parameters gathered in FP8 but with blockwise
+ * scales); NVFP4 as the plugin's fp4 arguments, which NeMo copies onto
+ * Megatron-Core's config (that release has no NVFP4 recipe and no FP4
+ * parameter gather).  nemo-keys.tsv has each key's line. */
+static const char *const fp8_recipes[PIPETTE_PREC_COUNT] = {
+	[PIPETTE_PREC_FP8_DELAYED] = "delayed", [PIPETTE_PREC_FP8_CURRENT] = "tensorwise",
+	[PIPETTE_PREC_FP8_BLOCKWISE] = "blockwise", [PIPETTE_PREC_MXFP8] = "mxfp8",
+};
+
+static void precision_keys(const struct pipette_plan *plan, struct pipette_args *a)
+{
+	const struct pipette_config *c = &plan->cfg;
+	int gather = plan->stack.fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE;
+
+	if (c->precision == PIPETTE_PREC_NVFP4)
+		pipette_arg(a, " trainer.plugins.fp4=e2m1 trainer.plugins.fp4_recipe=nvfp4");
+	else if (fp8_recipes[c->precision]) {
+		pipette_arg(a, " trainer.plugins.fp8=hybrid trainer.plugins.fp8_recipe=%s "
+			    "trainer.plugins.fp8_param_gather=%s", fp8_recipes[c->precision],
+			    py_bool(gather));
+		if (gather && c->precision == PIPETTE_PREC_MXFP8)
+			pipette_arg(a, " trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag=True");
+	} else {
+		a->bad = c->precision != PIPETTE_PREC_BF16;	/* refused by the stack first */
+		return;
+	}
+	if (c->bf16_first > 0 || c->bf16_last > 0)
+		pipette_arg(a, " trainer.plugins.first_last_layers_bf16=True "
+			    "trainer.plugins.num_layers_at_start_in_bf16=%d "
+			    "trainer.plugins.num_layers_at_end_in_bf16=%d", c->bf16_first, c->bf16_last);
+}
+
+/* 0, 1 when Megatron-Core would refuse the plan's recipe (buf says why),
+ * -1 when buf is too small. */
 int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -56,6 +95,11 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 
 	if (!len)
 		return -1;
+	/* NeMo builds the same Megatron-Core TransformerConfig: the rules on
+	 * the recipe that Megatron-LM's line is refused for (megatron.c,
+	 * recipe_refused) hold here too; 1 with the reason in buf. */
+	if (c->precision != PIPETTE_PREC_BF16 && pipette_plan_megatron_args(plan, buf, len) == 1)
+		return 1;
 	buf[0] = '\0';
 	pipette_arg(&a, "trainer.strategy.tensor_model_parallel_size=%d "
 		    "trainer.strategy.pipeline_model_parallel_size=%d "
@@ -105,6 +149,7 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 	pipette_arg(&a, " trainer.strategy.ddp.overlap_param_gather=%s",
 		    py_bool(st->dp_overlap && c->distributed_optimizer));
 	pipette_arg(&a, " trainer.plugins.grad_reduce_in_fp32=%s", py_bool(st->grad_bytes == 4));
+	precision_keys(plan, &a);
 	return !a.bad && a.n < len ? 0 : -1;
 }
 

@@ -203,8 +203,9 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	const struct pipette_time *t = &plan->time;
 	const struct pipette_search_stats *st = &plan->sstats;
 	const struct pipette_stage_memory *pk = &plan->mem.peak;
-	char args[1024];
-	int i;
+	char args[2048];
+	const char *launcher;
+	int i, rc;
 
 	fprintf(f, "pipette plan: %s on %d node%s x %d %s (%s)\n", plan->model.name,
 		plan->nodes, plan->nodes == 1 ? "" : "s", plan->G, plan->gpu->name,
@@ -268,9 +269,14 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	fprintf(f, "      %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %.1f%%\n", t->tokens_per_s,
 		t->tflops_per_gpu, 100 * t->mfu);
 	write_mapping(plan, f);
-	if (pipette_plan_launch_args(plan, args, sizeof(args)) == 0)
-		fprintf(f, "\n%s: %s\n", plan->stack.form == PIPETTE_FORM_TORCHTITAN ? "torchtitan"
-			: plan->stack.form == PIPETTE_FORM_NEMO ? "NeMo" : "Megatron", args);
+	rc = pipette_plan_launch_args(plan, args, sizeof(args));
+	launcher = plan->stack.form == PIPETTE_FORM_TORCHTITAN ? "torchtitan"
+		   : plan->stack.form == PIPETTE_FORM_NEMO ? "NeMo" : "Megatron";
+	if (rc == 0)
+		fprintf(f, "\n%s: %s\n", launcher, args);
+	/* a recipe the launch cannot say (the BF16 cases warn in the plan) */
+	else if (rc == 1 && args[0] && plan->cfg.precision != PIPETTE_PREC_BF16)
+		fprintf(f, "\n%s: no launch arguments: %s\n", launcher, args);
 
 	fprintf(f, "\nsearch: %ld combinations, %ld invalid, %ld over the memory limit",
 		st->considered, st->invalid, st->pruned_memory);

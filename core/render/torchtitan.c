@@ -36,6 +36,35 @@ struct tt_field {
 
 #define TT_MAX_FIELDS 20
 
+/* The linear layers' recipe in torchtitan's terms (torchtitan-config.tsv,
+ * the quantization rows).  At HEAD a converter config handed to the
+ * model registry, which rewrites the model config before the model is
+ * built (torchtitan/models/llama3/__init__.py:369-390): torchao's rowwise
+ * Float8Linear (HEAD has no tensorwise: components/quantization/
+ * float8.py:58) or MXFP8Linear on the Linears whose FQN contains one of
+ * fqns (mx.py:53-58, 84-86).  Up to v0.2.2 a model converter named in
+ * [model] converters with its [quantize.linear.*] section (job_config.py
+ * :118, 738-791 @v0.2.2).  Both skip the Linears whose FQN contains a
+ * filter_fqns entry (utils.py:16-30): the output layer, which pipette's
+ * model keeps in BF16 (lm_head at HEAD, output in v0.2.2), and
+ * "layers.<i>." for each BF16 layer at the ends (the trailing dot keeps
+ * layers.1. from matching layers.10., as nvfp4.py:248-265 does). */
+static const struct tt_recipe {
+	const char *head;	/* HEAD's converter class; NULL: none */
+	const char *toml;	/* v0.2.2's: quantize.linear.<toml> */
+	const char *recipe;	/* its recipe_name */
+} tt_recipes[PIPETTE_PREC_COUNT] = {
+	[PIPETTE_PREC_FP8_CURRENT] = { NULL, "float8", "tensorwise" },
+	[PIPETTE_PREC_FP8_ROWWISE] = { "Float8LinearConverter", "float8", "rowwise" },
+	[PIPETTE_PREC_MXFP8] = { "MXFP8LinearConverter", "mx", "mxfp8_cublas" },
+};
+
+/* Whether the plan's recipe needs no converter, or HEAD has its one. */
+static int head_recipe(const struct pipette_config *c)
+{
+	return c->precision == PIPETTE_PREC_BF16 || tt_recipes[c->precision].head;
+}
+
 /* The fields of the plan at torchtitan HEAD (token-based batch fields,
  * num_pp_microbatches); 0, or -1 when the plan has what HEAD cannot say. */
 static int head_fields(const struct pipette_plan *plan, struct tt_field *f, int *n)
@@ -46,7 +75,7 @@ static int head_fields(const struct pipette_plan *plan, struct tt_field *f, int 
 
 #define FIELD(sec, nm, ...) do { f[k].section = sec; f[k].name = nm; \
 	snprintf(f[k].value, sizeof(f[k].value), __VA_ARGS__); k++; } while (0)
-	if (!torch_schedule(c->schedule) || c->recompute_every > 1)
+	if (!torch_schedule(c->schedule) || c->recompute_every > 1 || !head_recipe(c))
 		return -1;
 	FIELD("parallelism", "data_parallel_replicate_degree", "%d", pipette_config_dp_replicate(c));
 	FIELD("parallelism", "data_parallel_shard_degree", "%d", c->dp_shard);
@@ -96,6 +125,13 @@ static int why_not(const struct pipette_plan *plan, char *buf, size_t len)
 	if (!torch_schedule(plan->cfg.schedule))
 		snprintf(buf, len, "torchtitan cannot run the %s schedule",
 			 pipette_schedule_name(plan->cfg.schedule));
+	else if (!tt_recipes[plan->cfg.precision].toml && !head_recipe(&plan->cfg))
+		snprintf(buf, len, "torchtitan has no %s recipe (torchao's are tensorwise and "
+			 "rowwise float8 and MXFP8)", pipette_precision_name(plan->cfg.precision));
+	else if (!head_recipe(&plan->cfg))
+		snprintf(buf, len, "torchtitan after v0.2.2 has no tensorwise float8 "
+			 "(Float8LinearConverter takes rowwise or rowwise_with_gw_hp); --format "
+			 "torchtitan prints the v0.2.2 TOML, which has it");
 	else
 		snprintf(buf, len, "torchtitan after v0.2.2 has no every-k-th-layer "
 			 "checkpointing (--recompute-every %d); --format torchtitan prints the "
@@ -140,7 +176,82 @@ int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, siz
 		return -1;
 	if (head_fields(plan, f, &n))
 		return why_not(plan, buf, len);
+	if (plan->cfg.precision != PIPETTE_PREC_BF16) {
+		snprintf(buf, len, "torchtitan after v0.2.2 sets the %s converter in the model "
+			 "spec, which is off the command line; --format torchtitan prints a recipe "
+			 "module that sets it", pipette_precision_name(plan->cfg.precision));
+		return 1;
+	}
 	return overrides(plan, f, n, buf, len);
+}
+
+/* The Linears a recipe leaves in BF16, as a Python/TOML list: the
+ * output layer (named out) and each BF16 layer at the ends. */
+static void write_bf16_fqns(const struct pipette_plan *plan, const char *out_fqn, FILE *out)
+{
+	int i;
+
+	fprintf(out, "[\"%s\"", out_fqn);
+	for (i = 0; i < plan->model.layers; i++)
+		if (!pipette_config_layer_lowp(&plan->model, &plan->cfg, i))
+			fprintf(out, ", \"layers.%d.\"", i);
+	fprintf(out, "]");
+}
+
+/* v0.2.2: the converter and its section (nothing for BF16). */
+static void write_toml_recipe(const struct pipette_plan *plan, FILE *out)
+{
+	const struct tt_recipe *r = &tt_recipes[plan->cfg.precision];
+
+	if (plan->cfg.precision == PIPETTE_PREC_BF16)
+		return;
+	if (!r->toml) {
+		fprintf(out, "\n# torchtitan has no %s recipe: nothing above quantizes the "
+			"linear layers\n", pipette_precision_name(plan->cfg.precision));
+		return;
+	}
+	fprintf(out, "\n[model]\nconverters = [\"quantize.linear.%s\"]\n\n"
+		"[quantize.linear.%s]\nrecipe_name = \"%s\"\nfilter_fqns = ", r->toml, r->toml,
+		r->recipe);
+	write_bf16_fqns(plan, "output", out);
+	fprintf(out, "\n");
+}
+
+/* HEAD: the model spec rebuilt with the recipe's converter, from the
+ * flavor's registry entry for torchtitan's own configs, else by
+ * converting the base config's model in place (nothing for BF16). */
+static void write_head_recipe(const struct pipette_plan *plan, const char *flavor, FILE *out)
+{
+	const struct pipette_config *c = &plan->cfg;
+	const struct tt_recipe *r = &tt_recipes[c->precision];
+
+	if (c->precision == PIPETTE_PREC_BF16)
+		return;
+	if (c->bf16_first + c->bf16_last >= plan->model.layers) {
+		/* an empty fqns would convert every Linear (mx.py:83) */
+		fprintf(out, "    # every layer stays BF16: no %s converter\n",
+			pipette_precision_name(c->precision));
+		return;
+	}
+	fprintf(out, "    # %s in the linear layers of layers %d-%d; the rest stay BF16\n",
+		pipette_precision_name(c->precision), c->bf16_first,
+		plan->model.layers - c->bf16_last - 1);
+	if (flavor)
+		fprintf(out, "    c.model_spec = model_registry(\"%s\", converters=[%s.Config(\n",
+			flavor, r->head);
+	else
+		fprintf(out, "    # converted in place: my_base's Linear layers must not be converted "
+			"already\n    c.model_spec.model = %s.Config(\n", r->head);
+	if (c->precision == PIPETTE_PREC_MXFP8)
+		fprintf(out, "        fqns=[f\"layers.{i}.\" for i in range(%d, %d)],\n",
+			c->bf16_first, plan->model.layers - c->bf16_last);
+	else {
+		fprintf(out, "        recipe_name=\"%s\", filter_fqns=", r->recipe);
+		write_bf16_fqns(plan, "lm_head", out);
+		fprintf(out, ",\n");
+	}
+	fprintf(out, "        model_compile_enabled=c.compile.enable and \"model\" in "
+		"c.compile.components)%s\n", flavor ? "])" : ".build().convert(c.model_spec.model)");
 }
 
 /* v0.2.2's TOML: [parallelism], [training] with local and global batch
@@ -177,53 +288,80 @@ static void write_toml(const struct pipette_plan *plan, FILE *out)
 		fprintf(out, "selective_ac_option = \"%d\"\n", c->recompute_every);
 	fprintf(out, "\n[compile]\nenable = %s\n",
 		plan->stack.elementwise_factor < 1.5 ? "true" : "false");
+	write_toml_recipe(plan, out);
 }
 
-/* torchtitan's own config function for pipette's Llama 3 presets
- * (torchtitan/models/llama3/config_registry.py: llama3_8b, llama3_70b,
- * llama3_405b; torchtitan.md §1, §8), or NULL. */
-static const char *base_config(const char *model, char *buf, size_t len)
+/* torchtitan's own config function and model flavor for pipette's Llama 3
+ * presets (torchtitan/models/llama3/config_registry.py: llama3_8b,
+ * llama3_70b, llama3_405b; __init__.py:363-365; torchtitan.md §1, §8),
+ * or NULL. */
+static const struct tt_preset {
+	const char *model, *fn, *flavor;
+} tt_presets[] = {
+	{ "llama3-8b", "llama3_8b", "8B" },
+	{ "llama3-70b", "llama3_70b", "70B" },
+	{ "llama3-405b", "llama3_405b", "405B" },
+};
+
+static const struct tt_preset *preset_of(const char *model)
 {
-	static const char *const known[] = { "llama3-8b", "llama3-70b", "llama3-405b" };
 	size_t i;
 
-	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (!strcmp(model, known[i])) {
-			snprintf(buf, len, "llama3_%s", model + 7);
-			return buf;
-		}
+	for (i = 0; i < sizeof(tt_presets) / sizeof(tt_presets[0]); i++)
+		if (!strcmp(model, tt_presets[i].model))
+			return &tt_presets[i];
 	return NULL;
+}
+
+/* The recipe module for torchtitan after v0.2.2, and the same as
+ * command-line overrides where they can say it. */
+static void write_head_module(const struct pipette_plan *plan, const struct tt_field *f, int n,
+			      FILE *out)
+{
+	const struct tt_preset *pre = preset_of(plan->model.name);
+	const struct tt_recipe *r = &tt_recipes[plan->cfg.precision];
+	char args[2048];
+	int i, rc;
+
+	fprintf(out, "# A recipe module for torchtitan after v0.2.2: torchrun ... -m "
+		"torchtitan.train --module <this module> --config pipette_plan\n");
+	if (pre)
+		fprintf(out, "from torchtitan.models.llama3.config_registry import %s as base\n",
+			pre->fn);
+	else
+		fprintf(out, "# %s has no config function in torchtitan: import yours as base\n"
+			"from my_configs import my_base as base\n", plan->model.name);
+	fprintf(out, "from torchtitan.distributed.activation_checkpoint import FullAC, "
+		"SelectiveAC\n");
+	if (plan->cfg.precision != PIPETTE_PREC_BF16)
+		fprintf(out, "from torchtitan.components.quantization import %s\n%s", r->head,
+			pre ? "from torchtitan.models.llama3 import model_registry\n" : "");
+	fprintf(out, "\n\ndef pipette_plan():\n    c = base()\n");
+	for (i = 0; i < n; i++)
+		fprintf(out, "    c.%s.%s = %s\n", f[i].section, f[i].name, f[i].value);
+	write_head_recipe(plan, pre ? pre->flavor : NULL, out);
+	fprintf(out, "    c.activation_checkpoint = %s\n    return c\n", head_ac(&plan->cfg));
+	rc = pipette_plan_torchtitan_args(plan, args, sizeof(args));
+	if (rc == 0)
+		fprintf(out, "\n# The same as overrides of --module llama3 --config %s "
+			"(accepted, frozen):\n# %s\n", pre ? pre->fn : "<yours>", args);
+	else if (rc == 1)
+		fprintf(out, "\n# No overrides: %s.\n", args);
 }
 
 int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *out)
 {
 	struct tt_field f[TT_MAX_FIELDS];
-	char args[2048], base[32];
-	const char *fn = base_config(plan->model.name, base, sizeof(base));
-	int n, i, head;
+	int n;
 
-	head = head_fields(plan, f, &n) == 0;
 	fprintf(out, "# pipette plan %s for torchtitan: %s\n", plan->hash, plan->model.name);
-	if (head) {
-		fprintf(out, "# A recipe module for torchtitan after v0.2.2: torchrun ... -m "
-			"torchtitan.train --module <this module> --config pipette_plan\n");
-		if (fn)
-			fprintf(out, "from torchtitan.models.llama3.config_registry import %s as base\n",
-				fn);
-		else
-			fprintf(out, "# %s has no config function in torchtitan: import yours as base\n"
-				"from my_configs import my_base as base\n", plan->model.name);
-		fprintf(out, "from torchtitan.distributed.activation_checkpoint import FullAC, "
-			"SelectiveAC\n\n\ndef pipette_plan():\n    c = base()\n");
-		for (i = 0; i < n; i++)
-			fprintf(out, "    c.%s.%s = %s\n", f[i].section, f[i].name, f[i].value);
-		fprintf(out, "    c.activation_checkpoint = %s\n    return c\n", head_ac(&plan->cfg));
-		if (overrides(plan, f, n, args, sizeof(args)) == 0)
-			fprintf(out, "\n# The same as overrides of --module llama3 --config %s "
-				"(accepted, frozen):\n# %s\n", fn ? fn : "<yours>", args);
-	} else {
-		why_not(plan, args, sizeof(args));
-		fprintf(out, "# No recipe for torchtitan after v0.2.2: %s.\n", args);
+	if (head_fields(plan, f, &n) == 0)
+		write_head_module(plan, f, n, out);
+	else {
+		char why[256];
+
+		why_not(plan, why, sizeof(why));
+		fprintf(out, "# No recipe for torchtitan after v0.2.2: %s.\n", why);
 	}
 	fprintf(out, "\n# The TOML job file of torchtitan up to v0.2.2:\n");
 	write_toml(plan, out);

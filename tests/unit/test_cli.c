@@ -79,6 +79,33 @@ START_TEST(test_precision)
 	       "layers");
 	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
 	       "--precision fp16", 2, "precision 'fp16': expected bf16");
+	/* The launch outputs name the recipe (test_launch.c checks them
+	 * against the stacks' parsers); Megatron-Core refuses delayed
+	 * scaling with BF16 layers, and so does the plan. */
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp8-current --bf16-layers 1,1 --format megatron", 0,
+	       " --bf16 --fp8-format hybrid --fp8-recipe tensorwise --first-last-layers-bf16 "
+	       "--num-layers-at-start-in-bf16 1 --num-layers-at-end-in-bf16 1");
+	expect("plan --model llama3-8b --nodes 1 --gpu gb200 --global-batch 8 --seq-len 2048 "
+	       "--stack nemo --precision mxfp8 --format launch", 0,
+	       "trainer.plugins.fp8=hybrid trainer.plugins.fp8_recipe=mxfp8 "
+	       "trainer.plugins.fp8_param_gather=True");
+	expect("plan --model llama3-8b --nodes 1 --gpu h100 --global-batch 8 --seq-len 2048 "
+	       "--precision fp8-delayed --bf16-layers 1,1", 2,
+	       "--bf16-layers 1,1: fp8-delayed cannot keep layers in BF16");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--pp 8 --precision fp8-current --bf16-layers 5,0 --format megatron", 2,
+	       "Megatron-Core keeps at most num_layers/PP = 4 layers in BF16");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--pp 8 --precision fp8-current --bf16-layers 5,0 --format json", 0,
+	       "\"megatron_args\":null");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--stack torchtitan --precision fp8-rowwise", 0,
+	       "torchtitan: no launch arguments: torchtitan after v0.2.2 sets the fp8-rowwise "
+	       "converter in the model spec");
+	expect("plan --model llama3-8b --nodes 2 --gpu h100 --global-batch 16 --seq-len 2048 "
+	       "--stack torchtitan --precision fp8-current --format torchtitan", 0,
+	       "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"");
 	/* NVLink domains: whole nodes only, named in the error */
 	expect("plan --model llama3-8b --nodes 4 --gpu gb200 --global-batch 16 --seq-len 2048 "
 	       "--nvlink-domain 6", 2, "--nvlink-domain 6: not a whole number of nodes of 4 GPUs");
