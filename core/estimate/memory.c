@@ -357,7 +357,10 @@ static double lowp_weight_bytes(const struct pipette_config *c, const struct pip
 	if (!st->te_modules || c->precision == PIPETTE_PREC_BF16)
 		return 0;
 	b = g && g->fp4_tflops > 0 ? pf->weight_copies : pf->weight_copies_tn;
-	if (st->fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE)
+	/* NeMo's recipes gather FP8 parameters; its NVFP4 one has no FP4
+	 * parameter gather (NVIDIA/NeMo @8cfedd72, the launch's plugin keys) */
+	if (st->fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE &&
+	    c->precision != PIPETTE_PREC_NVFP4)
 		b -= BYTES_PARAM;
 	return b;
 }

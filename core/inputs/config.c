@@ -287,6 +287,51 @@ static int check_moe(const struct pipette_model *m, const struct pipette_config 
 	return 0;
 }
 
+/* What Megatron-Core's TransformerConfig refuses of a recipe (NVIDIA/
+ * Megatron-LM @d98e8a64 megatron/core/transformer/transformer_config.py:
+ * 1529 delayed scaling with BF16 end layers, 1538-1555 at most
+ * num_layers/PP BF16 layers at each end; tests/data/stacks/
+ * megatron-rules.tsv fp8-bf16-layers, fp8-recompute), so that the search
+ * never picks a plan its launch would refuse. */
+int pipette_bf16_layers_check(const struct pipette_model *m, enum pipette_precision p,
+			      int first, int last, struct pipette_err *err)
+{
+	if (first < 0 || last < 0 || first + last > m->layers)
+		return pipette_fail(err, "--bf16-layers %d,%d: expected two counts whose sum is at "
+				    "most the model's %d layers", first, last, m->layers);
+	/* "Delayed scaling does not support first / last layer in BF16"
+	 * (transformer_config.py:1528-1530), and every stack that runs the
+	 * delayed recipe is built on Megatron-Core. */
+	if (p == PIPETTE_PREC_FP8_DELAYED && (first > 0 || last > 0))
+		return pipette_fail(err, "--bf16-layers %d,%d: fp8-delayed cannot keep layers in "
+				    "BF16 (Megatron-Core refuses delayed scaling with BF16 first "
+				    "and last layers); use --bf16-layers 0,0 or another recipe",
+				    first, last);
+	return 0;
+}
+
+static int check_precision(const struct pipette_model *m, const struct pipette_config *c,
+			   struct pipette_err *err)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	int cap = m->layers / c->pp;
+
+	if (pipette_bf16_layers_check(m, c->precision, c->bf16_first, c->bf16_last, err))
+		return -1;
+	if (!st->core_flags || c->precision == PIPETTE_PREC_BF16 ||
+	    c->precision == PIPETTE_PREC_NVFP4)
+		return 0;
+	if (c->bf16_first > cap || c->bf16_last > cap)
+		return pipette_fail(err, "--bf16-layers %d,%d: Megatron-Core keeps at most "
+				    "num_layers/PP = %d layers in BF16 at each end with an FP8 "
+				    "recipe", c->bf16_first, c->bf16_last, cap);
+	if (c->precision == PIPETTE_PREC_FP8_DELAYED &&
+	    (pipette_config_recompute_modules(c) & (PIPETTE_RM_LAYERNORM | PIPETTE_RM_MOE_ACT)))
+		return pipette_fail(err, "--precision fp8-delayed: Megatron-Core's delayed scaling "
+				    "cannot recompute the layernorm or moe_act modules");
+	return 0;
+}
+
 int pipette_config_check(const struct pipette_model *m,
 			 const struct pipette_config *c, struct pipette_err *err)
 {
@@ -329,7 +374,8 @@ int pipette_config_check(const struct pipette_model *m,
 		return pipette_fail(err, "--global-batch %ld is not a multiple of "
 				    "dp %d x micro-batch %d", c->global_batch, c->dp,
 				    c->micro_batch);
-	if (check_schedule(c, err) || check_sharding(c, err) || check_moe(m, c, err))
+	if (check_schedule(c, err) || check_sharding(c, err) || check_moe(m, c, err) ||
+	    check_precision(m, c, err))
 		return -1;
 	if (m->experts) {
 		if (m->experts % c->ep)

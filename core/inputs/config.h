@@ -185,6 +185,11 @@ void pipette_compression_format(const struct pipette_compression *c, char *buf,
 int pipette_compression_enabled(const struct pipette_compression *c);
 
 /* Defaults: everything 1, no recompute, 1F1B, flash attention, BF16. */
+/* The BF16 end layers a recipe keeps: counts that fit the model, and none
+ * with fp8-delayed (Megatron-Core refuses it); the message names
+ * --bf16-layers. */
+int pipette_bf16_layers_check(const struct pipette_model *m, enum pipette_precision p,
+			      int first, int last, struct pipette_err *err);
 /* Whether global layer `layer` runs the configuration's low-precision
  * recipe (not BF16, and not one of the BF16 layers at the ends). */
 int pipette_config_layer_lowp(const struct pipette_model *m, const struct pipette_config *c,

@@ -197,8 +197,10 @@ static int fail_nofit(const struct pipette_search_stats *st, const struct pipett
 	}
 	return pipette_fail_code(err, PIPETTE_E_NOFIT, PIPETTE_PLAN_NOFIT_PREFIX " %s on %d GPUs (global batch "
 			    "%ld, seq len %ld): %ld combinations considered, %ld invalid "
-			    "(divisibility or pins)%s", m->name, world, req->global_batch,
-			    req->seq_len, st->considered, st->invalid, why);
+			    "(divisibility or pins%s%s)%s", m->name, world, req->global_batch,
+			    req->seq_len, st->considered, st->invalid,
+			    st->invalid == st->considered ? "; the first: " : "",
+			    st->invalid == st->considered ? st->invalid_msg : "", why);
 }
 
 static int cmp_entry(const void *pa, const void *pb)
@@ -335,24 +337,11 @@ static int check_precisions(const struct pipette_plan *p, struct pipette_err *er
 		set = PIPETTE_PREC_BIT(p->stack.default_precision);
 	for (int k = 0; k < PIPETTE_PREC_COUNT; k++)
 		if ((set & PIPETTE_PREC_BIT(k)) &&
-		    pipette_stack_precision_check(&p->stack, p->gpu, (enum pipette_precision)k, err))
+		    (pipette_stack_precision_check(&p->stack, p->gpu, (enum pipette_precision)k,
+						   err) ||
+		     pipette_bf16_layers_check(&p->model, (enum pipette_precision)k,
+					       p->req.bf16_first, p->req.bf16_last, err)))
 			return -1;
-	if (p->req.bf16_first < 0 || p->req.bf16_last < 0 ||
-	    p->req.bf16_first + p->req.bf16_last > p->model.layers)
-		return pipette_fail(err, "--bf16-layers %d,%d: expected two counts whose sum is at "
-				    "most the model's %d layers", p->req.bf16_first,
-				    p->req.bf16_last, p->model.layers);
-	/* Megatron-Core raises "Delayed scaling does not support first /
-	 * last layer in BF16" (NVIDIA/Megatron-LM @d98e8a64 megatron/core/
-	 * transformer/transformer_config.py:1528-1530; megatron-rules.tsv
-	 * fp8-bf16-layers), and every stack that runs the delayed recipe is
-	 * built on it. */
-	if ((set & PIPETTE_PREC_BIT(PIPETTE_PREC_FP8_DELAYED)) &&
-	    (p->req.bf16_first > 0 || p->req.bf16_last > 0))
-		return pipette_fail(err, "--bf16-layers %d,%d: fp8-delayed cannot keep layers in "
-				    "BF16 (Megatron-Core refuses delayed scaling with BF16 first "
-				    "and last layers); use --bf16-layers 0,0 or another recipe",
-				    p->req.bf16_first, p->req.bf16_last);
 	return 0;
 }
 
@@ -613,6 +602,11 @@ static int detail(struct pipette_plan *p, const struct pipette_cluster *cl,
 	if (p->stack.form == PIPETTE_FORM_TORCHTITAN && p->cfg.recompute_every > 1 &&
 	    add_warning(p, "torchtitan after v0.2.2 has no every-k-th-layer checkpointing: "
 			"PIPETTE_LAUNCH_ARGS is not set; --format torchtitan prints the v0.2.2 TOML"))
+		return pipette_fail(err, "out of memory");
+	if (p->stack.form == PIPETTE_FORM_TORCHTITAN && p->cfg.precision != PIPETTE_PREC_BF16 &&
+	    add_warning(p, "torchtitan takes a low-precision converter in its model spec, not on "
+			"its command line: PIPETTE_LAUNCH_ARGS is not set; --format torchtitan "
+			"prints the recipe module and the v0.2.2 TOML"))
 		return pipette_fail(err, "out of memory");
 	if (compute_hash(p))
 		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "out of memory");

@@ -132,11 +132,13 @@ static int pinned_ok(int pin, int v)
 static int consider(struct search *s, const struct pipette_config *c)
 {
 	struct pipette_memory mem;
+	struct pipette_err e;
 	double limit = s->in->mem_fraction * s->in->gpu->hbm_bytes;
 
 	s->st->considered++;
-	if (pipette_config_check(s->in->model, c, NULL)) {
-		s->st->invalid++;
+	if (pipette_config_check(s->in->model, c, s->st->invalid ? NULL : &e)) {
+		if (!s->st->invalid++)	/* the first reason, formatted once */
+			pipette_strlcpy(s->st->invalid_msg, e.msg, sizeof(s->st->invalid_msg));
 		return 0;
 	}
 	/* Stage 0 first (most in flight, plus the embedding): when it alone

@@ -90,6 +90,7 @@ struct pipette_candidate {
 struct pipette_search_stats {
 	long considered;	/* combinations enumerated */
 	long invalid;		/* rejected by pipette_config_check */
+	char invalid_msg[160];	/* the first one's reason */
 	long pruned_memory;	/* valid, over the memory limit */
 	long pruned_part[PIPETTE_MEM_PART_COUNT];
 	double least_excess_bytes;	/* the closest miss: peak - limit */

@@ -145,32 +145,6 @@ static const char *const recipe_flags[PIPETTE_PREC_COUNT] = {
 	[PIPETTE_PREC_NVFP4] = "--fp4-format e2m1 --fp4-recipe nvfp4",
 };
 
-/* Why Megatron-Core's TransformerConfig would refuse the plan's recipe
- * (megatron-rules.tsv fp8-bf16-layers, fp8-recompute), in buf; 0 when
- * it accepts it.  The search does not know these rules yet. */
-static int recipe_refused(const struct pipette_plan *plan, char *buf, size_t len)
-{
-	const struct pipette_config *c = &plan->cfg;
-	int cap = plan->model.layers / c->pp;
-	enum pipette_precision p = c->precision;
-
-	if (p == PIPETTE_PREC_BF16 || p == PIPETTE_PREC_NVFP4)
-		return 0;
-	if (c->bf16_first > cap || c->bf16_last > cap) {
-		snprintf(buf, len, "Megatron-Core keeps at most num_layers/PP = %d layers in BF16 at "
-			 "each end with an FP8 recipe (--bf16-layers %d,%d)", cap, c->bf16_first,
-			 c->bf16_last);
-		return 1;
-	}
-	if (p == PIPETTE_PREC_FP8_DELAYED && (pipette_config_recompute_modules(c) &
-					      (PIPETTE_RM_LAYERNORM | PIPETTE_RM_MOE_ACT))) {
-		snprintf(buf, len, "Megatron-Core's delayed FP8 scaling cannot recompute the "
-			 "layernorm or moe_act modules");
-		return 1;
-	}
-	return 0;
-}
-
 static void precision_args(const struct pipette_config *c, struct pipette_args *a)
 {
 	if (c->precision == PIPETTE_PREC_BF16)
@@ -235,8 +209,8 @@ static void compression_args(const struct pipette_config *c, struct pipette_args
 		pipette_arg(a, " --emb_comm_opt");
 }
 
-/* 0, 1 when Megatron-Core would refuse the plan's recipe (buf says why),
- * -1 when buf is too small. */
+/* 0, or -1 when buf is too small.  What Megatron-Core would refuse of a
+ * recipe is never planned (config.c check_precision). */
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -245,8 +219,6 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	if (!len)
 		return -1;
 	buf[0] = '\0';
-	if (plan->stack.core_flags && recipe_refused(plan, buf, len))
-		return 1;
 	pipette_arg(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
 	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
 	if (plan->model.experts) {

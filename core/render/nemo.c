@@ -95,11 +95,6 @@ int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t le
 
 	if (!len)
 		return -1;
-	/* NeMo builds the same Megatron-Core TransformerConfig: the rules on
-	 * the recipe that Megatron-LM's line is refused for (megatron.c,
-	 * recipe_refused) hold here too; 1 with the reason in buf. */
-	if (c->precision != PIPETTE_PREC_BF16 && pipette_plan_megatron_args(plan, buf, len) == 1)
-		return 1;
 	buf[0] = '\0';
 	pipette_arg(&a, "trainer.strategy.tensor_model_parallel_size=%d "
 		    "trainer.strategy.pipeline_model_parallel_size=%d "
