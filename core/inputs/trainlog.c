@@ -118,6 +118,12 @@
  *    metric and layer): 3 metrics x 256 layers is about 31 KB.
  *  PIPETTE_TRAINLOG_MAX_STEP_S, a day: published steps take seconds to
  *    minutes; a bound on the arithmetic, not a policy.
+ *  PIPETTE_TRAINLOG_MIN_STEP_S, 0.1 ms: the shortest step Megatron can
+ *    print ("{:.1f}" ms, [MLM] training.py:3567-3575); a training step of any
+ *    stack launches the kernels of a forward and a backward pass of every
+ *    layer and an optimizer step, each kernel launch some microseconds,
+ *    so a shorter one is a misprint, not a measurement (and calibrate's
+ *    store, calib.c, refuses times far below a step's).
  *  PIPETTE_TRAINLOG_MAX_GIB, 4 TiB: over ten times the largest GPU memory
  *    (288 GB: NVIDIA B300 and AMD MI355X datasheets).
  *  PIPETTE_TRAINLOG_MAX_TPS, 10^10 tokens/s per device: a model of 10^6
@@ -232,6 +238,10 @@ static int read_num(struct ctx *c, const char **pp, const char *field, int comma
 
 	if (!q || !tok[0])
 		return fail_at(c, field, "expected a number, got '%.24s'", blanks(*pp));
+	/* "0x10": the token stops at the x, and would read as 0 */
+	if (*q == 'x' || *q == 'X')
+		return fail_at(c, field, "'%.*s' is not a decimal number",
+			       (int)strcspn(blanks(*pp), " \t|,()"), blanks(*pp));
 	if (pipette_parse_double(tok, lo, hi, out, field, &e) < 0)
 		return pipette_fail(c->err, "%s: line %ld: %s", c->name, c->line, e.msg);
 	if (open && *out <= lo)
@@ -404,8 +414,9 @@ static int mlm_step(struct ctx *c, const char *msg, const char *d, int local)
 	if (!(p = after(msg, MLM_ELAPSED)))
 		return fail_at(c, "elapsed time per iteration (ms)",
 			       "missing from the iteration report");
-	if (read_num(c, &p, "elapsed time per iteration (ms)", 0, 0.0,
-		     PIPETTE_TRAINLOG_MAX_STEP_S * 1000.0, 1, &ms) < 0)
+	if (read_num(c, &p, "elapsed time per iteration (ms)", 0,
+		     PIPETTE_TRAINLOG_MIN_STEP_S * 1000.0, PIPETTE_TRAINLOG_MAX_STEP_S * 1000.0, 0,
+		     &ms) < 0)
 		return -1;
 	return add_step(c, it, ms / 1000.0, 0.0, local, 1);
 }
@@ -562,7 +573,8 @@ static int nemo_printer(struct ctx *c, const char *msg, const char *d, int local
 	if (c->nemo_kind == 2)
 		return 0;
 	c->nemo_kind = 1;
-	if (read_num(c, &p, NEMO_TIMING, 0, 0.0, PIPETTE_TRAINLOG_MAX_STEP_S, 1, &s) < 0)
+	if (read_num(c, &p, NEMO_TIMING, 0, PIPETTE_TRAINLOG_MIN_STEP_S,
+		     PIPETTE_TRAINLOG_MAX_STEP_S, 0, &s) < 0)
 		return -1;
 	return add_step(c, it, s, 0.0, local, 1);
 }
@@ -584,7 +596,8 @@ static int nemo_delta(struct ctx *c, const char *msg, const char *t, int local)
 	if (read_int(c, &q, "Step", 0, PIPETTE_TRAINLOG_MAX_ITER, &it) < 0)
 		return -1;
 	p = t + strlen(": " NEMO_TIMING "=");
-	if (read_num(c, &p, NEMO_TIMING, 0, 0.0, PIPETTE_TRAINLOG_MAX_STEP_S, 1, &s) < 0)
+	if (read_num(c, &p, NEMO_TIMING, 0, PIPETTE_TRAINLOG_MIN_STEP_S,
+		     PIPETTE_TRAINLOG_MAX_STEP_S, 0, &s) < 0)
 		return -1;
 	return add_step(c, it, s, 0.0, local, 1);
 }
@@ -919,11 +932,12 @@ static int derive(struct pipette_trainlog *l, const char *name, double tokens, l
 		if (s->tokens_per_s <= 0)
 			continue;
 		t = tokens / (s->tokens_per_s * (double)world);
-		if (!(t > 0 && t <= PIPETTE_TRAINLOG_MAX_STEP_S))
+		if (!(t >= PIPETTE_TRAINLOG_MIN_STEP_S && t <= PIPETTE_TRAINLOG_MAX_STEP_S))
 			return pipette_fail(err, "%s: line %ld: tps: %g tokens/s per device on %ld "
 					    "GPUs at %g tokens per step is a step of %g s, not in "
-					    "(0, %g]", name, s->line, s->tokens_per_s, world,
-					    tokens, t, PIPETTE_TRAINLOG_MAX_STEP_S);
+					    "[%g, %g]", name, s->line, s->tokens_per_s, world,
+					    tokens, t, PIPETTE_TRAINLOG_MIN_STEP_S,
+					    PIPETTE_TRAINLOG_MAX_STEP_S);
 		s->step_s = t;
 	}
 	l->tokens_per_step = tokens;

@@ -74,6 +74,7 @@ struct pipette_trainlog_steady {
 /* Bytes of one line looked at; the plausible ranges of the numbers read
  * (their sources are in trainlog.c). */
 #define PIPETTE_TRAINLOG_MAX_LINE 65536
+#define PIPETTE_TRAINLOG_MIN_STEP_S 1e-4
 #define PIPETTE_TRAINLOG_MAX_STEP_S 86400.0
 #define PIPETTE_TRAINLOG_MAX_GIB 4096.0
 #define PIPETTE_TRAINLOG_MAX_TPS 1e10

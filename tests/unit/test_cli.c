@@ -256,6 +256,21 @@ START_TEST(test_nodes_not_signed)
 }
 END_TEST
 
+/* "--nodes ' 4'" planned one node named "4" (issue 28, item 8): a count
+ * or a hostlist with blanks is refused, naming the input. */
+START_TEST(test_nodes_blanks)
+{
+	expect(PLAN_OK "--global-batch 8 --nodes ' 4'", 2,
+	       "--nodes: ' 4' is neither a node count (1, 2, ...) nor a Slurm hostlist: it has "
+	       "blanks");
+	expect(PLAN_OK "--global-batch 8 --nodes '4 '", 2, "--nodes: '4 ' is neither");
+	expect(PLAN_OK "--global-batch 8 --nodes 'gpu1, gpu2'", 2, "--nodes: 'gpu1, gpu2' is neither");
+	expect("bandwidth show " TEST_DATADIR "/bw/good-3.json --nodes ' 2'", 2,
+	       "--nodes: ' 2' is neither");
+	expect(PLAN_OK "--global-batch 8 --nodes 4", 0, "on 4 nodes");
+}
+END_TEST
+
 /* An option given twice is an error naming it: which value was meant? */
 START_TEST(test_option_twice)
 {
@@ -482,6 +497,7 @@ int main(void)
 	tcase_add_test(tc, test_estimate_errors);
 	tcase_add_test(tc, test_integers_are_digits);
 	tcase_add_test(tc, test_nodes_not_signed);
+	tcase_add_test(tc, test_nodes_blanks);
 	tcase_add_test(tc, test_option_twice);
 	tcase_add_test(tc, test_unknown_option);
 	suite_add_tcase(s, tc);

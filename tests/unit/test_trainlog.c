@@ -325,7 +325,13 @@ START_TEST(test_derive_errors)
 	/* 1e12 tokens at 350 tokens/s on one GPU: 90 years a step. */
 	ck_assert_int_eq(pipette_trainlog_derive(l, 1e12, 1, &err), -1);
 	ck_assert_str_eq(err.msg, "training log: line 2: tps: 350 tokens/s per device on 1 GPUs "
-			 "at 1e+12 tokens per step is a step of 2.85714e+09 s, not in (0, 86400]");
+			 "at 1e+12 tokens per step is a step of 2.85714e+09 s, not in "
+			 "[0.0001, 86400]");
+	/* ... nor implausibly short: 1 token at 350 tokens/s on 100000 GPUs */
+	ck_assert_int_eq(pipette_trainlog_derive(l, 1, 100000, &err), -1);
+	ck_assert_str_eq(err.msg, "training log: line 2: tps: 350 tokens/s per device on 100000 "
+			 "GPUs at 1 tokens per step is a step of 2.85714e-08 s, not in "
+			 "[0.0001, 86400]");
 	ck_assert_int_eq(pipette_trainlog_derive(m, 131072, 8, &err), -1);
 	ck_assert_str_eq(err.msg, "training log: step times are derived from tokens per second "
 			 "for torchtitan only, not 'megatron-zb'");
@@ -359,13 +365,23 @@ START_TEST(test_megatron_errors)
 		    "t.log: line 1: elapsed time per iteration (ms): expected a number, got "
 		    "'abc |'");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 0.0 |", mlm,
-		    "t.log: line 1: elapsed time per iteration (ms): 0 is not above 0");
+		    "t.log: line 1: elapsed time per iteration (ms): 0 is out of range "
+		    "[0.1, 8.64e+07]");
+	/* Issue 28, item 8: a step of 1e-300 ms was taken (and calibrate then
+	 * refused the observation); "0x10" was read as 0 and reported as
+	 * "0 is not above 0". */
+	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1e-300 |", mlm,
+		    "t.log: line 1: elapsed time per iteration (ms): 1e-300 is out of range "
+		    "[0.1, 8.64e+07]");
+	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 0x10 |", mlm,
+		    "t.log: line 1: elapsed time per iteration (ms): '0x10' is not a decimal "
+		    "number");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): -3.5 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): -3.5 is out of range "
-		    "[0, 8.64e+07]");
+		    "[0.1, 8.64e+07]");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1e99 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): 1e+99 is out of range "
-		    "[0, 8.64e+07]");
+		    "[0.1, 8.64e+07]");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1.2.3 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): '1.2.3' is not a number");
 	parse_fails(" iteration 99999999999999999999/ 10 | elapsed time per iteration (ms): 1 |",
@@ -416,7 +432,11 @@ START_TEST(test_nemo_errors)
 		    "'train_step_timing in s' (NeMo prints it with the TimingCallback of "
 		    "nemo.utils.exp_manager)");
 	parse_fails("Training epoch 0, iteration 0/9 | train_step_timing in s: 1e6\n", nemo,
-		    "t.log: line 1: train_step_timing in s: 1e+06 is out of range [0, 86400]");
+		    "t.log: line 1: train_step_timing in s: 1e+06 is out of range [0.0001, 86400]");
+	parse_fails("Training epoch 0, iteration 0/9 | train_step_timing in s: 1e-300\n", nemo,
+		    "t.log: line 1: train_step_timing in s: 1e-300 is out of range [0.0001, 86400]");
+	parse_fails("Step 3: train_step_timing in s=0X1p3\n", nemo,
+		    "t.log: line 1: train_step_timing in s: '0X1p3' is not a decimal number");
 	parse_fails("Training epoch 0, iteration 0/9 | max_memory_reserved: 1e20 | "
 		    "train_step_timing in s: 1\n", nemo,
 		    "t.log: line 1: max_memory_reserved: 1e+20 is out of range [0, 4.39805e+12]");
@@ -475,7 +495,7 @@ START_TEST(test_torchtitan_errors)
 		    "tokens per train step, gradient accumulation steps 1\n"
 		    "step:  1  loss:  9.0  memory:  1.00GiB(1.00%)  tps: 1\n", tt,
 		    "t.log: line 3: tps: 1 tokens/s per device on 1 GPUs at 1e+15 tokens per step "
-		    "is a step of 1e+15 s, not in (0, 86400]");
+		    "is a step of 1e+15 s, not in [0.0001, 86400]");
 }
 END_TEST
 
