@@ -53,7 +53,8 @@ struct planned {
 	enum pipette_stack_id stack_id;
 	double model_s, compute_s, comm_s, site_s;
 	double tokens_per_step;		/* global batch x sequence length */
-	long world;
+	long world, tp, dp, cp, global_batch, seq_len;
+	long dp_shard, dp_replicate;	/* 0: the plan does not say */
 	int pp, per_stage;	/* ranks per pipeline stage: world / pp */
 	int nstages;
 	double base[PIPETTE_OBS_MAX_STAGES], transient[PIPETTE_OBS_MAX_STAGES],
@@ -130,6 +131,25 @@ static int plan_stages(struct json_object *mem, const char *src, struct planned 
 	return 0;
 }
 
+/* torchtitan's split of the data parallelism, where the plan has it. */
+static int dp_split(struct json_object *cfg, const char *src, struct planned *p)
+{
+	double v;
+
+	p->dp_shard = p->dp_replicate = 0;
+	if (json_object_object_get_ex(cfg, "dp_shard", NULL)) {
+		if (size_of(cfg, "dp_shard", src, 1 << 20, &v))
+			return -1;
+		p->dp_shard = (long)v;
+	}
+	if (json_object_object_get_ex(cfg, "dp_replicate", NULL)) {
+		if (size_of(cfg, "dp_replicate", src, 1 << 20, &v))
+			return -1;
+		p->dp_replicate = (long)v;
+	}
+	return 0;
+}
+
 static int read_plan(const char *path, struct planned *p)
 {
 	struct pipette_err err;
@@ -189,10 +209,62 @@ static int read_plan(const char *path, struct planned *p)
 	p->per_stage = (int)(tp * dp * cp);
 	p->world = (long)(tp * dp * cp * ppd);
 	p->tokens_per_step = gb * seq;
+	p->tp = (long)tp;
+	p->dp = (long)dp;
+	p->cp = (long)cp;
+	p->global_batch = (long)gb;
+	p->seq_len = (long)seq;
+	if (dp_split(cfg, path, p))
+		goto out;
 	rc = plan_stages(mem, path, p);
 out:
 	json_object_put(root);
 	return rc;
+}
+
+/* One figure the log states against the plan's: 0 when they agree or the
+ * log does not state it, else the usage error naming the field. */
+static int same(const char *log, const char *field, long stated, long want, const char *what)
+{
+	if (stated == 0 || stated == want)
+		return 0;
+	if (stated < 0)
+		return cli_error("--log: %s: %s: the log's runs state different values: not the "
+				 "log of one job", log, field);
+	return cli_error("--log: %s: %s: the log states %ld, the plan %ld%s: not the log of "
+			 "this plan's job", log, field, stated, want, what);
+}
+
+/* The log against the plan (pipette_trainlog_stated): a log of another
+ * configuration is no observation of this plan.  Megatron's arguments
+ * are named as Megatron prints them; torchtitan's mesh as it does. */
+static int check_log(const struct planned *p, const struct pipette_trainlog *l, const char *log)
+{
+	const struct pipette_trainlog_stated *s = &l->stated;
+	int tt = p->stack_id == PIPETTE_STACK_TORCHTITAN;
+	double tokens = s->tokens_per_step;
+
+	if (same(log, tt ? "world size (the device mesh)" : "world_size", s->world, p->world,
+		 " GPUs") ||
+	    same(log, tt ? "tp" : "tensor_model_parallel_size", s->tp, p->tp, " (tp)") ||
+	    same(log, tt ? "pp" : "pipeline_model_parallel_size", s->pp, p->pp, " (pp)") ||
+	    same(log, tt ? "cp" : "context_parallel_size", s->cp, p->cp, " (cp)") ||
+	    same(log, tt ? "dp_replicate x dp_shard" : "data_parallel_size", s->dp, p->dp,
+		 " (dp)") ||
+	    (p->dp_shard && same(log, "dp_shard", s->dp_shard, p->dp_shard, " (dp_shard)")) ||
+	    (p->dp_replicate && same(log, "dp_replicate", s->dp_replicate, p->dp_replicate,
+				     " (dp_replicate)")) ||
+	    same(log, "global_batch_size", s->global_batch, p->global_batch, " (global_batch)") ||
+	    same(log, "seq_length", s->seq_len, p->seq_len, " (seq_len)"))
+		return PIPETTE_EXIT_USAGE;
+	if (tokens < 0)
+		return cli_error("--log: %s: tokens per train step: the log's runs state different "
+				 "values: not the log of one job", log);
+	if (tokens > 0 && tokens != p->tokens_per_step)
+		return cli_error("--log: %s: tokens per train step: the log states %.0f, the plan "
+				 "%.0f (global_batch x seq_len): not the log of this plan's job", log,
+				 tokens, p->tokens_per_step);
+	return 0;
 }
 
 /* The highest reserved peak of each stage's ranks (Megatron, NeMo and
@@ -402,6 +474,10 @@ int cmd_observe(int argc, char **argv)
 		return rc;
 	if (pipette_trainlog_read(o.log, p.stack_id, &l, &err))
 		return cli_error("--log: %s", err.msg);
+	if ((rc = check_log(&p, l, o.log))) {
+		pipette_trainlog_destroy(l);
+		return rc;
+	}
 	/* torchtitan prints tokens per second: the plan says how many
 	 * tokens a step takes and on how many GPUs */
 	if ((p.stack_id == PIPETTE_STACK_TORCHTITAN &&

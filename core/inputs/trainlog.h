@@ -38,8 +38,22 @@ struct pipette_trainlog_mem {
 				 * rank N (torchtitan's run_train.sh); -1 without it */
 };
 
+/* What a log states of its job's configuration, for a check against the
+ * plan (pipette observe): 0 where it states nothing, -1 where runs of the
+ * log state different values.  Megatron-LM prints its arguments
+ * (world_size, tensor_, pipeline_model_parallel_size, context_parallel_
+ * size, data_parallel_size, global_batch_size, seq_length); torchtitan
+ * its device mesh (pp, dp_replicate, dp_shard, cp, tp; dp and world their
+ * product) and its tokens per train step; NeMo's log none of them. */
+struct pipette_trainlog_stated {
+	long world, tp, pp, cp, dp, dp_replicate, dp_shard;
+	long global_batch, seq_len;
+	double tokens_per_step;
+};
+
 struct pipette_trainlog {
 	enum pipette_stack_id stack;
+	struct pipette_trainlog_stated stated;
 	long nsteps;
 	struct pipette_trainlog_step *steps;	/* in log order */
 	int nmem;

@@ -140,6 +140,61 @@ START_TEST(test_megatron)
 }
 END_TEST
 
+/* What each log states of its job's configuration, for observe to hold
+ * against the plan (issue 28, item 4): Megatron's arguments, torchtitan's
+ * mesh and tokens per step; NeMo's log states none; runs of one log that
+ * state different values leave -1. */
+static void stated_eq(const struct pipette_trainlog_stated *s, long world, long tp, long pp,
+		      long cp, long dp, long rep, long shard, long gb, long seq, double tokens)
+{
+	ck_assert_int_eq(s->world, world);
+	ck_assert_int_eq(s->tp, tp);
+	ck_assert_int_eq(s->pp, pp);
+	ck_assert_int_eq(s->cp, cp);
+	ck_assert_int_eq(s->dp, dp);
+	ck_assert_int_eq(s->dp_replicate, rep);
+	ck_assert_int_eq(s->dp_shard, shard);
+	ck_assert_int_eq(s->global_batch, gb);
+	ck_assert_int_eq(s->seq_len, seq);
+	ck_assert_double_eq(s->tokens_per_step, tokens);
+}
+
+START_TEST(test_stated_config)
+{
+	struct pipette_trainlog *l = read_ok("megatron.log", PIPETTE_STACK_MEGATRON);
+
+	/* its arguments: no context_parallel_size line */
+	stated_eq(&l->stated, 16, 2, 4, 0, 2, 0, 0, 64, 4096, 0);
+	pipette_trainlog_destroy(l);
+	l = read_ok("megatron-2022.log", PIPETTE_STACK_MEGATRON_2022);
+	stated_eq(&l->stated, 8, 2, 2, 0, 0, 0, 0, 0, 0, 0);
+	pipette_trainlog_destroy(l);
+	l = read_ok("torchtitan.log", PIPETTE_STACK_TORCHTITAN);
+	/* pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2 */
+	stated_eq(&l->stated, 8, 2, 2, 1, 2, 1, 2, 0, 0, 131072);
+	pipette_trainlog_destroy(l);
+	l = read_ok("nemo.log", PIPETTE_STACK_NEMO);
+	stated_eq(&l->stated, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	pipette_trainlog_destroy(l);
+	/* A restart on other GPUs appended to the same log: two world sizes;
+	 * "None" states nothing. */
+	l = parse_ok("------------------------ arguments ------------------------\n"
+		     "  world_size ...................................... 16\n"
+		     "  seq_length ...................................... None\n"
+		     "  global_batch_size ............................... 64\n"
+		     " iteration 1/ 10 | elapsed time per iteration (ms): 100.0 |\n"
+		     "------------------------ arguments ------------------------\n"
+		     "  world_size ...................................... 32\n"
+		     "  global_batch_size ............................... 64\n"
+		     " iteration 1/ 10 | elapsed time per iteration (ms): 100.0 |\n",
+		     PIPETTE_STACK_MEGATRON);
+	stated_eq(&l->stated, -1, 0, 0, 0, 0, 0, 0, 64, 0, 0);
+	pipette_trainlog_destroy(l);
+	parse_fails("  global_batch_size ............................... 0\n", PIPETTE_STACK_MEGATRON,
+		    "t.log: line 1: global_batch_size: 0 is out of range [1, 1073741824]");
+}
+END_TEST
+
 /* The Megatron of 2022: no time stamp, "{}" memory figures, a restart. */
 START_TEST(test_megatron_2022)
 {
@@ -644,6 +699,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_megatron);
+	tcase_add_test(tc, test_stated_config);
 	tcase_add_test(tc, test_megatron_2022);
 	tcase_add_test(tc, test_megatron_zb);
 	tcase_add_test(tc, test_nemo);
