@@ -19,7 +19,8 @@ static const char usage_text[] =
 "computation and of exposed communication, and the allocator's reserve as a\n"
 "share of the activations.  Prints each fit with the model's mean error\n"
 "before and after it, over the observations and by leave-one-out (each\n"
-"observation predicted by a fit of the others), and names the outliers.\n"
+"observation predicted by a fit of the others), and names the outliers it\n"
+"drops (fast or slow alike).\n"
 "\n"
 "  --from DIR       the observation store\n"
 "  --out FILE       write the calibration file (atomically); plan, estimate\n"
@@ -111,6 +112,7 @@ static struct json_object *fit_json(const struct pipette_observation *obs, const
 	json_object_object_add(e, "reserve_fraction", f->f.reserve_fraction >= 0
 			       ? json_object_new_double(f->f.reserve_fraction) : NULL);
 	json_object_object_add(e, "observations", json_object_new_int(f->n));
+	json_object_object_add(e, "kept", json_object_new_int(f->kept));
 	json_object_object_add(e, "error_before", json_object_new_double(f->err_before));
 	json_object_object_add(e, "error_after", json_object_new_double(f->err_after));
 	json_object_object_add(e, "loo_error_before", f->loo ? json_object_new_double(f->loo_before)
@@ -146,10 +148,10 @@ static void fit_table(const struct pipette_observation *obs, const struct group 
 		       : "not run for so many observations");
 	for (i = 0; i < f->n; i++)
 		if (f->outlier[i])
-			printf("%s%s", k++ ? ", " : "    outliers (weighed down, not dropped): ",
-			       obs[g->idx[i]].name);
+			printf("%s%s", k++ ? ", " : "    outliers dropped from the fit (measured "
+			       "time far from the others', fast or slow): ", obs[g->idx[i]].name);
 	if (k)
-		printf("\n");
+		printf(" (%d of %d kept)\n", f->kept, f->n);
 }
 
 struct cal_opts {

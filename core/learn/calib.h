@@ -92,12 +92,16 @@ struct pipette_calib_fit {
 	struct pipette_site_factors f;
 	int comm_fitted;	/* 0: no observation exposed enough communication */
 	int n;			/* observations */
-	int *outlier;		/* n flags: residual beyond OUTLIER_SIGMAS robust sigmas */
-	double err_before;	/* mean |relative error| of the model as it is */
+	int kept;		/* of them not outliers: what the factors are fitted on */
+	/* n flags: dropped from the fit, its log residual beyond
+	 * OUTLIER_SIGMAS robust sigmas (fast and slow alike), or no factors
+	 * in the admitted range describe it */
+	int *outlier;
+	double err_before;	/* mean |relative error| of the model as it is (kept) */
 	double err_after;	/* ... of the fitted factors, on the same observations */
 	double loo_before;	/* leave-one-out: the model as it is (= err_before) */
 	double loo_after;	/* leave-one-out: each observation by a fit without it */
-	int loo;		/* 1 when leave-one-out was possible (n >= 3) */
+	int loo;		/* 1 when leave-one-out was possible (kept >= 3) */
 	int reserve_obs;	/* stages with a measured reserved peak */
 };
 

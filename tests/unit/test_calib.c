@@ -78,6 +78,87 @@ START_TEST(test_fit_outlier_named)
 }
 END_TEST
 
+/* Fast and slow outliers alike (issue 28, item 3): six good jobs at
+ * compute 1.18 and comm 1.45, plus fakes copied from them with the
+ * measured time scaled.  Two fakes at 0.3x pulled the compute factor to
+ * 0.51 (their small measured time gave them the leverage of a relative
+ * error), six at 1000x were absorbed; now both are dropped, named, and
+ * the factors are the good jobs' own. */
+static void fit_with_fakes(int nfake, double scale)
+{
+	struct pipette_observation o[16];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i, all[16];
+
+	synth(o, 6, 1.18, 1.45, 0.1);
+	for (i = 0; i < nfake; i++) {
+		o[6 + i] = o[i % 6];
+		snprintf(o[6 + i].name, sizeof(o[6 + i].name), "fake%d.json", i);
+		o[6 + i].measured_s *= scale;
+	}
+	for (i = 0; i < 6 + nfake; i++)
+		all[i] = i;
+	ck_assert_msg(pipette_calib_fit(o, all, 6 + nfake, &f, &err) == 0, "%d at %gx: %s", nfake,
+		      scale, err.msg);
+	ck_assert_msg(fabs(f.f.compute - 1.18) < 1e-6 && fabs(f.f.comm - 1.45) < 1e-6,
+		      "%d fakes at %gx: compute %.4f comm %.4f", nfake, scale, f.f.compute,
+		      f.f.comm);
+	for (i = 0; i < 6 + nfake; i++)
+		ck_assert_msg(f.outlier[i] == (i >= 6), "%d fakes at %gx: observation %d %s", nfake,
+			      scale, i, f.outlier[i] ? "dropped" : "kept");
+	ck_assert_int_eq(f.kept, 6);
+	ck_assert(f.err_after < 1e-9);
+	pipette_calib_fit_free(&f);
+}
+
+START_TEST(test_fit_outliers_both_ways)
+{
+	fit_with_fakes(2, 0.3);
+	fit_with_fakes(2, 1 / 0.3);
+	fit_with_fakes(2, 0.7);
+	fit_with_fakes(2, 1 / 0.7);
+	fit_with_fakes(6, 1000);
+	fit_with_fakes(6, 1e-3);
+}
+END_TEST
+
+/* The same on noisy jobs: 12 good ones within +-2% of compute 1.1 and comm
+ * 1.3 (a fixed pattern), two fakes 2x fast and two 2x slow: the four are
+ * dropped, no good one is, and the factors are those of the good jobs
+ * alone (the fakes weigh nothing). */
+START_TEST(test_fit_outliers_noisy)
+{
+	static const double noise[12] = { 0.3, -0.9, 0.6, 1.0, -0.2, -0.7, 0.8, -1.0, 0.1, 0.5,
+					  -0.4, -0.6 };
+	struct pipette_observation o[16];
+	struct pipette_calib_fit f, g;
+	struct pipette_err err;
+	int i, all[16];
+
+	synth(o, 16, 1.1, 1.3, 0.1);
+	for (i = 0; i < 16; i++) {
+		all[i] = i;
+		o[i].measured_s *= 1 + 0.02 * (i < 12 ? noise[i] : 0);
+	}
+	o[12].measured_s *= 0.5;
+	o[13].measured_s *= 0.5;
+	o[14].measured_s *= 2;
+	o[15].measured_s *= 2;
+	ck_assert_msg(pipette_calib_fit(o, all, 12, &g, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(g.kept, 12);
+	ck_assert_msg(pipette_calib_fit(o, all, 16, &f, &err) == 0, "%s", err.msg);
+	for (i = 0; i < 16; i++)
+		ck_assert_msg(f.outlier[i] == (i >= 12), "observation %d %s", i,
+			      f.outlier[i] ? "dropped" : "kept");
+	ck_assert_double_eq_tol(f.f.compute, g.f.compute, 1e-9);
+	ck_assert_double_eq_tol(f.f.comm, g.f.comm, 1e-9);
+	ck_assert_double_eq_tol(f.f.compute, 1.1, 0.03);
+	pipette_calib_fit_free(&f);
+	pipette_calib_fit_free(&g);
+}
+END_TEST
+
 /* No observation exposes communication: its factor is not identifiable
  * and stays 1; the compute factor is still fitted. */
 START_TEST(test_fit_comm_not_identifiable)
@@ -331,6 +412,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_fit_recovers_factors);
 	tcase_add_test(tc, test_fit_outlier_named);
+	tcase_add_test(tc, test_fit_outliers_both_ways);
+	tcase_add_test(tc, test_fit_outliers_noisy);
 	tcase_add_test(tc, test_fit_comm_not_identifiable);
 	tcase_add_test(tc, test_fit_reserve);
 	tcase_add_test(tc, test_fit_comm_one_job);
