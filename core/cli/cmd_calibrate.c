@@ -28,6 +28,20 @@ static const char usage_text[] =
 "                   --calibration FILE\n"
 "  --format F       table (default) or json\n";
 
+/* One line for the observations left out as repeats of one job (names:
+ * one per line, the first SKIP_LINES_MAX of calib.c). */
+static void say_repeats(const char *dir, const char *names, int n)
+{
+	const char *p = names, *nl;
+
+	fprintf(stderr, "pipette: %s: %d observation%s repeat%s the plan and log of an earlier "
+		"one and %s left out: ", dir, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+		n == 1 ? "is" : "are");
+	for (; p && (nl = strchr(p, '\n')); p = nl + 1)
+		fprintf(stderr, "%s%.*s", p == names ? "" : ", ", (int)(nl - p), p);
+	fprintf(stderr, "%s\n", n > 20 ? ", ..." : "");
+}
+
 int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **obs, int *n)
 {
 	struct pipette_err err;
@@ -42,6 +56,14 @@ int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **
 		if (nskip > 20)
 			fprintf(stderr, "  (and %d more)\n", nskip - 20);
 	}
+	free(skipped);
+	if (pipette_obs_dedupe(*obs, n, &skipped, &nskip)) {
+		pipette_obs_free(*obs, *n);
+		*obs = NULL;
+		return cli_error("%s: out of memory", opt);
+	}
+	if (nskip)
+		say_repeats(dir, skipped, nskip);
 	free(skipped);
 	if (!*n) {
 		pipette_obs_free(*obs, *n);

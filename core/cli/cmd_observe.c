@@ -32,8 +32,9 @@ static const char usage_text[] =
 "  --log FILE       the job's training log\n"
 "  --warmup N       steps to skip before the steady state (default: the\n"
 "                   parser's, see man pipette)\n"
-"  --record DIR     add the observation to the site's store (one new file,\n"
-"                   written atomically; pipette calibrate --from DIR)\n"
+"  --record DIR     add the observation to the site's store (one file per\n"
+"                   plan and log: recording a job again replaces it; written\n"
+"                   atomically; pipette calibrate --from DIR)\n"
 "  --format F       table (default) or json (the observation)\n"
 "  --report DIR     with --svg: draw every observation of the store: the\n"
 "                   predicted against the measured step time and memory per\n"
@@ -290,9 +291,11 @@ static int stage_peaks(const struct pipette_trainlog *l, const struct planned *p
 }
 
 static struct json_object *observation(const struct planned *p, const struct obs_opts *o,
+				       const struct pipette_trainlog *l,
 				       const struct pipette_trainlog_steady *ss,
 				       const double *peak)
 {
+	char sha[2 * PIPETTE_SHA256_LEN + 1];
 	struct json_object *root = json_object_new_object(), *pr = json_object_new_object();
 	struct json_object *me = json_object_new_object(), *stages = json_object_new_array();
 	char when[32];
@@ -308,6 +311,8 @@ static struct json_object *observation(const struct planned *p, const struct obs
 	json_object_object_add(root, "recorded", json_object_new_string(when));
 	json_object_object_add(root, "uid", json_object_new_int((int)getuid()));
 	json_object_object_add(root, "log", json_object_new_string(o->log));
+	pipette_sha256_hex(l->sha256, sha);
+	json_object_object_add(root, "log_sha256", json_object_new_string(sha));
 	json_object_object_add(pr, "iteration_s", json_object_new_double(p->model_s));
 	json_object_object_add(pr, "compute_s", json_object_new_double(p->compute_s));
 	json_object_object_add(pr, "comm_s", json_object_new_double(p->comm_s));
@@ -404,29 +409,39 @@ static int parse(int argc, char **argv, struct obs_opts *o)
 	return 0;
 }
 
-/* One new file in the store: NAME = plan hash, UTC time, pid and a
- * counter, linked into place so that concurrent jobs never overwrite. */
-static int record(const char *dir, const struct planned *p, struct json_object *obs)
+/* The store's unit is a job: one file per plan and log, HASH-LOG.json
+ * (the plan's hash and the first 16 hex digits of the log's SHA-256), so
+ * that recording one job again replaces its observation (and says so)
+ * instead of weighing it twice in the fit.  Written atomically. */
+static int record(const char *dir, const struct planned *p,
+		  const struct pipette_trainlog *l, struct json_object *obs)
 {
 	struct pipette_err err;
-	char path[4096], stamp[32];
-	time_t now = time(NULL);
-	int k, rc;
+	char path[4096], sha[2 * PIPETTE_SHA256_LEN + 1];
+	struct stat st;
+	int again;
 
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-	for (k = 0; k < 100; k++) {
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s-%ld-%d.json", dir, p->hash, stamp,
-				     (long)getpid(), k) >= sizeof(path))
-			return cli_error("--record: %s: path too long", dir);
-		rc = pipette_json_write_file(path, "--record", obs, 0644, 0, &err);
-		if (rc == 0) {
-			fprintf(stderr, "pipette: recorded %s\n", path);
-			return 0;
-		}
-		if (rc < 0)
-			return cli_error("%s", err.msg);
+	pipette_sha256_hex(l->sha256, sha);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s-%.16s.json", dir, p->hash, sha) >=
+	    sizeof(path))
+		return cli_error("--record: %s: path too long", dir);
+	again = lstat(path, &st) == 0;
+	if (again && st.st_uid != geteuid()) {
+		/* a shared store: another user's file, which this user may
+		 * not replace (and need not: it is the same job) */
+		fprintf(stderr, "pipette: the store already holds the observation of this plan "
+			"and log, recorded by uid %u: not recorded again: %s\n",
+			(unsigned)st.st_uid, path);
+		return 0;
 	}
-	return cli_error("--record: %s: 100 observations of this plan this second", dir);
+	if (pipette_json_write_file(path, "--record", obs, 0644, 1, &err))
+		return cli_error("%s", err.msg);
+	if (again)
+		fprintf(stderr, "pipette: replaced the earlier observation of this plan and log: "
+			"%s\n", path);
+	else
+		fprintf(stderr, "pipette: recorded %s\n", path);
+	return 0;
 }
 
 /* --report DIR --svg OUT, written whole or not at all. */
@@ -487,13 +502,13 @@ int cmd_observe(int argc, char **argv)
 		return cli_error("--log: %s", err.msg);
 	}
 	stage_peaks(l, &p, peak);
-	obs = observation(&p, &o, &ss, peak);
+	obs = observation(&p, &o, l, &ss, peak);
 	if (o.fmt == PIPETTE_FMT_JSON)
 		printf("%s\n", json_object_to_json_string_ext(obs, JSON_C_TO_STRING_PRETTY |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
 		print_table(&p, &ss, peak);
-	rc = o.record ? record(o.record, &p, obs) : PIPETTE_EXIT_OK;
+	rc = o.record ? record(o.record, &p, l, obs) : PIPETTE_EXIT_OK;
 	json_object_put(obs);
 	pipette_trainlog_destroy(l);
 	return rc;

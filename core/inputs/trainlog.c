@@ -1095,6 +1095,7 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "%s: out of memory", c.name);
 	l->stack = stack;
 	l->step_rank = -1;
+	pipette_sha256(buf ? buf : "", buf ? len : 0, l->sha256);
 	rc = parse_lines(&c, buf ? buf : "", len);
 	if (rc == 0)
 		rc = finish(&c, sname, l);

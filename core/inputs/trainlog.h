@@ -9,6 +9,7 @@
 #define PIPETTE_TRAINLOG_H
 
 #include "inputs/error.h"
+#include "inputs/readfile.h"
 #include "inputs/stack.h"
 
 /* One training step as the stack reported it. */
@@ -53,6 +54,9 @@ struct pipette_trainlog_stated {
 
 struct pipette_trainlog {
 	enum pipette_stack_id stack;
+	/* SHA-256 of the log's bytes: with the plan's hash, which job an
+	 * observation is of (pipette observe --record keeps one per pair). */
+	unsigned char sha256[PIPETTE_SHA256_LEN];
 	struct pipette_trainlog_stated stated;
 	long nsteps;
 	struct pipette_trainlog_step *steps;	/* in log order */

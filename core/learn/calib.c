@@ -263,6 +263,27 @@ static int stage_of(struct json_object *e, const char *src, struct pipette_obs_s
 	return 0;
 }
 
+/* Its plan's hash and its log's SHA-256, where it has them: lowercase hex
+ * (16 and 64 digits), or the observation is malformed. */
+static int job_of(struct json_object *root, const char *src, struct pipette_observation *o,
+		  struct pipette_err *err)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	o->plan_hash[0] = o->log_sha256[0] = '\0';
+	if (!json_object_object_get_ex(root, "log_sha256", NULL))
+		return 0;
+	if (pipette_json_string(root, "log_sha256", src, o->log_sha256, sizeof(o->log_sha256),
+				err) ||
+	    pipette_json_string(root, "plan_hash", src, o->plan_hash, sizeof(o->plan_hash), err))
+		return -1;
+	if (strlen(o->log_sha256) != 64 || strspn(o->log_sha256, hex) != 64)
+		return pipette_fail(err, "%s: log_sha256: expected 64 hex digits", src);
+	if (strlen(o->plan_hash) != 16 || strspn(o->plan_hash, hex) != 16)
+		return pipette_fail(err, "%s: plan_hash: expected 16 hex digits", src);
+	return 0;
+}
+
 static int obs_parse(struct json_object *root, const char *src, struct pipette_observation *o,
 		     struct pipette_err *err)
 {
@@ -275,7 +296,8 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    strcmp(json_object_get_string(v), "pipette-obs/1"))
 		return pipette_fail(err, "%s: schema: expected \"pipette-obs/1\"", src);
 	if (pipette_json_string(root, "gpu", src, o->gpu, sizeof(o->gpu), err) ||
-	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err))
+	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err) ||
+	    job_of(root, src, o, err))
 		return -1;
 	if (!json_object_object_get_ex(root, "predicted", &pred) ||
 	    json_object_get_type(pred) != json_type_object)
@@ -457,6 +479,59 @@ void pipette_obs_free(struct pipette_observation *obs, int n)
 	for (k = 0; k < n && obs; k++)
 		free(obs[k].stages);
 	free(obs);
+}
+
+struct job_ref {
+	const struct pipette_observation *o;
+	int pos;
+};
+
+/* By plan and log, then by position (the store's name order). */
+static int by_job(const void *a, const void *b)
+{
+	const struct job_ref *x = a, *y = b;
+	int c = strcmp(x->o->plan_hash, y->o->plan_hash);
+
+	if (!c)
+		c = strcmp(x->o->log_sha256, y->o->log_sha256);
+	return c ? c : x->pos - y->pos;
+}
+
+int pipette_obs_dedupe(struct pipette_observation *obs, int *n, char **dups, int *ndup)
+{
+	struct job_ref *order;
+	int *drop, i, k;
+
+	*dups = NULL;
+	*ndup = 0;
+	if (*n < 2)
+		return 0;
+	order = malloc(sizeof(*order) * (size_t)*n);
+	drop = calloc((size_t)*n, sizeof(int));
+	if (!order || !drop) {
+		free(order);
+		free(drop);
+		return -1;
+	}
+	for (i = 0; i < *n; i++)
+		order[i] = (struct job_ref){ &obs[i], i };
+	qsort(order, (size_t)*n, sizeof(*order), by_job);
+	for (i = 1; i < *n; i++)
+		drop[order[i].pos] = order[i].o->log_sha256[0] &&
+				     !strcmp(order[i - 1].o->plan_hash, order[i].o->plan_hash) &&
+				     !strcmp(order[i - 1].o->log_sha256, order[i].o->log_sha256);
+	free(order);
+	for (i = k = 0; i < *n; i++) {
+		if (drop[i]) {
+			note_skip(dups, ndup, obs[i].name);
+			free(obs[i].stages);
+			continue;
+		}
+		obs[k++] = obs[i];
+	}
+	*n = k;
+	free(drop);
+	return 0;
 }
 
 /* ---- the fit ---------------------------------------------------------- */
@@ -752,7 +827,6 @@ static void start_point(struct rows *d, const int *skip, int m, double *al, doub
  * linearised at the result. */
 static void fit_dropping(struct rows *d, int *skip, double *al, double *be)
 {
-	double sigma, after;
 	int i, k, m = 0, changed = 1;
 
 	for (i = 0; i < d->n; i++)
@@ -762,6 +836,8 @@ static void fit_dropping(struct rows *d, int *skip, double *al, double *be)
 		return;
 	start_point(d, skip, m, al, be);
 	for (k = 0; k < OUTLIER_ROUNDS; k++) {
+		double sigma, after;
+
 		linearise(d, *al, *be);
 		sigma = sigma_of(d, skip);
 		robust(d, skip, sigma, al, be);

@@ -119,6 +119,21 @@ la=$(field loo_error_after)
 holds "leave-one-out error lower after calibration ($la) than before ($lb)" \
     awk -v x="$la" -v y="$lb" 'BEGIN { exit !(x < y) }'
 
+# --- the store's unit is a job (issue 28, item 2) ------------------------------
+# Every observe --record of one plan and log wrote a new observation: 20
+# records of one job weighed 20 in the fit.  Now they replace one file.
+hash1=$(basename "$(find "$LOGS" -name '*.log' | sort | head -n 1)" .log)
+plan1=$(find "$PLANS" -name "pipette-plan-$hash1.json" | head -n 1)
+for _ in $(seq 20); do
+    run "$PIPETTE_BIN" observe --plan "$plan1" --log "$LOGS/$hash1.log" --record "$STORE"
+done
+assert_rc 0 "a job recorded 20 times more: observe runs"
+assert_match "pipette: replaced the earlier observation of this plan and log: $STORE/$hash1-[0-9a-f]{16}\.json" \
+    "$ERR" "... and says it replaced the job's observation"
+assert_eq "${#FIXES[@]}" "$(find "$STORE" -name '*.json' | grep -c .)" "... and the store still holds one observation per job"
+run "$PIPETTE_BIN" calibrate --from "$STORE"
+assert_match "compute 1\.18[0-9]+  comm 1\.4[45]" "$OUT" "... and the fit is the six jobs'"
+
 # --- fast and slow outliers alike (issue 28, item 3) ------------------------
 # Fakes of other jobs (their log digest changed) whose measured step time
 # is scaled: 2 at 0.3x pulled the compute factor from 1.18 to 0.51 and

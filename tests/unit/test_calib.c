@@ -317,6 +317,55 @@ static void rm_tmpdir(void)
 	"\"comm_s\": 0.5}, \"measured\": {\"iteration_s\": " meas "}, \"stages\": " \
 	"[{\"base_bytes\": 1e10, \"transient_bytes\": 1e10, \"measured_reserved_bytes\": 0}]}"
 
+/* An observation of the job of plan P and log L (hex digits repeated). */
+#define JOB_OBS(meas, p, l) "{\"schema\": \"pipette-obs/1\", \"gpu\": \"H100-SXM-80GB\", " \
+	"\"stack\": \"megatron\", \"plan_hash\": \"" p p p p "\", \"log_sha256\": \"" \
+	l l l l l l l l l l l l l l l l "\", \"predicted\": {\"iteration_s\": 2.0, " \
+	"\"compute_s\": 1.5, \"comm_s\": 0.5}, \"measured\": {\"iteration_s\": " meas "}, " \
+	"\"stages\": []}"
+
+/* The store's unit is a job (issue 28, item 2): of the observations of
+ * one plan and log, the first in name order counts; the others are left
+ * out and named.  Observations without a log digest (earlier versions)
+ * all count; a malformed digest is a malformed observation. */
+START_TEST(test_store_one_per_job)
+{
+	struct pipette_observation *o;
+	struct pipette_err err;
+	char *skipped, *dups;
+	int n, nskip, ndup;
+
+	make_tmpdir();
+	write_text("a.json", JOB_OBS("2.2", "0123", "abcd"));
+	write_text("b.json", JOB_OBS("3.3", "0123", "abcd"));	/* the same job */
+	write_text("c.json", JOB_OBS("2.4", "0123", "abce"));	/* another log */
+	write_text("d.json", JOB_OBS("2.5", "4567", "abcd"));	/* another plan */
+	write_text("e.json", JOB_OBS("3.3", "0123", "abcd"));	/* the same job again */
+	write_text("f.json", OBS("2.6"));
+	write_text("g.json", OBS("2.6"));
+	write_text("h.json", JOB_OBS("2.6", "0123", "abc"));	/* 48 digits */
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &skipped, &nskip, &err), 0);
+	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(nskip, 1);
+	ck_assert_msg(strstr(skipped, "h.json: log_sha256: expected 64 hex digits"), "%s",
+		      skipped);
+	free(skipped);
+	ck_assert_int_eq(pipette_obs_dedupe(o, &n, &dups, &ndup), 0);
+	ck_assert_int_eq(ndup, 2);
+	ck_assert_str_eq(dups, "b.json\ne.json\n");
+	ck_assert_int_eq(n, 5);
+	ck_assert_str_eq(o[0].name, "a.json");
+	ck_assert_str_eq(o[1].name, "c.json");
+	ck_assert_str_eq(o[2].name, "d.json");
+	ck_assert_str_eq(o[3].name, "f.json");
+	ck_assert_str_eq(o[4].name, "g.json");
+	ck_assert_double_eq(o[0].measured_s, 2.2);
+	free(dups);
+	pipette_obs_free(o, n);
+	rm_tmpdir();
+}
+END_TEST
+
 START_TEST(test_store)
 {
 	struct pipette_observation *o;
@@ -465,6 +514,7 @@ int main(void)
 	tcase_add_test(tc, test_fit_comm_one_job);
 	tcase_add_test(tc, test_fit_implausible);
 	tcase_add_test(tc, test_store);
+	tcase_add_test(tc, test_store_one_per_job);
 	tcase_add_test(tc, test_site_file);
 	tcase_add_test(tc, test_plan_applies_factors);
 	suite_add_tcase(s, tc);

@@ -515,6 +515,54 @@ START_TEST(test_observe_log_matches_plan)
 }
 END_TEST
 
+/* The store's unit is a job (issue 28, item 2): every observe --record of
+ * one plan and log wrote a new observation, so one job recorded 20 times
+ * weighed 20 in the fit.  Now a repeat replaces the observation of that
+ * plan and log, and calibrate counts copies of one (the same plan and log
+ * under other names) once, saying so in one line. */
+static int store_files(const char *dir)
+{
+	char cmd[256];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+START_TEST(test_observe_record_once)
+{
+	char args[512], store[128], cmd[512];
+	int k;
+
+	ck_assert_int_eq(cli_run(MLM_PLAN "--nodes 2 --tp 2 --pp 4 --dp 2 --format json", out,
+				 OUT_MAX), 0);
+	write_plan_variant("rec.json", NULL, "\"tp\":", "\"tp\":");
+	snprintf(store, sizeof(store), "%s/store", tmpdir);
+	ck_assert_int_eq(mkdir(store, 0755), 0);
+	snprintf(args, sizeof(args), "observe --plan %s/rec.json --log %s/trainlogs/megatron.log "
+		 "--record %s", tmpdir, TEST_DATADIR, store);
+	expect(args, 0, "pipette: recorded ");
+	for (k = 0; k < 3; k++)
+		expect(args, 0, "pipette: replaced the earlier observation of this plan and log");
+	ck_assert_int_eq(store_files(store), 1);
+	/* the same observation under other names (a store written by hand,
+	 * or by an earlier pipette): counted once */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && f=$(ls) && for i in 1 2 3; do cp \"$f\" copy$i.json; done",
+		 store);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(store_files(store), 4);
+	snprintf(args, sizeof(args), "calibrate --from %s --format json", store);
+	expect(args, 0, "3 observations repeat the plan and log of an earlier one and are left "
+	       "out: copy1.json, copy2.json, copy3.json\n");
+	ck_assert_msg(strstr(out, "\"observations\":1,"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_observe_errors)
 {
 	const char *fifo = "is a FIFO, not a regular file";
@@ -594,6 +642,7 @@ int main(void)
 	tcase_add_test(tc, test_device_and_directory_inputs);
 	tcase_add_test(tc, test_observe_errors);
 	tcase_add_test(tc, test_observe_log_matches_plan);
+	tcase_add_test(tc, test_observe_record_once);
 	suite_add_tcase(s, tc);
 	rc = check_run(s);
 	free(out);

@@ -162,6 +162,13 @@ static void stated_eq(const struct pipette_trainlog_stated *s, long world, long 
 START_TEST(test_stated_config)
 {
 	struct pipette_trainlog *l = read_ok("megatron.log", PIPETTE_STACK_MEGATRON);
+	struct pipette_file f;
+	struct pipette_err err;
+
+	/* the log's digest: with the plan's hash, which job it is of */
+	ck_assert_int_eq(pipette_read_file(LOGS "/megatron.log", NULL, 1 << 20, &f, &err), 0);
+	ck_assert_int_eq(memcmp(l->sha256, f.sha256, sizeof(f.sha256)), 0);
+	pipette_file_free(&f);
 
 	/* its arguments: no context_parallel_size line */
 	stated_eq(&l->stated, 16, 2, 4, 0, 2, 0, 0, 64, 4096, 0);
