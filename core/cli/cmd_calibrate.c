@@ -73,6 +73,9 @@ int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **
 	return 0;
 }
 
+/* Outliers the table names, at most (the JSON names every one). */
+#define OUTLIERS_NAMED 20
+
 struct group {
 	int *idx, n;
 	int failed;
@@ -169,9 +172,11 @@ static void fit_table(const struct pipette_observation *obs, const struct group 
 		printf("; leave-one-out %s\n", f->n < 3 ? "needs 3 observations: not written"
 		       : "not run for so many observations");
 	for (i = 0; i < f->n; i++)
-		if (f->outlier[i])
-			printf("%s%s", k++ ? ", " : "    outliers dropped from the fit (measured "
+		if (f->outlier[i] && k++ < OUTLIERS_NAMED)
+			printf("%s%s", k > 1 ? ", " : "    outliers dropped from the fit (measured "
 			       "time far from the others', fast or slow): ", obs[g->idx[i]].name);
+	if (k > OUTLIERS_NAMED)
+		printf(" and %d more (--format json names all)", k - OUTLIERS_NAMED);
 	if (k)
 		printf(" (%d of %d kept)\n", f->kept, f->n);
 }
