@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "inputs/readfile.h"
 
 struct cache_use {
 	struct pipette_plancache c;
@@ -205,21 +206,6 @@ static int user_dir(const char *root, unsigned uid)
 	return dfd;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Node 0 writes the plan the step applies, as the job's user (the planner
  * child runs as the user), whichever way the plan came (planned here, or
  * read from the plan cache, where another node or an earlier step stored
@@ -257,7 +243,7 @@ static void write_plan_file(const struct pipette_step *st, const char *body, con
 		e = errno;
 	else {
 		made = 1;
-		if (write_all(fd, json, jlen))
+		if (pipette_write_all(fd, json, jlen))
 			e = errno ? errno : EIO;
 		if (close(fd) && !e)
 			e = errno ? errno : EIO;

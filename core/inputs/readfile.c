@@ -216,6 +216,23 @@ void pipette_sha256_hex(const unsigned char d[PIPETTE_SHA256_LEN],
 	out[2 * PIPETTE_SHA256_LEN] = '\0';
 }
 
+int pipette_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 /* The name prefix ".BASE.tmp-" of the temporaries of the target whose
  * basename is base. */
 static void tmp_prefix(const char *base, char *out, size_t len)
@@ -273,8 +290,8 @@ int pipette_write_file(const char *path, const char *what, const void *data, siz
 		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
 				    strerror(errno));
 	errno = 0;
-	if (fchmod(fd, (mode_t)mode) || write(fd, data, len) != (ssize_t)len || fsync(fd))
-		e = errno ? errno : EIO;	/* a short write sets none */
+	if (fchmod(fd, (mode_t)mode) || pipette_write_all(fd, data, len) || fsync(fd))
+		e = errno ? errno : EIO;
 	if (close(fd) && !e)
 		e = errno;
 	if (!e && (replace ? rename(tmp, path) : link(tmp, path)))

@@ -48,6 +48,9 @@ void pipette_file_free(struct pipette_file *f);
  * (-1): "WHAT: PATH: REASON". */
 int pipette_write_file(const char *path, const char *what, const void *data, size_t len,
 		       unsigned mode, int replace, struct pipette_err *err);
+/* Write all of data[len] to fd, again after a short write or EINTR: 0, or
+ * -1 with errno set. */
+int pipette_write_all(int fd, const void *data, size_t len);
 /* What a file of mode m is, for messages: "a FIFO", "a directory", "a
  * symbolic link", "a regular file", ... */
 const char *pipette_file_kind(mode_t m);

@@ -457,6 +457,22 @@ static void write_text(const char *path, const char *text)
 
 #define MLM_PLAN "plan --gpu h100 --model llama3-8b --global-batch 64 --seq-len 4096 "
 
+/* observe of good.json with a Megatron step time of `ms` fails, naming
+ * the log, the line and the field, with `why`. */
+static void observe_time_fails(const char *ms, const char *why)
+{
+	char args[512], want[256];
+
+	snprintf(args, sizeof(args), "%s/one.log", tmpdir);
+	snprintf(want, sizeof(want), " iteration 5/ 10 | elapsed time per iteration (ms): %s |\n",
+		 ms);
+	write_text(args, want);
+	snprintf(args, sizeof(args), "observe --plan %s/good.json --log %s/one.log", tmpdir,
+		 tmpdir);
+	snprintf(want, sizeof(want), "one.log: line 1: elapsed time per iteration (ms): %s", why);
+	expect(args, 2, want);
+}
+
 /* observe refuses a log whose job ran another configuration than the plan
  * (issue 28, item 4: a log of world 16, PP 4 was recorded against a
  * 32-GPU PP 1 plan), naming the field; what the log does not state is not
@@ -592,18 +608,8 @@ START_TEST(test_observe_errors)
 	expect(args, 0, "step time: measured 1.5010 s");
 	/* a step time calibrate would refuse, and a hexadecimal one (issue
 	 * 28, item 8) */
-	snprintf(args, sizeof(args), "%s/tiny.log", tmpdir);
-	write_text(args, " iteration 5/ 10 | elapsed time per iteration (ms): 1e-300 |\n");
-	snprintf(args, sizeof(args), "observe --plan %s/good.json --log %s/tiny.log", tmpdir,
-		 tmpdir);
-	expect(args, 2, "tiny.log: line 1: elapsed time per iteration (ms): 1e-300 is out of "
-	       "range [0.1, 8.64e+07]");
-	snprintf(args, sizeof(args), "%s/hex.log", tmpdir);
-	write_text(args, " iteration 5/ 10 | elapsed time per iteration (ms): 0x10 |\n");
-	snprintf(args, sizeof(args), "observe --plan %s/good.json --log %s/hex.log", tmpdir,
-		 tmpdir);
-	expect(args, 2, "hex.log: line 1: elapsed time per iteration (ms): '0x10' is not a "
-	       "decimal number");
+	observe_time_fails("1e-300", "1e-300 is out of range [0.1, 8.64e+07]");
+	observe_time_fails("0x10", "'0x10' is not a decimal number");
 #undef LOG
 	expect_refused("observe --plan %s/fifo --log %s/fifo", "--plan: %s/fifo: ", fifo, NULL);
 	expect_refused("observe --plan %s/good.json --log %s/fifo", "--log: %s/fifo: ", fifo,

@@ -832,11 +832,22 @@ static void plan_file_of(const char *text, char *path, size_t len)
 	path[nl - p] = '\0';
 }
 
+/* The file holds exactly want[len]. */
+static void same_bytes(const char *path, const char *want, size_t len)
+{
+	size_t glen;
+	char *got = slurp(path, &glen);
+
+	ck_assert_uint_eq(glen, len);
+	ck_assert_int_eq(memcmp(got, want, len), 0);
+	free(got);
+}
+
 START_TEST(test_plan_file_on_hit)
 {
-	char root[64], dir[64], udir[96], file[PIPETTE_PATH_MAX + 128], *text, *want, *got;
+	char root[64], dir[64], udir[96], file[PIPETTE_PATH_MAX + 128], *text, *want;
 	struct fixture f;
-	size_t wlen, glen;
+	size_t wlen;
 
 	make_root(root);
 	make_root(dir);
@@ -863,19 +874,13 @@ START_TEST(test_plan_file_on_hit)
 	ck_assert_int_eq(count_lines(text, "comes from"), 1);
 	ck_assert_int_eq(count_tag(text, 'M'), 0);
 	free(text);
-	got = slurp(file, &glen);
-	ck_assert_uint_eq(glen, wlen);
-	ck_assert_int_eq(memcmp(got, want, wlen), 0);
-	free(got);
+	same_bytes(file, want, wlen);
 	/* A later step, the user's directory removed in between. */
 	rm_rf(udir);
 	text = step_run(&f.st);
 	ck_assert_int_eq(count_lines(text, "comes from"), 1);
 	free(text);
-	got = slurp(file, &glen);
-	ck_assert_uint_eq(glen, wlen);
-	ck_assert_int_eq(memcmp(got, want, wlen), 0);
-	free(got);
+	same_bytes(file, want, wlen);
 	free(want);
 	rm_rf(dir);
 	rm_rf(root);
