@@ -337,21 +337,6 @@ out:
 	return rv;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Write the temporary file: header, body, fsync. */
 static int write_tmp(int fd, const char *key, const char *body, size_t len)
 {
@@ -367,7 +352,8 @@ static int write_tmp(int fd, const char *key, const char *body, size_t len)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (write_all(fd, header, (size_t)n) || write_all(fd, body, len) || fsync(fd))
+	if (pipette_write_all(fd, header, (size_t)n) || pipette_write_all(fd, body, len) ||
+	    fsync(fd))
 		return -1;
 	return 0;
 }

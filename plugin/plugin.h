@@ -60,7 +60,7 @@ struct pipette_site {
 	 * plugstack.conf, the same file on every node. */
 	char calibration[PIPETTE_PATH_MAX];
 	/* Where node 0 writes the plan a step applied, as the job's user
-	 * (PIPETTE_PLAN_FILE; "" = nowhere; planfile.c). */
+	 * (PIPETTE_PLAN_FILE; "" = nowhere; step.c). */
 	char plan_dir[PIPETTE_PATH_MAX];
 	/* Tests only (tests/integration/test_plugin_reliability.sh): node 0
 	 * renames this file over the bandwidth cache after it has planned, and
@@ -308,6 +308,16 @@ int pipette_step_body_write(FILE *out, const struct pipette_plan *plan, char *co
  * Slurm's GPUs of this node (node NULL: none).  No END. */
 int pipette_step_body_node(const char *body, const char *node, char *const *gpus, int ngpus,
 			   FILE *out, struct pipette_err *err);
+/* A plan cache entry holds the step's text and, with plan_dir, the plan
+ * file node 0 writes (its JSON) after the END record: the bytes of the
+ * text up to and including its END line (len when it has none). */
+size_t pipette_step_body_len(const char *entry, size_t len);
+/* The name of the plan file in the text's PIPETTE_PLAN_FILE record, when
+ * it is DIR/UID/pipette-plan-HEX.json under plan_dir `dir` and `uid`: 1
+ * with the name in `name`, 0 when the text has no such record (no plan,
+ * or no plan_dir), -1 when the record names another path. */
+int pipette_step_body_plan_file(const char *body, const char *dir, unsigned uid, char *name,
+				size_t len);
 
 /* ---- the per-user plan cache (plancache.c) ------------------------------ */
 /* A key is the whole SHA-256 of the inputs (digest.c), in hex. */

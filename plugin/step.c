@@ -21,7 +21,10 @@
  * full disk) is one notice naming the path and the reason, and the plan
  * is then computed as without the cache: the cache can cost a step time,
  * never its plan.  Only plans computed from the request as given are
- * stored, never a fall-back or an error. */
+ * stored, never a fall-back or an error.
+ *
+ * With plan_dir, node 0 writes the plan file whether it planned or read
+ * the plan: the entry keeps the plan's JSON after the step's text. */
 #define _GNU_SOURCE	/* O_NOFOLLOW, O_DIRECTORY with openat */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "inputs/readfile.h"
 
 struct cache_use {
 	struct pipette_plancache c;
@@ -202,21 +206,32 @@ static int user_dir(const char *root, unsigned uid)
 	return dfd;
 }
 
-/* Node 0 writes the plan it applies, as the job's user (the planner child
- * runs as the user): a new temporary file beside the name (O_EXCL, named
- * by host and process), the JSON, then a rename over the name (no fsync:
- * a spool, and a slow file system must not hold the step).  A failure is
- * a notice: the plan file never costs a step its plan. */
-static void write_plan_file(const struct pipette_step *st, const struct pipette_plan *plan,
-			    FILE *out)
+/* Node 0 writes the plan the step applies, as the job's user (the planner
+ * child runs as the user), whichever way the plan came (planned here, or
+ * read from the plan cache, where another node or an earlier step stored
+ * it): the file the text's PIPETTE_PLAN_FILE names, with `json` (the plan
+ * as pipette_plan_write_json renders it).  A new temporary file beside
+ * the name (O_EXCL, named by host and process), the bytes, then a rename
+ * over the name (no fsync: a spool, and a slow file system must not hold
+ * the step).  A failure is a notice: the plan file never costs a step its
+ * plan. */
+static void write_plan_file(const struct pipette_step *st, const char *body, const char *json,
+			    size_t jlen, FILE *out)
 {
-	char name[64], tmp[160], host[64], path[PIPETTE_PATH_MAX + 96];
-	int dfd, fd = -1, made = 0, e = 0;
-	FILE *f = NULL;
+	char name[64], tmp[160], host[64];
+	int dfd = -1, fd, made = 0, e = 0, rc;
 
-	if (!st->site->plan_dir[0] || st->node_id != 0 ||
-	    plan_file_name(st, plan, name, sizeof(name), path, sizeof(path)))
+	if (!st->site->plan_dir[0] || st->node_id != 0)
 		return;
+	rc = pipette_step_body_plan_file(body, st->site->plan_dir, st->uid, name, sizeof(name));
+	if (rc == 0)
+		return;		/* no plan: fallback=block started the step untouched */
+	if (rc < 0 || !json || !jlen) {
+		notice(out, "plan file under %s/%u: %s: not written", st->site->plan_dir, st->uid,
+		       rc < 0 ? "the step's text names another path"
+		       : "the plan cache entry holds no plan file");
+		return;
+	}
 	if (gethostname(host, sizeof(host)))
 		strcpy(host, "host");
 	host[sizeof(host) - 1] = '\0';
@@ -228,26 +243,41 @@ static void write_plan_file(const struct pipette_step *st, const struct pipette_
 		e = errno;
 	else {
 		made = 1;
-		if (!(f = fdopen(fd, "w")))
-			e = errno;
-		else
-			fd = -1;
+		if (pipette_write_all(fd, json, jlen))
+			e = errno ? errno : EIO;
+		if (close(fd) && !e)
+			e = errno ? errno : EIO;
 	}
-	if (!e && (pipette_plan_write_json(plan, f) || fflush(f)))
-		e = errno ? errno : EIO;
-	if (f && fclose(f) && !e)
-		e = errno ? errno : EIO;
 	if (!e && renameat(dfd, tmp, dfd, name))
 		e = errno;
 	if (e) {
-		notice(out, "plan file %s: cannot write it: %s", path, strerror(e));
+		notice(out, "plan file %s/%u/%s: cannot write it: %s", st->site->plan_dir, st->uid,
+		       name, strerror(e));
 		if (made)
 			unlinkat(dfd, tmp, 0);
 	}
-	if (fd >= 0)
-		close(fd);
 	if (dfd >= 0)
 		close(dfd);
+}
+
+/* The plan file's bytes (plan_dir): the plan's JSON, in *json. */
+static int render_json(const struct pipette_plan *plan, char **json, size_t *jlen)
+{
+	FILE *f = open_memstream(json, jlen);
+	int rv = -1;
+
+	if (!f)
+		return -1;
+	if (pipette_plan_write_json(plan, f) == 0 && fflush(f) == 0)
+		rv = 0;
+	if (fclose(f) != 0)
+		rv = -1;
+	if (rv) {
+		free(*json);
+		*json = NULL;
+		*jlen = 0;
+	}
+	return rv;
 }
 
 /* The plan's part of the step's text: warnings, the table and variables
@@ -277,24 +307,26 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 }
 
 /* Plan, and write the step's text into *body.  *planned: there is a plan
- * (0: fallback=block starts the step untouched).  Node 0 also writes the
- * plan file; what goes wrong there is a notice in `note`, this node's
- * output, not in the step's text (the cache would repeat it). */
+ * (0: fallback=block starts the step untouched).  With plan_dir, *json
+ * gets the plan file's bytes (node 0 writes them; the cache keeps them). */
 static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
-		      int *planned, int *fresh, FILE *note, struct pipette_err *err)
+		      int *planned, int *fresh, char **json, size_t *jlen,
+		      struct pipette_err *err)
 {
 	struct pipette_plan *plan = NULL;
 	FILE *f = open_memstream(body, len);
 	int rv = -1;
 
 	*planned = 0;
+	*json = NULL;
+	*jlen = 0;
 	if (!f)
 		return pipette_fail(err, "writing the result: out of memory");
 	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
 	    pipette_outcome_end(f) == 0)
 		rv = 0;
-	if (rv == 0 && plan)
-		write_plan_file(st, plan, note);
+	if (rv == 0 && plan && st->site->plan_dir[0] && render_json(plan, json, jlen))
+		rv = pipette_fail(err, "writing the plan file: out of memory");
 	*planned = plan != NULL;
 	pipette_plan_destroy(plan);
 	if (fclose(f) != 0 && rv == 0)
@@ -302,6 +334,9 @@ static int build_body(const struct pipette_step *st, const char *pin, char **bod
 	if (rv) {
 		free(*body);
 		*body = NULL;
+		free(*json);
+		*json = NULL;
+		*jlen = 0;
 	}
 	return rv;
 }
@@ -350,6 +385,23 @@ static void cache_open(const struct pipette_step *st, struct cache_use *cu, FILE
 	cu->open = 1;
 }
 
+/* This node's records of a cache entry: the step's text, then the plan
+ * file's bytes (stepbody.c); node 0 writes those. */
+static int entry_records(const struct pipette_step *st, char *entry, size_t len, FILE *out,
+			 char **text, size_t *tlen, struct pipette_err *err)
+{
+	size_t n = pipette_step_body_len(entry, len);
+	char saved = entry[n];
+	int rv;
+
+	entry[n] = '\0';
+	rv = node_records(st, entry, 1, text, tlen, err);
+	entry[n] = saved;
+	if (rv == 0)
+		write_plan_file(st, entry, entry + n, len - n, out);
+	return rv;
+}
+
 /* A hit: this node's records in *text.  A refused entry is reported once. */
 static int lookup(const struct pipette_step *st, struct cache_use *cu, FILE *out, char **text,
 		  size_t *len)
@@ -359,7 +411,7 @@ static int lookup(const struct pipette_step *st, struct cache_use *cu, FILE *out
 	size_t blen;
 	int rc = pipette_plancache_get(&cu->c, cu->key, &body, &blen, &err);
 
-	if (rc == 0 && node_records(st, body, 1, text, len, &err) == 0) {
+	if (rc == 0 && entry_records(st, body, blen, out, text, len, &err) == 0) {
 		free(body);
 		info(out, "plan cache: the plan of this step comes from %s/%s.plan", cu->c.dir,
 		     cu->key);
@@ -375,26 +427,45 @@ static int lookup(const struct pipette_step *st, struct cache_use *cu, FILE *out
 	return 0;
 }
 
-/* Plan, store what may be kept, and take this node's records. */
+/* Keep the step's text and the plan file's bytes after it (stepbody.c). */
+static void store(struct cache_use *cu, const char *body, size_t blen, const char *json,
+		  size_t jlen, FILE *out)
+{
+	struct pipette_err e;
+	char *entry = malloc(blen + jlen + 1);
+
+	if (!entry) {
+		notice(out, "plan cache %s: out of memory: not stored", cu->c.dir);
+		return;
+	}
+	memcpy(entry, body, blen);
+	if (jlen)
+		memcpy(entry + blen, json, jlen);
+	if (pipette_plancache_put(&cu->c, cu->key, entry, blen + jlen, &e))
+		notice(out, "plan cache %s", e.msg);
+	else
+		info(out, "plan cache: the plan of this step was stored in %s/%s.plan", cu->c.dir,
+		     cu->key);
+	free(entry);
+}
+
+/* Plan, write the plan file (node 0), store what may be kept, and take
+ * this node's records. */
 static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, FILE *out,
 			  char **text, size_t *len, int *planned, struct pipette_err *err)
 {
-	struct pipette_err e;
-	char *body = NULL;
-	size_t blen = 0;
+	char *body = NULL, *json = NULL;
+	size_t blen = 0, jlen = 0;
 	int fresh = 0, rv;
 
-	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, out, err))
+	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, &json, &jlen, err))
 		return -1;
-	if (cu->open && fresh) {
-		if (pipette_plancache_put(&cu->c, cu->key, body, blen, &e))
-			notice(out, "plan cache %s", e.msg);
-		else
-			info(out, "plan cache: the plan of this step was stored in %s/%s.plan",
-			     cu->c.dir, cu->key);
-	}
+	write_plan_file(st, body, json, jlen, out);
+	if (cu->open && fresh)
+		store(cu, body, blen, json, jlen, out);
 	rv = node_records(st, body, *planned, text, len, err);
 	free(body);
+	free(json);
 	return rv;
 }
 

@@ -15,6 +15,10 @@
  *   T <task> <ow> NAME=VALUE
  *   END
  *
+ * With plan_dir, the cache entry holds after END the plan file's bytes
+ * (the plan's JSON): node 0 writes them when it reads the plan instead of
+ * planning (step.c), so the file exists whichever node planned.
+ *
  * The text comes from a file of the user's: every record is checked again
  * when it is read (names of the environment contract only, no control
  * characters), so an edited entry can at most fail the step. */
@@ -212,4 +216,53 @@ int pipette_step_body_node(const char *body, const char *node, char *const *gpus
 	if (node && !w.found)
 		return pipette_fail(err, "node %.64s is not in the plan", node);
 	return 0;
+}
+
+size_t pipette_step_body_len(const char *entry, size_t len)
+{
+	const char *p = entry, *end = entry + len, *nl;
+
+	for (; p < end; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', (size_t)(end - p))))
+			break;
+		if (nl - p == 3 && !memcmp(p, "END", 3))
+			return (size_t)(nl + 1 - entry);
+	}
+	return len;
+}
+
+/* "pipette-plan-" + 1 to 32 hex digits + ".json" (step.c's name). */
+static int plan_file_name_ok(const char *name)
+{
+	size_t n = strlen(name), k = strlen("pipette-plan-"), h;
+
+	if (n <= k + 5 || strncmp(name, "pipette-plan-", k) || strcmp(name + n - 5, ".json"))
+		return 0;
+	h = n - k - 5;
+	return h <= 32 && strspn(name + k, "0123456789abcdef") == h;
+}
+
+int pipette_step_body_plan_file(const char *body, const char *dir, unsigned uid, char *name,
+				size_t len)
+{
+	static const char rec[] = "J 1 PIPETTE_PLAN_FILE=";
+	char prefix[PIPETTE_PATH_MAX + 16];
+	const char *p, *nl;
+	size_t k;
+
+	for (p = body; *p; p = nl + 1) {
+		if (!(nl = strchr(p, '\n')) || (nl - p == 3 && !strncmp(p, "END", 3)))
+			return 0;
+		if (!strncmp(p, rec, sizeof(rec) - 1))
+			break;
+	}
+	if (!*p)
+		return 0;
+	p += sizeof(rec) - 1;
+	k = (size_t)snprintf(prefix, sizeof(prefix), "%s/%u/", dir, uid);
+	if (k >= sizeof(prefix) || strncmp(p, prefix, k) || (size_t)(nl - p) - k >= len)
+		return -1;
+	memcpy(name, p + k, (size_t)(nl - p) - k);
+	name[(size_t)(nl - p) - k] = '\0';
+	return plan_file_name_ok(name) ? 1 : -1;
 }

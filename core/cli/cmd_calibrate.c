@@ -19,13 +19,28 @@ static const char usage_text[] =
 "computation and of exposed communication, and the allocator's reserve as a\n"
 "share of the activations.  Prints each fit with the model's mean error\n"
 "before and after it, over the observations and by leave-one-out (each\n"
-"observation predicted by a fit of the others), and names the outliers.\n"
+"observation predicted by a fit of the others), and names the outliers it\n"
+"drops (fast or slow alike).\n"
 "\n"
 "  --from DIR       the observation store\n"
 "  --out FILE       write the calibration file (atomically); plan, estimate\n"
 "                   and the plugin (calibration=FILE) read it with\n"
 "                   --calibration FILE\n"
 "  --format F       table (default) or json\n";
+
+/* One line for the observations left out as repeats of one job (names:
+ * one per line, the first SKIP_LINES_MAX of calib.c). */
+static void say_repeats(const char *dir, const char *names, int n)
+{
+	const char *p = names, *nl;
+
+	fprintf(stderr, "pipette: %s: %d observation%s repeat%s the plan and log of an earlier "
+		"one and %s left out: ", dir, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+		n == 1 ? "is" : "are");
+	for (; p && (nl = strchr(p, '\n')); p = nl + 1)
+		fprintf(stderr, "%s%.*s", p == names ? "" : ", ", (int)(nl - p), p);
+	fprintf(stderr, "%s\n", n > 20 ? ", ..." : "");
+}
 
 int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **obs, int *n)
 {
@@ -42,6 +57,14 @@ int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **
 			fprintf(stderr, "  (and %d more)\n", nskip - 20);
 	}
 	free(skipped);
+	if (pipette_obs_dedupe(*obs, n, &skipped, &nskip)) {
+		pipette_obs_free(*obs, *n);
+		*obs = NULL;
+		return cli_error("%s: out of memory", opt);
+	}
+	if (nskip)
+		say_repeats(dir, skipped, nskip);
+	free(skipped);
 	if (!*n) {
 		pipette_obs_free(*obs, *n);
 		*obs = NULL;
@@ -49,6 +72,9 @@ int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **
 	}
 	return 0;
 }
+
+/* Outliers the table names, at most (the JSON names every one). */
+#define OUTLIERS_NAMED 20
 
 struct group {
 	int *idx, n;
@@ -111,6 +137,7 @@ static struct json_object *fit_json(const struct pipette_observation *obs, const
 	json_object_object_add(e, "reserve_fraction", f->f.reserve_fraction >= 0
 			       ? json_object_new_double(f->f.reserve_fraction) : NULL);
 	json_object_object_add(e, "observations", json_object_new_int(f->n));
+	json_object_object_add(e, "kept", json_object_new_int(f->kept));
 	json_object_object_add(e, "error_before", json_object_new_double(f->err_before));
 	json_object_object_add(e, "error_after", json_object_new_double(f->err_after));
 	json_object_object_add(e, "loo_error_before", f->loo ? json_object_new_double(f->loo_before)
@@ -145,11 +172,13 @@ static void fit_table(const struct pipette_observation *obs, const struct group 
 		printf("; leave-one-out %s\n", f->n < 3 ? "needs 3 observations: not written"
 		       : "not run for so many observations");
 	for (i = 0; i < f->n; i++)
-		if (f->outlier[i])
-			printf("%s%s", k++ ? ", " : "    outliers (weighed down, not dropped): ",
-			       obs[g->idx[i]].name);
+		if (f->outlier[i] && k++ < OUTLIERS_NAMED)
+			printf("%s%s", k > 1 ? ", " : "    outliers dropped from the fit (measured "
+			       "time far from the others', fast or slow): ", obs[g->idx[i]].name);
+	if (k > OUTLIERS_NAMED)
+		printf(" and %d more (--format json names all)", k - OUTLIERS_NAMED);
 	if (k)
-		printf("\n");
+		printf(" (%d of %d kept)\n", f->kept, f->n);
 }
 
 struct cal_opts {

@@ -32,8 +32,9 @@ static const char usage_text[] =
 "  --log FILE       the job's training log\n"
 "  --warmup N       steps to skip before the steady state (default: the\n"
 "                   parser's, see man pipette)\n"
-"  --record DIR     add the observation to the site's store (one new file,\n"
-"                   written atomically; pipette calibrate --from DIR)\n"
+"  --record DIR     add the observation to the site's store (one file per\n"
+"                   plan and log: recording a job again replaces it; written\n"
+"                   atomically; pipette calibrate --from DIR)\n"
 "  --format F       table (default) or json (the observation)\n"
 "  --report DIR     with --svg: draw every observation of the store: the\n"
 "                   predicted against the measured step time and memory per\n"
@@ -53,7 +54,8 @@ struct planned {
 	enum pipette_stack_id stack_id;
 	double model_s, compute_s, comm_s, site_s;
 	double tokens_per_step;		/* global batch x sequence length */
-	long world;
+	long world, tp, dp, cp, global_batch, seq_len;
+	long dp_shard, dp_replicate;	/* 0: the plan does not say */
 	int pp, per_stage;	/* ranks per pipeline stage: world / pp */
 	int nstages;
 	double base[PIPETTE_OBS_MAX_STAGES], transient[PIPETTE_OBS_MAX_STAGES],
@@ -130,6 +132,25 @@ static int plan_stages(struct json_object *mem, const char *src, struct planned 
 	return 0;
 }
 
+/* torchtitan's split of the data parallelism, where the plan has it. */
+static int dp_split(struct json_object *cfg, const char *src, struct planned *p)
+{
+	double v;
+
+	p->dp_shard = p->dp_replicate = 0;
+	if (json_object_object_get_ex(cfg, "dp_shard", NULL)) {
+		if (size_of(cfg, "dp_shard", src, 1 << 20, &v))
+			return -1;
+		p->dp_shard = (long)v;
+	}
+	if (json_object_object_get_ex(cfg, "dp_replicate", NULL)) {
+		if (size_of(cfg, "dp_replicate", src, 1 << 20, &v))
+			return -1;
+		p->dp_replicate = (long)v;
+	}
+	return 0;
+}
+
 static int read_plan(const char *path, struct planned *p)
 {
 	struct pipette_err err;
@@ -189,10 +210,62 @@ static int read_plan(const char *path, struct planned *p)
 	p->per_stage = (int)(tp * dp * cp);
 	p->world = (long)(tp * dp * cp * ppd);
 	p->tokens_per_step = gb * seq;
+	p->tp = (long)tp;
+	p->dp = (long)dp;
+	p->cp = (long)cp;
+	p->global_batch = (long)gb;
+	p->seq_len = (long)seq;
+	if (dp_split(cfg, path, p))
+		goto out;
 	rc = plan_stages(mem, path, p);
 out:
 	json_object_put(root);
 	return rc;
+}
+
+/* One figure the log states against the plan's: 0 when they agree or the
+ * log does not state it, else the usage error naming the field. */
+static int same(const char *log, const char *field, long stated, long want, const char *what)
+{
+	if (stated == 0 || stated == want)
+		return 0;
+	if (stated < 0)
+		return cli_error("--log: %s: %s: the log's runs state different values: not the "
+				 "log of one job", log, field);
+	return cli_error("--log: %s: %s: the log states %ld, the plan %ld%s: not the log of "
+			 "this plan's job", log, field, stated, want, what);
+}
+
+/* The log against the plan (pipette_trainlog_stated): a log of another
+ * configuration is no observation of this plan.  Megatron's arguments
+ * are named as Megatron prints them; torchtitan's mesh as it does. */
+static int check_log(const struct planned *p, const struct pipette_trainlog *l, const char *log)
+{
+	const struct pipette_trainlog_stated *s = &l->stated;
+	int tt = p->stack_id == PIPETTE_STACK_TORCHTITAN;
+	double tokens = s->tokens_per_step;
+
+	if (same(log, tt ? "world size (the device mesh)" : "world_size", s->world, p->world,
+		 " GPUs") ||
+	    same(log, tt ? "tp" : "tensor_model_parallel_size", s->tp, p->tp, " (tp)") ||
+	    same(log, tt ? "pp" : "pipeline_model_parallel_size", s->pp, p->pp, " (pp)") ||
+	    same(log, tt ? "cp" : "context_parallel_size", s->cp, p->cp, " (cp)") ||
+	    same(log, tt ? "dp_replicate x dp_shard" : "data_parallel_size", s->dp, p->dp,
+		 " (dp)") ||
+	    (p->dp_shard && same(log, "dp_shard", s->dp_shard, p->dp_shard, " (dp_shard)")) ||
+	    (p->dp_replicate && same(log, "dp_replicate", s->dp_replicate, p->dp_replicate,
+				     " (dp_replicate)")) ||
+	    same(log, "global_batch_size", s->global_batch, p->global_batch, " (global_batch)") ||
+	    same(log, "seq_length", s->seq_len, p->seq_len, " (seq_len)"))
+		return PIPETTE_EXIT_USAGE;
+	if (tokens < 0)
+		return cli_error("--log: %s: tokens per train step: the log's runs state different "
+				 "values: not the log of one job", log);
+	if (tokens > 0 && tokens != p->tokens_per_step)
+		return cli_error("--log: %s: tokens per train step: the log states %.0f, the plan "
+				 "%.0f (global_batch x seq_len): not the log of this plan's job", log,
+				 tokens, p->tokens_per_step);
+	return 0;
 }
 
 /* The highest reserved peak of each stage's ranks (Megatron, NeMo and
@@ -218,9 +291,11 @@ static int stage_peaks(const struct pipette_trainlog *l, const struct planned *p
 }
 
 static struct json_object *observation(const struct planned *p, const struct obs_opts *o,
+				       const struct pipette_trainlog *l,
 				       const struct pipette_trainlog_steady *ss,
 				       const double *peak)
 {
+	char sha[2 * PIPETTE_SHA256_LEN + 1];
 	struct json_object *root = json_object_new_object(), *pr = json_object_new_object();
 	struct json_object *me = json_object_new_object(), *stages = json_object_new_array();
 	char when[32];
@@ -236,6 +311,8 @@ static struct json_object *observation(const struct planned *p, const struct obs
 	json_object_object_add(root, "recorded", json_object_new_string(when));
 	json_object_object_add(root, "uid", json_object_new_int((int)getuid()));
 	json_object_object_add(root, "log", json_object_new_string(o->log));
+	pipette_sha256_hex(l->sha256, sha);
+	json_object_object_add(root, "log_sha256", json_object_new_string(sha));
 	json_object_object_add(pr, "iteration_s", json_object_new_double(p->model_s));
 	json_object_object_add(pr, "compute_s", json_object_new_double(p->compute_s));
 	json_object_object_add(pr, "comm_s", json_object_new_double(p->comm_s));
@@ -332,29 +409,39 @@ static int parse(int argc, char **argv, struct obs_opts *o)
 	return 0;
 }
 
-/* One new file in the store: NAME = plan hash, UTC time, pid and a
- * counter, linked into place so that concurrent jobs never overwrite. */
-static int record(const char *dir, const struct planned *p, struct json_object *obs)
+/* The store's unit is a job: one file per plan and log, HASH-LOG.json
+ * (the plan's hash and the first 16 hex digits of the log's SHA-256), so
+ * that recording one job again replaces its observation (and says so)
+ * instead of weighing it twice in the fit.  Written atomically. */
+static int record(const char *dir, const struct planned *p,
+		  const struct pipette_trainlog *l, struct json_object *obs)
 {
 	struct pipette_err err;
-	char path[4096], stamp[32];
-	time_t now = time(NULL);
-	int k, rc;
+	char path[4096], sha[2 * PIPETTE_SHA256_LEN + 1];
+	struct stat st;
+	int again;
 
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-	for (k = 0; k < 100; k++) {
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s-%ld-%d.json", dir, p->hash, stamp,
-				     (long)getpid(), k) >= sizeof(path))
-			return cli_error("--record: %s: path too long", dir);
-		rc = pipette_json_write_file(path, "--record", obs, 0644, 0, &err);
-		if (rc == 0) {
-			fprintf(stderr, "pipette: recorded %s\n", path);
-			return 0;
-		}
-		if (rc < 0)
-			return cli_error("%s", err.msg);
+	pipette_sha256_hex(l->sha256, sha);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s-%.16s.json", dir, p->hash, sha) >=
+	    sizeof(path))
+		return cli_error("--record: %s: path too long", dir);
+	again = lstat(path, &st) == 0;
+	if (again && st.st_uid != geteuid()) {
+		/* a shared store: another user's file, which this user may
+		 * not replace (and need not: it is the same job) */
+		fprintf(stderr, "pipette: the store already holds the observation of this plan "
+			"and log, recorded by uid %u: not recorded again: %s\n",
+			(unsigned)st.st_uid, path);
+		return 0;
 	}
-	return cli_error("--record: %s: 100 observations of this plan this second", dir);
+	if (pipette_json_write_file(path, "--record", obs, 0644, 1, &err))
+		return cli_error("%s", err.msg);
+	if (again)
+		fprintf(stderr, "pipette: replaced the earlier observation of this plan and log: "
+			"%s\n", path);
+	else
+		fprintf(stderr, "pipette: recorded %s\n", path);
+	return 0;
 }
 
 /* --report DIR --svg OUT, written whole or not at all. */
@@ -402,6 +489,10 @@ int cmd_observe(int argc, char **argv)
 		return rc;
 	if (pipette_trainlog_read(o.log, p.stack_id, &l, &err))
 		return cli_error("--log: %s", err.msg);
+	if ((rc = check_log(&p, l, o.log))) {
+		pipette_trainlog_destroy(l);
+		return rc;
+	}
 	/* torchtitan prints tokens per second: the plan says how many
 	 * tokens a step takes and on how many GPUs */
 	if ((p.stack_id == PIPETTE_STACK_TORCHTITAN &&
@@ -411,13 +502,13 @@ int cmd_observe(int argc, char **argv)
 		return cli_error("--log: %s", err.msg);
 	}
 	stage_peaks(l, &p, peak);
-	obs = observation(&p, &o, &ss, peak);
+	obs = observation(&p, &o, l, &ss, peak);
 	if (o.fmt == PIPETTE_FMT_JSON)
 		printf("%s\n", json_object_to_json_string_ext(obs, JSON_C_TO_STRING_PRETTY |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
 		print_table(&p, &ss, peak);
-	rc = o.record ? record(o.record, &p, obs) : PIPETTE_EXIT_OK;
+	rc = o.record ? record(o.record, &p, l, obs) : PIPETTE_EXIT_OK;
 	json_object_put(obs);
 	pipette_trainlog_destroy(l);
 	return rc;

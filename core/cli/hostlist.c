@@ -90,6 +90,11 @@ int pipette_hostlist_expand(const char *list, char ***names, int *n,
 	if (list[0] == '-' || list[0] == '+')
 		return pipette_fail(err, "'%.64s' is neither a node count (1, 2, ...) nor a "
 				    "Slurm hostlist", list);
+	/* " 4": libslurm splits on blanks as on commas and named one node
+	 * "4"; a blank is in no host name (RFC 952) and in no count. */
+	if (strpbrk(list, " \t\n\r\v\f"))
+		return pipette_fail(err, "'%.64s' is neither a node count (1, 2, ...) nor a "
+				    "Slurm hostlist: it has blanks", list);
 	hl = slurm_hostlist_create(list);
 	if (!hl)
 		return pipette_fail(err, "node list '%.64s' is not a valid Slurm hostlist",

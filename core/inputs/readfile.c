@@ -1,7 +1,9 @@
 /* pipette: the one reader of input files, and the one writer of whole files
  * (readfile.h). */
+#define _GNU_SOURCE	/* O_DIRECTORY, O_NOFOLLOW, fdopendir */
 #include "inputs/readfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nettle/sha2.h>
@@ -18,6 +21,16 @@
 /* The first buffer when the size fstat reports is no guide (0 for files
  * in /proc and /sys, which have content all the same). */
 #define READ_CHUNK 4096
+/* The whole-file writer's temporary file of TARGET is ".TARGET.tmp-" and
+ * mkstemp's six characters, beside TARGET (the basename cut to
+ * TMP_BASE_MAX bytes so the name fits NAME_MAX).  One older than
+ * TMP_STALE_S was left by a writer that was killed: writing takes
+ * milliseconds to seconds (an fsync on a slow file system), never an
+ * hour; the plan cache uses the same bound (plugin/plancache.c). */
+#define TMP_SUFFIX ".tmp-"
+#define TMP_RANDOM 6
+#define TMP_BASE_MAX 200
+#define TMP_STALE_S 3600
 
 static const char *sep(const char *what)
 {
@@ -203,22 +216,82 @@ void pipette_sha256_hex(const unsigned char d[PIPETTE_SHA256_LEN],
 	out[2 * PIPETTE_SHA256_LEN] = '\0';
 }
 
+int pipette_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The name prefix ".BASE.tmp-" of the temporaries of the target whose
+ * basename is base. */
+static void tmp_prefix(const char *base, char *out, size_t len)
+{
+	snprintf(out, len, ".%.*s" TMP_SUFFIX, TMP_BASE_MAX, base);
+}
+
+/* Remove the temporary files of the same target that writers killed
+ * before their rename left in dir (dirlen bytes of path; "" is "."): a
+ * regular file, not a link, named prefix + six characters, owned by the
+ * caller and older than TMP_STALE_S.  Best effort: nothing here fails a
+ * write. */
+static void sweep_stale(const char *path, size_t dirlen, const char *prefix)
+{
+	char dir[PATH_MAX];
+	size_t plen = strlen(prefix);
+	time_t now = time(NULL);
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(dirlen ? dirlen : 1), dirlen ? path : ".");
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, prefix, plen) || strlen(e->d_name) != plen + TMP_RANDOM ||
+		    fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || now - st.st_mtime <= TMP_STALE_S)
+			continue;
+		(void)unlinkat(fd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int pipette_write_file(const char *path, const char *what, const void *data, size_t len,
 		       unsigned mode, int replace, struct pipette_err *err)
 {
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], prefix[TMP_BASE_MAX + 16];
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
 	int fd, e = 0;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.tmp-XXXXXX", (int)dirlen, path) >= sizeof(tmp))
+	tmp_prefix(path + dirlen, prefix, sizeof(prefix));
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s%sXXXXXX", (int)dirlen, path, prefix) >=
+	    sizeof(tmp))
 		return pipette_fail(err, "%s: %s: path too long", what, path);
+	sweep_stale(path, dirlen, prefix);
 	if ((fd = mkstemp(tmp)) < 0)
 		return pipette_fail(err, "%s: %s: cannot create a file beside it: %s", what, path,
 				    strerror(errno));
 	errno = 0;
-	if (fchmod(fd, (mode_t)mode) || write(fd, data, len) != (ssize_t)len || fsync(fd))
-		e = errno ? errno : EIO;	/* a short write sets none */
+	if (fchmod(fd, (mode_t)mode) || pipette_write_all(fd, data, len) || fsync(fd))
+		e = errno ? errno : EIO;
 	if (close(fd) && !e)
 		e = errno;
 	if (!e && (replace ? rename(tmp, path) : link(tmp, path)))

@@ -39,12 +39,18 @@ int pipette_read_file(const char *path, const char *what, size_t max,
 		      struct pipette_file *f, struct pipette_err *err);
 void pipette_file_free(struct pipette_file *f);
 /* Write data[len] to `path` whole or not at all: a temporary file beside
- * it (mode `mode`), flushed to disk, then linked to `path` (replace = 0:
- * returns 1, "exists", when path does; never follows a symbolic link
- * there) or renamed over it (replace = 1).  Errors (-1): "WHAT: PATH:
- * REASON". */
+ * it (".BASENAME.tmp-XXXXXX", mode `mode`), flushed to disk, then linked
+ * to `path` (replace = 0: returns 1, "exists", when path does; never
+ * follows a symbolic link there) or renamed over it (replace = 1).  A
+ * writer killed before its rename leaves its temporary file; each write
+ * first removes those of the same target that are regular files of the
+ * caller's, older than an hour (a writer at work is younger).  Errors
+ * (-1): "WHAT: PATH: REASON". */
 int pipette_write_file(const char *path, const char *what, const void *data, size_t len,
 		       unsigned mode, int replace, struct pipette_err *err);
+/* Write all of data[len] to fd, again after a short write or EINTR: 0, or
+ * -1 with errno set. */
+int pipette_write_all(int fd, const void *data, size_t len);
 /* What a file of mode m is, for messages: "a FIFO", "a directory", "a
  * symbolic link", "a regular file", ... */
 const char *pipette_file_kind(mode_t m);

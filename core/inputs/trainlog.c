@@ -118,6 +118,12 @@
  *    metric and layer): 3 metrics x 256 layers is about 31 KB.
  *  PIPETTE_TRAINLOG_MAX_STEP_S, a day: published steps take seconds to
  *    minutes; a bound on the arithmetic, not a policy.
+ *  PIPETTE_TRAINLOG_MIN_STEP_S, 0.1 ms: the shortest step Megatron can
+ *    print ("{:.1f}" ms, [MLM] training.py:3567-3575); a training step of any
+ *    stack launches the kernels of a forward and a backward pass of every
+ *    layer and an optimizer step, each kernel launch some microseconds,
+ *    so a shorter one is a misprint, not a measurement (and calibrate's
+ *    store, calib.c, refuses times far below a step's).
  *  PIPETTE_TRAINLOG_MAX_GIB, 4 TiB: over ten times the largest GPU memory
  *    (288 GB: NVIDIA B300 and AMD MI355X datasheets).
  *  PIPETTE_TRAINLOG_MAX_TPS, 10^10 tokens/s per device: a model of 10^6
@@ -174,6 +180,7 @@ struct ctx {
 	long mlm_interval;
 	int mlm_tp_pp_dp;
 	long tt_pp, tt_world;		/* torchtitan's mesh, 0 unknown */
+	struct pipette_trainlog_stated stated;	/* over all runs */
 	double tt_tokens;
 	int nemo_kind;			/* 0 none yet, 1 ProgressPrinter, 2 DeltaTimingCallback */
 	long nemo_untimed, nemo_untimed_line;
@@ -232,6 +239,10 @@ static int read_num(struct ctx *c, const char **pp, const char *field, int comma
 
 	if (!q || !tok[0])
 		return fail_at(c, field, "expected a number, got '%.24s'", blanks(*pp));
+	/* "0x10": the token stops at the x, and would read as 0 */
+	if (*q == 'x' || *q == 'X')
+		return fail_at(c, field, "'%.*s' is not a decimal number",
+			       (int)strcspn(blanks(*pp), " \t|,()"), blanks(*pp));
 	if (pipette_parse_double(tok, lo, hi, out, field, &e) < 0)
 		return pipette_fail(c->err, "%s: line %ld: %s", c->name, c->line, e.msg);
 	if (open && *out <= lo)
@@ -404,8 +415,9 @@ static int mlm_step(struct ctx *c, const char *msg, const char *d, int local)
 	if (!(p = after(msg, MLM_ELAPSED)))
 		return fail_at(c, "elapsed time per iteration (ms)",
 			       "missing from the iteration report");
-	if (read_num(c, &p, "elapsed time per iteration (ms)", 0, 0.0,
-		     PIPETTE_TRAINLOG_MAX_STEP_S * 1000.0, 1, &ms) < 0)
+	if (read_num(c, &p, "elapsed time per iteration (ms)", 0,
+		     PIPETTE_TRAINLOG_MIN_STEP_S * 1000.0, PIPETTE_TRAINLOG_MAX_STEP_S * 1000.0, 0,
+		     &ms) < 0)
 		return -1;
 	return add_step(c, it, ms / 1000.0, 0.0, local, 1);
 }
@@ -440,41 +452,83 @@ static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local)
 	return add_mem(c, (int)rank, local, alloc / MIB_PER_GIB, resv / MIB_PER_GIB);
 }
 
-/* "  {name} {dots} {value}": the arguments that place a rank in the
- * pipeline, and the log interval. */
+/* What a log states, over its runs: a second value unlike the first is
+ * -1 (the runs were configured differently). */
+static void state(long *field, long v)
+{
+	*field = !*field || *field == v ? v : -1;
+}
+
+static void state_tokens(double *field, double v)
+{
+	*field = *field == 0 || *field == v ? v : -1;
+}
+
+/* The Megatron arguments pipette reads: those that place a rank in the
+ * pipeline, the log interval, and the configuration observe holds against
+ * the plan. */
+enum mlm_arg { ARG_MAPPING, ARG_PP, ARG_WORLD, ARG_INTERVAL, ARG_TP, ARG_CP, ARG_DP, ARG_GB,
+	       ARG_SEQ, ARG_COUNT };
+
+static const char *const mlm_keys[ARG_COUNT] = {
+	"use_tp_pp_dp_mapping", "pipeline_model_parallel_size", "world_size", "log_interval",
+	"tensor_model_parallel_size", "context_parallel_size", "data_parallel_size",
+	"global_batch_size", "seq_length",
+};
+
+static void mlm_store(struct ctx *c, enum mlm_arg k, long v)
+{
+	struct pipette_trainlog_stated *s = &c->stated;
+	long *const field[ARG_COUNT] = {
+		[ARG_PP] = &s->pp, [ARG_WORLD] = &s->world, [ARG_TP] = &s->tp, [ARG_CP] = &s->cp,
+		[ARG_DP] = &s->dp, [ARG_GB] = &s->global_batch, [ARG_SEQ] = &s->seq_len,
+	};
+
+	if (k == ARG_PP)
+		c->mlm_pp = v;
+	else if (k == ARG_WORLD)
+		c->mlm_world = v;
+	else if (k == ARG_INTERVAL)
+		c->mlm_interval = v;
+	if (field[k])
+		state(field[k], v);
+}
+
+/* "  {name} {dots} {value}"; a value "None" states nothing. */
 static int mlm_argument(struct ctx *c, const char *msg)
 {
-	static const char *const keys[] = {
-		"use_tp_pp_dp_mapping", "pipeline_model_parallel_size", "world_size",
-		"log_interval",
-	};
-	long *const vals[] = { NULL, &c->mlm_pp, &c->mlm_world, &c->mlm_interval };
 	const char *p = blanks(msg), *q;
-	size_t k, n;
-	long v;
+	long v, hi;
+	size_t n;
+	int k;
 
-	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		n = strlen(keys[k]);
-		if (strncmp(p, keys[k], n) || p[n] != ' ' || p[n + 1] != '.')
+	for (k = 0; k < ARG_COUNT; k++) {
+		n = strlen(mlm_keys[k]);
+		if (strncmp(p, mlm_keys[k], n) || p[n] != ' ' || p[n + 1] != '.')
 			continue;
 		for (q = p + n + 1; *q == '.'; q++)
 			;
 		if (*q != ' ')
 			return 0;
 		q = blanks(q);
-		if (k == 0) {
+		if (k == ARG_MAPPING) {
 			if (strncmp(q, "True", 4) && strncmp(q, "False", 5))
-				return fail_at(c, keys[k], "expected True or False, got '%.24s'", q);
+				return fail_at(c, mlm_keys[k], "expected True or False, got '%.24s'", q);
 			c->mlm_tp_pp_dp = *q == 'T';
 			q += *q == 'T' ? 4 : 5;
+		} else if (!strncmp(q, "None", 4) && !*blanks(q + 4)) {
+			return 0;
 		} else {
-			if (read_int(c, &q, keys[k], 1, k == 3 ? PIPETTE_TRAINLOG_MAX_ITER :
-				     PIPETTE_MAX_PIN, &v) < 0)
+			hi = k == ARG_INTERVAL ? PIPETTE_TRAINLOG_MAX_ITER : k == ARG_GB ?
+			     PIPETTE_MAX_GLOBAL_BATCH : k == ARG_SEQ ? PIPETTE_MAX_SEQ_LEN :
+			     PIPETTE_MAX_PIN;
+			if (read_int(c, &q, mlm_keys[k], 1, hi, &v) < 0)
 				return -1;
-			*vals[k] = v;
+			mlm_store(c, (enum mlm_arg)k, v);
 		}
 		if (*blanks(q))
-			return fail_at(c, keys[k], "unexpected '%.24s' after the value", blanks(q));
+			return fail_at(c, mlm_keys[k], "unexpected '%.24s' after the value",
+				       blanks(q));
 		return 0;
 	}
 	return 0;
@@ -562,7 +616,8 @@ static int nemo_printer(struct ctx *c, const char *msg, const char *d, int local
 	if (c->nemo_kind == 2)
 		return 0;
 	c->nemo_kind = 1;
-	if (read_num(c, &p, NEMO_TIMING, 0, 0.0, PIPETTE_TRAINLOG_MAX_STEP_S, 1, &s) < 0)
+	if (read_num(c, &p, NEMO_TIMING, 0, PIPETTE_TRAINLOG_MIN_STEP_S,
+		     PIPETTE_TRAINLOG_MAX_STEP_S, 0, &s) < 0)
 		return -1;
 	return add_step(c, it, s, 0.0, local, 1);
 }
@@ -584,7 +639,8 @@ static int nemo_delta(struct ctx *c, const char *msg, const char *t, int local)
 	if (read_int(c, &q, "Step", 0, PIPETTE_TRAINLOG_MAX_ITER, &it) < 0)
 		return -1;
 	p = t + strlen(": " NEMO_TIMING "=");
-	if (read_num(c, &p, NEMO_TIMING, 0, 0.0, PIPETTE_TRAINLOG_MAX_STEP_S, 1, &s) < 0)
+	if (read_num(c, &p, NEMO_TIMING, 0, PIPETTE_TRAINLOG_MIN_STEP_S,
+		     PIPETTE_TRAINLOG_MAX_STEP_S, 0, &s) < 0)
 		return -1;
 	return add_step(c, it, s, 0.0, local, 1);
 }
@@ -673,7 +729,7 @@ static int tt_mesh(struct ctx *c, const char *msg)
 {
 	static const char *const dims[] = { "pp=", "dp_replicate=", "dp_shard=", "cp=", "tp=" };
 	const char *p = msg;
-	long v, world = 1;
+	long v, world = 1, dim[5];
 	size_t k;
 
 	if (c->trunc)
@@ -683,14 +739,21 @@ static int tt_mesh(struct ctx *c, const char *msg)
 			return fail_at(c, dims[k], "missing from the device mesh line");
 		if (read_int(c, &p, dims[k], 1, PIPETTE_MAX_PIN, &v) < 0)
 			return -1;
-		if (k == 0)
-			c->tt_pp = v;
 		if (v > PIPETTE_MAX_PIN / world)
 			return fail_at(c, dims[k], "the mesh has more than %ld ranks",
 				       (long)PIPETTE_MAX_PIN);
 		world *= v;
+		dim[k] = v;
 	}
+	c->tt_pp = dim[0];
 	c->tt_world = world;
+	state(&c->stated.pp, dim[0]);
+	state(&c->stated.dp_replicate, dim[1]);
+	state(&c->stated.dp_shard, dim[2]);
+	state(&c->stated.dp, dim[1] * dim[2]);
+	state(&c->stated.cp, dim[3]);
+	state(&c->stated.tp, dim[4]);
+	state(&c->stated.world, world);
 	return 0;
 }
 
@@ -709,6 +772,7 @@ static int tt_tokens(struct ctx *c, const char *msg)
 	if (strncmp(p, TT_TOKENS, strlen(TT_TOKENS)))
 		return fail_at(c, "tokens per train step", "expected '%s' after the figure",
 			       TT_TOKENS);
+	state_tokens(&c->stated.tokens_per_step, c->tt_tokens);
 	return 0;
 }
 
@@ -919,11 +983,12 @@ static int derive(struct pipette_trainlog *l, const char *name, double tokens, l
 		if (s->tokens_per_s <= 0)
 			continue;
 		t = tokens / (s->tokens_per_s * (double)world);
-		if (!(t > 0 && t <= PIPETTE_TRAINLOG_MAX_STEP_S))
+		if (!(t >= PIPETTE_TRAINLOG_MIN_STEP_S && t <= PIPETTE_TRAINLOG_MAX_STEP_S))
 			return pipette_fail(err, "%s: line %ld: tps: %g tokens/s per device on %ld "
 					    "GPUs at %g tokens per step is a step of %g s, not in "
-					    "(0, %g]", name, s->line, s->tokens_per_s, world,
-					    tokens, t, PIPETTE_TRAINLOG_MAX_STEP_S);
+					    "[%g, %g]", name, s->line, s->tokens_per_s, world,
+					    tokens, t, PIPETTE_TRAINLOG_MIN_STEP_S,
+					    PIPETTE_TRAINLOG_MAX_STEP_S);
 		s->step_s = t;
 	}
 	l->tokens_per_step = tokens;
@@ -975,6 +1040,7 @@ static int finish(struct ctx *c, const char *stack, struct pipette_trainlog *l)
 	l->mem = c->mem;
 	l->nmem = c->nmem;
 	c->mem = NULL;
+	l->stated = c->stated;
 	assign_stages(c, l);
 	if (c->fmt == FMT_TITAN && c->tt_tokens > 0 && c->tt_world > 0)
 		return derive(l, c->name, c->tt_tokens, c->tt_world, c->err);
@@ -1029,6 +1095,7 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "%s: out of memory", c.name);
 	l->stack = stack;
 	l->step_rank = -1;
+	pipette_sha256(buf ? buf : "", buf ? len : 0, l->sha256);
 	rc = parse_lines(&c, buf ? buf : "", len);
 	if (rc == 0)
 		rc = finish(&c, sname, l);

@@ -9,6 +9,7 @@
 #define PIPETTE_TRAINLOG_H
 
 #include "inputs/error.h"
+#include "inputs/readfile.h"
 #include "inputs/stack.h"
 
 /* One training step as the stack reported it. */
@@ -38,8 +39,25 @@ struct pipette_trainlog_mem {
 				 * rank N (torchtitan's run_train.sh); -1 without it */
 };
 
+/* What a log states of its job's configuration, for a check against the
+ * plan (pipette observe): 0 where it states nothing, -1 where runs of the
+ * log state different values.  Megatron-LM prints its arguments
+ * (world_size, tensor_, pipeline_model_parallel_size, context_parallel_
+ * size, data_parallel_size, global_batch_size, seq_length); torchtitan
+ * its device mesh (pp, dp_replicate, dp_shard, cp, tp; dp and world their
+ * product) and its tokens per train step; NeMo's log none of them. */
+struct pipette_trainlog_stated {
+	long world, tp, pp, cp, dp, dp_replicate, dp_shard;
+	long global_batch, seq_len;
+	double tokens_per_step;
+};
+
 struct pipette_trainlog {
 	enum pipette_stack_id stack;
+	/* SHA-256 of the log's bytes: with the plan's hash, which job an
+	 * observation is of (pipette observe --record keeps one per pair). */
+	unsigned char sha256[PIPETTE_SHA256_LEN];
+	struct pipette_trainlog_stated stated;
 	long nsteps;
 	struct pipette_trainlog_step *steps;	/* in log order */
 	int nmem;
@@ -74,6 +92,7 @@ struct pipette_trainlog_steady {
 /* Bytes of one line looked at; the plausible ranges of the numbers read
  * (their sources are in trainlog.c). */
 #define PIPETTE_TRAINLOG_MAX_LINE 65536
+#define PIPETTE_TRAINLOG_MIN_STEP_S 1e-4
 #define PIPETTE_TRAINLOG_MAX_STEP_S 86400.0
 #define PIPETTE_TRAINLOG_MAX_GIB 4096.0
 #define PIPETTE_TRAINLOG_MAX_TPS 1e10

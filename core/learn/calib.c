@@ -35,12 +35,28 @@
  * the normal), never below SIGMA_FLOOR: a step time repeats to about
  * 0.1% from one job to the next (the p10-p90 spread of the steady steps
  * of tests/data/trainlogs is of that order), so residuals below it are
- * noise, not outliers. */
+ * noise, not outliers.  Residuals are logs of measured over predicted
+ * time (below, "The regression"), so an observation 3x fast and one 3x
+ * slow are equally far; beyond OUTLIER_SIGMAS robust sigmas it is dropped
+ * from the fit and named. */
 #define HUBER_K 1.345
 #define MAD_SCALE 1.4826
 #define SIGMA_FLOOR 1e-3
 #define OUTLIER_SIGMAS 3.0
 #define IRLS_ROUNDS 50
+/* Rounds of fitting, dropping outliers and re-estimating the sigma, at
+ * most; they stop once the rows dropped stay the same and the sigma moves
+ * by less than SIGMA_SETTLED of itself. */
+#define OUTLIER_ROUNDS 20
+#define SIGMA_SETTLED 1e-6
+/* The start: elemental pairs tried, and rows its score looks at. */
+#define START_PAIRS 2000
+#define SCORE_ROWS 1000
+/* Gauss-Newton steps of each leave-one-out refit from the whole fit's
+ * factors: on the stores of tests/unit/test_calib.c the first moves them
+ * by up to 0.034, the second by 2e-4, the third by 1e-6 (a fourth would
+ * move them 4e-9). */
+#define LOO_STEPS 3
 /* The communication factor is fitted only from at least COMM_OBS_MIN
  * observations whose exposed communication is at least COMM_SHARE_MIN of
  * their step, and only when their mixes of computation and communication
@@ -58,8 +74,9 @@
 #define IRLS_TOL 1e-12
 /* Leave-one-out refits the store once per observation; above this many it
  * is not run (the fit's own error is still printed): 2000 observations
- * take 0.92 s in `pipette calibrate` (files read and fitted, this
- * project's 2-core machine), and the cost grows as n^2 log n. */
+ * take 0.31 s in `pipette calibrate` (files read and fitted, 2% of them
+ * fakes 0.3x fast, this project's 2-core machine), and the cost grows as
+ * n^2. */
 #define LOO_MAX 2000
 /* Skipped files named in a store's report, at most. */
 #define SKIP_LINES_MAX 20
@@ -246,6 +263,27 @@ static int stage_of(struct json_object *e, const char *src, struct pipette_obs_s
 	return 0;
 }
 
+/* Its plan's hash and its log's SHA-256, where it has them: lowercase hex
+ * (16 and 64 digits), or the observation is malformed. */
+static int job_of(struct json_object *root, const char *src, struct pipette_observation *o,
+		  struct pipette_err *err)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	o->plan_hash[0] = o->log_sha256[0] = '\0';
+	if (!json_object_object_get_ex(root, "log_sha256", NULL))
+		return 0;
+	if (pipette_json_string(root, "log_sha256", src, o->log_sha256, sizeof(o->log_sha256),
+				err) ||
+	    pipette_json_string(root, "plan_hash", src, o->plan_hash, sizeof(o->plan_hash), err))
+		return -1;
+	if (strlen(o->log_sha256) != 64 || strspn(o->log_sha256, hex) != 64)
+		return pipette_fail(err, "%s: log_sha256: expected 64 hex digits", src);
+	if (strlen(o->plan_hash) != 16 || strspn(o->plan_hash, hex) != 16)
+		return pipette_fail(err, "%s: plan_hash: expected 16 hex digits", src);
+	return 0;
+}
+
 static int obs_parse(struct json_object *root, const char *src, struct pipette_observation *o,
 		     struct pipette_err *err)
 {
@@ -258,7 +296,8 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    strcmp(json_object_get_string(v), "pipette-obs/1"))
 		return pipette_fail(err, "%s: schema: expected \"pipette-obs/1\"", src);
 	if (pipette_json_string(root, "gpu", src, o->gpu, sizeof(o->gpu), err) ||
-	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err))
+	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err) ||
+	    job_of(root, src, o, err))
 		return -1;
 	if (!json_object_object_get_ex(root, "predicted", &pred) ||
 	    json_object_get_type(pred) != json_type_object)
@@ -442,6 +481,59 @@ void pipette_obs_free(struct pipette_observation *obs, int n)
 	free(obs);
 }
 
+struct job_ref {
+	const struct pipette_observation *o;
+	int pos;
+};
+
+/* By plan and log, then by position (the store's name order). */
+static int by_job(const void *a, const void *b)
+{
+	const struct job_ref *x = a, *y = b;
+	int c = strcmp(x->o->plan_hash, y->o->plan_hash);
+
+	if (!c)
+		c = strcmp(x->o->log_sha256, y->o->log_sha256);
+	return c ? c : x->pos - y->pos;
+}
+
+int pipette_obs_dedupe(struct pipette_observation *obs, int *n, char **dups, int *ndup)
+{
+	struct job_ref *order;
+	int *drop, i, k;
+
+	*dups = NULL;
+	*ndup = 0;
+	if (*n < 2)
+		return 0;
+	order = malloc(sizeof(*order) * (size_t)*n);
+	drop = calloc((size_t)*n, sizeof(int));
+	if (!order || !drop) {
+		free(order);
+		free(drop);
+		return -1;
+	}
+	for (i = 0; i < *n; i++)
+		order[i] = (struct job_ref){ &obs[i], i };
+	qsort(order, (size_t)*n, sizeof(*order), by_job);
+	for (i = 1; i < *n; i++)
+		drop[order[i].pos] = order[i].o->log_sha256[0] &&
+				     !strcmp(order[i - 1].o->plan_hash, order[i].o->plan_hash) &&
+				     !strcmp(order[i - 1].o->log_sha256, order[i].o->log_sha256);
+	free(order);
+	for (i = k = 0; i < *n; i++) {
+		if (drop[i]) {
+			note_skip(dups, ndup, obs[i].name);
+			free(obs[i].stages);
+			continue;
+		}
+		obs[k++] = obs[i];
+	}
+	*n = k;
+	free(drop);
+	return 0;
+}
+
 /* ---- the fit ---------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
@@ -457,11 +549,19 @@ static double median_of(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The regression, relative to each measured time: y = (measured - model) /
- * measured against x1 = C / measured and x2 = E / measured, so every job
- * weighs alike whatever its length; y = (a - 1) x1 + (b - 1) x2. */
+/* The regression in log space: each observation's residual is
+ *   r = log(measured / predicted),  predicted = model + (a - 1) C + (b - 1) E,
+ * so a job measured 3x fast and one 3x slow are equally far, and every job
+ * weighs alike whatever its length.  The fit linearises around the current
+ * factors (Gauss-Newton): r ~ da C / predicted + db E / predicted, whose
+ * regressors are the shares of the predicted time in [0, 1], so no job
+ * gains leverage by its own measured time (the relative error of the
+ * measured time, (measured - model) / measured against C / measured, gave
+ * a job measured 0.3x fast three times the leverage of a good one, and one
+ * 1000x slow none: issue 28). */
 struct rows {
-	double *y, *x1, *x2, *w, *r, *a;
+	double *m, *mod, *c, *e;	/* measured, model, C and E per row */
+	double *y, *x1, *x2, *w, *r, *a, *p;
 	int n, comm;		/* comm: fit x2 too */
 };
 
@@ -473,9 +573,11 @@ static int identifiable(const struct rows *d)
 	int i;
 
 	for (i = 0; i < d->n; i++) {
-		s11 += d->x1[i] * d->x1[i];
-		s12 += d->x1[i] * d->x2[i];
-		s22 += d->x2[i] * d->x2[i];
+		double x1 = d->c[i] / d->mod[i], x2 = d->e[i] / d->mod[i];
+
+		s11 += x1 * x1;
+		s12 += x1 * x2;
+		s22 += x2 * x2;
 	}
 	return s11 > 0 && s22 > 0 && s11 * s22 - s12 * s12 > COLLINEAR_MIN * s11 * s22;
 }
@@ -505,48 +607,251 @@ static void wls(const struct rows *d, const int *skip, double *al, double *be)
 	}
 }
 
-/* Huber IRLS over the rows not skipped; the final robust sigma in *sigma.
- * d->a is the scratch of n doubles. */
-static void robust(struct rows *d, const int *skip, double *al, double *be, double *sigma)
+static double predicted(const struct rows *d, int i, double a, double b)
 {
-	double *a = d->a, pa = HUGE_VAL, pb = HUGE_VAL;
-	int i, k, m;
+	return d->mod[i] + (a - 1) * d->c[i] + (b - 1) * d->e[i];
+}
 
-	*sigma = SIGMA_FLOOR;
+/* Whether every row not skipped has a positive prediction under (a, b). */
+static int positive(const struct rows *d, const int *skip, double a, double b)
+{
+	int i;
+
 	for (i = 0; i < d->n; i++)
-		d->w[i] = 1.0;
-	for (k = 0; k < IRLS_ROUNDS; k++) {
-		wls(d, skip, al, be);
-		if (k > 0 && fabs(*al - pa) + fabs(*be - pb) < IRLS_TOL)
-			break;
-		pa = *al;
-		pb = *be;
-		for (i = m = 0; i < d->n; i++) {
-			d->r[i] = d->y[i] - *al * d->x1[i] - *be * d->x2[i];
-			if (!skip || !skip[i])
-				a[m++] = fabs(d->r[i]);
-		}
-		*sigma = m ? fmax(SIGMA_FLOOR, MAD_SCALE * median_of(a, m)) : SIGMA_FLOOR;
-		for (i = 0; i < d->n; i++)
-			d->w[i] = fabs(d->r[i]) <= HUBER_K * *sigma ? 1.0
-				  : HUBER_K * *sigma / fabs(d->r[i]);
+		if ((!skip || !skip[i]) && !(predicted(d, i, a, b) > 0))
+			return 0;
+	return 1;
+}
+
+/* Residuals, regressors and predictions at (a, b) for every row (a row
+ * whose prediction is not positive gets an infinite residual). */
+static void linearise(struct rows *d, double a, double b)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++) {
+		d->p[i] = predicted(d, i, a, b);
+		d->r[i] = d->p[i] > 0 ? log(d->m[i] / d->p[i]) : HUGE_VAL;
+		d->y[i] = d->r[i];
+		d->x1[i] = d->p[i] > 0 ? d->c[i] / d->p[i] : 0;
+		d->x2[i] = d->p[i] > 0 ? d->e[i] / d->p[i] : 0;
 	}
-	for (i = 0; i < d->n; i++)	/* the residuals of the final coefficients */
-		d->r[i] = d->y[i] - *al * d->x1[i] - *be * d->x2[i];
+}
+
+/* The robust sigma of the rows not skipped: MAD_SCALE x their median
+ * |residual|, at least SIGMA_FLOOR. */
+static double sigma_of(struct rows *d, const int *skip)
+{
+	int i, m = 0;
+
+	for (i = 0; i < d->n; i++)
+		if (!skip || !skip[i])
+			d->a[m++] = fabs(d->r[i]);
+	return m ? fmax(SIGMA_FLOOR, MAD_SCALE * median_of(d->a, m)) : SIGMA_FLOOR;
+}
+
+static void huber_weights(struct rows *d, double sigma)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++)
+		d->w[i] = fabs(d->r[i]) <= HUBER_K * sigma ? 1.0 : HUBER_K * sigma / fabs(d->r[i]);
+}
+
+/* One Gauss-Newton step of the weighted fit from (*al, *be), halved while a
+ * prediction would not be positive; the step's size, 0 when none was
+ * possible.  d must be linearised at (*al, *be). */
+static double gn_step(struct rows *d, const int *skip, double *al, double *be)
+{
+	double da, db, t;
+
+	wls(d, skip, &da, &db);
+	if (!d->comm)
+		db = 0;
+	for (t = 1; t > 1e-9 && !positive(d, skip, *al + t * da, *be + t * db); t /= 2)
+		;
+	if (t <= 1e-9)
+		return 0;
+	*al += t * da;
+	*be += t * db;
+	return fabs(t * da) + fabs(t * db);
+}
+
+/* Huber's M-estimate of (a, b) over the rows not skipped, from (*al, *be),
+ * with the robust sigma held: Gauss-Newton steps of iteratively
+ * reweighted least squares.  (A sigma re-estimated at every step let two
+ * fakes 3.3x slow among six jobs widen it until they carried the fit.)
+ * d ends linearised at the result. */
+static void robust(struct rows *d, const int *skip, double sigma, double *al, double *be)
+{
+	int k;
+
+	for (k = 0; k < IRLS_ROUNDS; k++) {
+		linearise(d, *al, *be);
+		huber_weights(d, sigma);
+		if (gn_step(d, skip, al, be) < IRLS_TOL)
+			break;
+	}
+	linearise(d, *al, *be);
 }
 
 static int rows_alloc(struct rows *d, int n)
 {
+	double *v = calloc((size_t)n * 11 + 11, sizeof(double));
+
 	d->n = n;
-	d->y = calloc((size_t)n * 6 + 6, sizeof(double));
-	if (!d->y)
+	if (!v)
 		return -1;
-	d->a = d->y + 5 * ((size_t)n + 1);
+	d->y = v;
 	d->x1 = d->y + n + 1;
 	d->x2 = d->x1 + n + 1;
 	d->w = d->x2 + n + 1;
 	d->r = d->w + n + 1;
+	d->a = d->r + n + 1;
+	d->p = d->a + n + 1;
+	d->m = d->p + n + 1;
+	d->mod = d->m + n + 1;
+	d->c = d->mod + n + 1;
+	d->e = d->c + n + 1;
 	return 0;
+}
+
+/* Whether factors within [FACTOR_MIN, FACTOR_MAX] can describe row i at
+ * all: its measured time within what they predict at their extremes (the
+ * communication factor only where it is fitted).  A job outside is no
+ * calibration datum, however many there are of it. */
+static int admissible(const struct rows *d, int i)
+{
+	double rest = d->mod[i] - d->c[i] - d->e[i];
+	double elo = d->comm ? FACTOR_MIN * d->e[i] : d->e[i];
+	double ehi = d->comm ? FACTOR_MAX * d->e[i] : d->e[i];
+
+	if (rest < 0)
+		rest = 0;
+	return d->m[i] >= rest + FACTOR_MIN * d->c[i] + elo &&
+	       d->m[i] <= rest + FACTOR_MAX * d->c[i] + ehi;
+}
+
+/* The median |log residual| at (a, b) over the rows not skipped (at most
+ * SCORE_ROWS of them, evenly spread), HUGE_VAL where a prediction is not
+ * positive: how well a start fits the majority of the rows. */
+static double start_score(struct rows *d, const int *skip, int m, double a, double b)
+{
+	int i, k = 0, seen = 0, stride = m > SCORE_ROWS ? m / SCORE_ROWS : 1;
+
+	for (i = 0; i < d->n; i++) {
+		double p;
+
+		if (skip[i] || seen++ % stride)
+			continue;
+		if (!((p = predicted(d, i, a, b)) > 0))
+			return HUGE_VAL;
+		d->a[k++] = fabs(log(d->m[i] / p));
+	}
+	return k ? median_of(d->a, k) : HUGE_VAL;
+}
+
+/* The factors that make rows i and j exact (1 when the system is
+ * singular or they fall outside the admitted range: not a start). */
+static int pair_factors(const struct rows *d, int i, int j, double *a, double *b)
+{
+	double yi = d->m[i] - (d->mod[i] - d->c[i] - d->e[i]);
+	double yj = d->m[j] - (d->mod[j] - d->c[j] - d->e[j]);
+	double det = d->c[i] * d->e[j] - d->c[j] * d->e[i];
+
+	if (!(fabs(det) > 1e-9 * (fabs(d->c[i] * d->e[j]) + fabs(d->c[j] * d->e[i]))))
+		return 1;
+	*a = (yi * d->e[j] - yj * d->e[i]) / det;
+	*b = (d->c[i] * yj - d->c[j] * yi) / det;
+	return !(*a >= FACTOR_MIN && *a <= FACTOR_MAX && *b >= FACTOR_MIN && *b <= FACTOR_MAX);
+}
+
+/* A start that a minority of wrong rows, fast or slow, does not carry: of
+ * the common factor exp(median log(measured / model)) and, with the
+ * communication factor fitted, the factors of pairs of rows that each fit
+ * exactly, the one whose median |log residual| is least (Rousseeuw's least
+ * median of squares, "Least Median of Squares Regression", JASA 79(388),
+ * 1984, over elemental pairs: every pair when there are at most
+ * START_PAIRS, else START_PAIRS of them drawn by a fixed sequence). */
+static void start_point(struct rows *d, const int *skip, int m, double *al, double *be)
+{
+	unsigned long long x = 88172645463325252ull;
+	double best, a, b, sc;
+	int *id = malloc(sizeof(int) * (size_t)m), i, j, k, all;
+
+	for (i = k = 0; i < d->n; i++)
+		if (!skip[i])
+			d->a[k++] = log(d->m[i] / d->mod[i]);
+	*al = *be = exp(median_of(d->a, m));
+	if (!d->comm)
+		*be = 1.0;
+	best = start_score(d, skip, m, *al, *be);
+	if (!d->comm || !id) {
+		free(id);
+		return;
+	}
+	for (i = k = 0; i < d->n; i++)
+		if (!skip[i])
+			id[k++] = i;
+	all = (long)m * (m - 1) / 2 <= START_PAIRS;
+	for (k = 0; k < (all ? m * m : START_PAIRS); k++) {
+		if (all) {
+			i = k / m;
+			j = k % m;
+			if (i >= j)
+				continue;
+		} else {
+			x ^= x << 13;	/* xorshift64 (Marsaglia, J. Stat. Softw. 8(14), 2003) */
+			x ^= x >> 7;
+			x ^= x << 17;
+			i = (int)(x % (unsigned long long)m);
+			j = (int)((x >> 32) % (unsigned long long)m);
+		}
+		if (pair_factors(d, id[i], id[j], &a, &b))
+			continue;
+		if ((sc = start_score(d, skip, m, a, b)) < best) {
+			best = sc;
+			*al = a;
+			*be = b;
+		}
+	}
+	free(id);
+}
+
+/* The fit with outliers dropped: from a start of least median residual
+ * (start_point), fit with the robust sigma of the rows kept held, drop
+ * every row whose log residual is beyond OUTLIER_SIGMAS robust sigmas of
+ * the fit (a median / MAD rule, alike for fast and slow jobs) or that no
+ * admitted factors describe, and refit on the rest, until the rows
+ * dropped and the sigma settle.  skip[] gets the rows dropped; d ends
+ * linearised at the result. */
+static void fit_dropping(struct rows *d, int *skip, double *al, double *be)
+{
+	int i, k, m = 0, changed = 1;
+
+	for (i = 0; i < d->n; i++)
+		m += !(skip[i] = !admissible(d, i));
+	*al = *be = 1.0;
+	if (!m)
+		return;
+	start_point(d, skip, m, al, be);
+	for (k = 0; k < OUTLIER_ROUNDS; k++) {
+		double sigma, after;
+
+		linearise(d, *al, *be);
+		sigma = sigma_of(d, skip);
+		robust(d, skip, sigma, al, be);
+		after = sigma_of(d, skip);
+		for (i = changed = 0; i < d->n; i++) {
+			int out = !admissible(d, i) || !(fabs(d->r[i]) <= OUTLIER_SIGMAS * after);
+
+			changed |= out != skip[i];
+			skip[i] = out;
+		}
+		if (!changed && fabs(after - sigma) <= SIGMA_SETTLED * sigma)
+			break;
+	}
+	linearise(d, *al, *be);
 }
 
 /* The reserve fraction: the largest one a stage's measured reserved peak
@@ -589,67 +894,98 @@ static double rel_err(double pred, double meas)
 	return fabs(pred - meas) / meas;
 }
 
-/* Leave-one-out: each row predicted by a robust fit of the others. */
-static double leave_one_out(struct rows *d, int *skip)
+/* Leave-one-out over the rows kept: each predicted by the fit of the other
+ * rows kept, refitted from the whole fit's factors with its Huber weights
+ * held (LOO_STEPS Gauss-Newton steps; what one row moves is small, and
+ * holding the weights keeps the cost n^2).  skip is restored. */
+static double leave_one_out(struct rows *d, int *skip, double al0, double be0)
 {
-	double sum = 0, al, be, sigma;
+	double sum = 0, al, be;
+	int i, k, n = 0;
+
+	linearise(d, al0, be0);
+	huber_weights(d, sigma_of(d, skip));
+	for (i = 0; i < d->n; i++) {
+		if (skip[i])
+			continue;
+		skip[i] = 1;
+		al = al0;
+		be = be0;
+		for (k = 0; k < LOO_STEPS; k++) {
+			linearise(d, al, be);
+			if (gn_step(d, skip, &al, &be) < IRLS_TOL)
+				break;
+		}
+		skip[i] = 0;
+		sum += rel_err(predicted(d, i, al, be), d->m[i]);
+		n++;
+	}
+	return n ? sum / n : 0;
+}
+
+/* The model's and the fit's mean relative error over the rows kept. */
+static void errors(const struct rows *d, const int *skip, double al, double be,
+		   struct pipette_calib_fit *out)
+{
 	int i;
 
+	out->kept = 0;
+	out->err_before = out->err_after = 0;
 	for (i = 0; i < d->n; i++) {
-		skip[i] = 1;
-		robust(d, skip, &al, &be, &sigma);
-		skip[i] = 0;
-		sum += fabs(d->y[i] - al * d->x1[i] - be * d->x2[i]);
+		if (skip[i])
+			continue;
+		out->kept++;
+		out->err_before += rel_err(d->mod[i], d->m[i]);
+		out->err_after += rel_err(predicted(d, i, al, be), d->m[i]);
 	}
-	return sum / d->n;
+	if (out->kept) {
+		out->err_before /= out->kept;
+		out->err_after /= out->kept;
+	}
 }
 
 int pipette_calib_fit(const struct pipette_observation *obs, const int *idx, int n,
 		      struct pipette_calib_fit *out, struct pipette_err *err)
 {
 	struct rows d;
-	int *skip, i;
-	double al, be, sigma, after = 0;
+	double al, be;
+	int i;
 
 	memset(out, 0, sizeof(*out));
 	pipette_site_factors_init(&out->f);
 	if (n < 1)
 		return pipette_fail(err, "no observation to fit");
-	skip = NULL;
-	if (rows_alloc(&d, n) || !(skip = calloc((size_t)n, sizeof(int))) ||
-	    !(out->outlier = calloc((size_t)n, sizeof(int)))) {
+	if (rows_alloc(&d, n) || !(out->outlier = calloc((size_t)n, sizeof(int)))) {
 		free(d.y);
-		free(skip);
 		return pipette_fail(err, "out of memory");
 	}
 	d.comm = 0;
 	for (i = 0; i < n; i++) {
 		const struct pipette_observation *o = &obs[idx[i]];
 
-		d.y[i] = (o->measured_s - o->model_s) / o->measured_s;
-		d.x1[i] = o->compute_s / o->measured_s;
-		d.x2[i] = o->comm_s / o->measured_s;
-		out->err_before += rel_err(o->model_s, o->measured_s) / n;
+		d.m[i] = o->measured_s;
+		d.mod[i] = o->model_s;
+		d.c[i] = o->compute_s;
+		d.e[i] = o->comm_s;
 		d.comm += o->comm_s >= COMM_SHARE_MIN * o->model_s;
 	}
 	d.comm = d.comm >= COMM_OBS_MIN && identifiable(&d);
 	out->comm_fitted = d.comm;
-	robust(&d, NULL, &al, &be, &sigma);
-	for (i = 0; i < n; i++) {
-		out->outlier[i] = fabs(d.r[i]) > OUTLIER_SIGMAS * sigma;
-		after += fabs(d.r[i]) / n;
-	}
-	out->f.compute = 1.0 + al;
-	out->f.comm = 1.0 + be;
-	out->f.observations = n;
+	fit_dropping(&d, out->outlier, &al, &be);
+	out->f.compute = al;
+	out->f.comm = be;
 	out->n = n;
-	out->err_after = after;
+	errors(&d, out->outlier, al, be, out);
+	out->f.observations = out->kept;
 	out->loo_before = out->err_before;
-	if ((out->loo = n >= 3 && n <= LOO_MAX))
-		out->loo_after = leave_one_out(&d, skip);
+	if ((out->loo = out->kept >= 3 && out->kept <= LOO_MAX))
+		out->loo_after = leave_one_out(&d, out->outlier, al, be);
 	out->f.reserve_fraction = fit_reserve(obs, idx, n, out->outlier, &out->reserve_obs);
 	free(d.y);
-	free(skip);
+	if (!out->kept)
+		return pipette_fail(err, "all %d observations are outside what factors in "
+				    "[%g, %g] predict: the observations do not describe the plans "
+				    "they name", n, FACTOR_MIN, FACTOR_MAX);
 	if (!(out->f.compute >= FACTOR_MIN && out->f.compute <= FACTOR_MAX &&
 	      out->f.comm >= FACTOR_MIN && out->f.comm <= FACTOR_MAX))
 		return pipette_fail(err, "the fitted factors (compute %.3f, comm %.3f) are outside "

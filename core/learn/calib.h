@@ -69,6 +69,9 @@ struct pipette_obs_stage {
 struct pipette_observation {
 	char name[256];		/* its file name in the store */
 	char gpu[64], stack[32];
+	/* Which job it is of: the plan's hash and the log's SHA-256 (hex;
+	 * "" in observations of earlier versions, which have none). */
+	char plan_hash[32], log_sha256[2 * 32 + 1];
 	double measured_s;	/* steady-state step time (median) */
 	double model_s;		/* the model's step time, without site factors */
 	double compute_s;	/* C: passes, bubble and optimizer, without site factors */
@@ -86,18 +89,27 @@ struct pipette_observation {
 int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int *n,
 			 char **skipped, int *nskip, struct pipette_err *err);
 void pipette_obs_free(struct pipette_observation *obs, int n);
+/* The store's unit is a job: of the observations of one plan and log (the
+ * same plan_hash and log_sha256), keep the first in name order and leave
+ * the others out (freed; *n shrinks, the order is kept).  *ndup counts
+ * them and *dups (NULL or malloc'd, free it) names the first ones. */
+int pipette_obs_dedupe(struct pipette_observation *obs, int *n, char **dups, int *ndup);
 
 /* The fit of one GPU type and stack. */
 struct pipette_calib_fit {
 	struct pipette_site_factors f;
 	int comm_fitted;	/* 0: no observation exposed enough communication */
 	int n;			/* observations */
-	int *outlier;		/* n flags: residual beyond OUTLIER_SIGMAS robust sigmas */
-	double err_before;	/* mean |relative error| of the model as it is */
+	int kept;		/* of them not outliers: what the factors are fitted on */
+	/* n flags: dropped from the fit, its log residual beyond
+	 * OUTLIER_SIGMAS robust sigmas (fast and slow alike), or no factors
+	 * in the admitted range describe it */
+	int *outlier;
+	double err_before;	/* mean |relative error| of the model as it is (kept) */
 	double err_after;	/* ... of the fitted factors, on the same observations */
 	double loo_before;	/* leave-one-out: the model as it is (= err_before) */
 	double loo_after;	/* leave-one-out: each observation by a fit without it */
-	int loo;		/* 1 when leave-one-out was possible (n >= 3) */
+	int loo;		/* 1 when leave-one-out was possible (kept >= 3) */
 	int reserve_obs;	/* stages with a measured reserved peak */
 };
 

@@ -119,6 +119,51 @@ la=$(field loo_error_after)
 holds "leave-one-out error lower after calibration ($la) than before ($lb)" \
     awk -v x="$la" -v y="$lb" 'BEGIN { exit !(x < y) }'
 
+# --- the store's unit is a job (issue 28, item 2) ------------------------------
+# Every observe --record of one plan and log wrote a new observation: 20
+# records of one job weighed 20 in the fit.  Now they replace one file.
+hash1=$(basename "$(find "$LOGS" -name '*.log' | sort | head -n 1)" .log)
+plan1=$(find "$PLANS" -name "pipette-plan-$hash1.json" | head -n 1)
+for _ in $(seq 20); do
+    run "$PIPETTE_BIN" observe --plan "$plan1" --log "$LOGS/$hash1.log" --record "$STORE"
+done
+assert_rc 0 "a job recorded 20 times more: observe runs"
+assert_match "pipette: replaced the earlier observation of this plan and log: $STORE/$hash1-[0-9a-f]{16}\.json" \
+    "$ERR" "... and says it replaced the job's observation"
+assert_eq "${#FIXES[@]}" "$(find "$STORE" -name '*.json' | grep -c .)" "... and the store still holds one observation per job"
+run "$PIPETTE_BIN" calibrate --from "$STORE"
+assert_match "compute 1\.18[0-9]+  comm 1\.4[45]" "$OUT" "... and the fit is the six jobs'"
+
+# --- fast and slow outliers alike (issue 28, item 3) ------------------------
+# Fakes of other jobs (their log digest changed) whose measured step time
+# is scaled: 2 at 0.3x pulled the compute factor from 1.18 to 0.51 and
+# blocked the write; 6 at 1000x were absorbed.  Both are dropped and named.
+# fakes N SCALE DIR: the store plus N fakes at SCALE in DIR.
+fakes() {
+    rm -rf "$3"
+    cp -r "$STORE" "$3"
+    local i=0 f
+    for f in $(find "$STORE" -name '*.json' | sort | head -n "$1"); do
+        i=$((i + 1))
+        awk -v s="$2" -v d="$(echo "fake $i" | sha256sum | cut -c1-64)" '
+            /"log_sha256":/ { sub(/"log_sha256":"[0-9a-f]+"/, "\"log_sha256\":\"" d "\"") }
+            /"measured":/ { m = 1 }
+            m && /"iteration_s":/ { split($0, kv, ":"); sub(/,$/, "", kv[2]); $0 = "    \"iteration_s\":" kv[2] * s ","; m = 0 }
+            { print }' "$f" >"$3/fake$i.json"
+    done
+}
+for spec in "2 0.3" "2 3.3" "6 1000" "6 0.001"; do
+    read -r nf sc <<<"$spec"
+    fakes "$nf" "$sc" "$T_TMP/faked"
+    run "$PIPETTE_BIN" calibrate --from "$T_TMP/faked" --out "$T_TMP/faked.json"
+    assert_rc 0 "$nf fakes at ${sc}x: calibrate fits and writes"
+    a2=$(grep -m1 '"compute_factor":' "$T_TMP/faked.json" | sed 's/.*://; s/,$//')
+    holds "$nf fakes at ${sc}x: the computation factor $a2 is within 1% of $A" within "$a2" "$A" 0.01
+    want=$(seq -s ', ' -f 'fake%g.json' 1 "$nf")
+    assert_match "outliers dropped from the fit .*: $want \(6 of $((6 + nf)) kept\)" "$OUT" \
+        "$nf fakes at ${sc}x: the fakes are named as dropped"
+done
+
 # --- plan_dir: a user directory someone else planted ---------------------------
 # The step runs with its plan; the plan file is refused with a warning.
 PLANTED=$T_TMP/planted

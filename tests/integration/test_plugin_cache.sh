@@ -196,6 +196,25 @@ assert_eq "$BASE" "$OUT" "ROOT writable by all without the sticky bit: the plan 
 warned "ROOT mode 0777" "plan cache $ROOT2: writable by group or others without the sticky bit \(mode 0777\)"
 assert_eq "" "$(ls -A "$ROOT2")" "ROOT mode 0777: nothing made in it"
 
+# --- plan_dir with the cache: node 0 writes the plan file on a hit too ------
+# (issue 28, item 1) Only the planning branch wrote it: a step whose node 0
+# read the plan (another node won the plan-once lock, or a later step's
+# hit) gave every task a PIPETTE_PLAN_FILE that named no file.  The tasks
+# of node 0 look for it (node 0 writes it before its tasks start).
+PD=$T_TMP/pd
+mkdir -m 1777 "$PD"
+pipette_on "plan_cache=$ROOT plan_dir=$PD"
+touch "$T_TMP/pd.mark"
+PF_LINE='[ "$SLURM_NODEID" = 0 ] || exit 0; if test -f "$PIPETTE_PLAN_FILE"; then echo "present"; else echo "missing $PIPETTE_PLAN_FILE"; fi'
+for k in 1 2 3; do
+    srun_t -N2 --ntasks-per-node="$G" --gpus-per-node="$G" "${M8[@]}" bash -c "$PF_LINE"
+    assert_rc 0 "plan_dir with plan_cache, step $k: runs"
+    assert_eq "present" "$(sort -u <<<"$OUT")" "plan_dir with plan_cache, step $k: the plan file exists on node 0"
+    rm -rf "${PD:?}/$U"
+done
+assert_eq 1 "$(find "$UDIR" -name '*.plan' -newer "$T_TMP/pd.mark" | grep -c .)" \
+    "plan_dir with plan_cache: the steps shared one entry (planned once)"
+
 # --- another user: a directory of its own -----------------------------------
 pipette_on "plan_cache=$ROOT"
 NB=$(id -u nobody)

@@ -78,6 +78,132 @@ START_TEST(test_fit_outlier_named)
 }
 END_TEST
 
+/* Fast and slow outliers alike (issue 28, item 3): six good jobs at
+ * compute 1.18 and comm 1.45, plus fakes copied from them with the
+ * measured time scaled.  Two fakes at 0.3x pulled the compute factor to
+ * 0.51 (their small measured time gave them the leverage of a relative
+ * error), six at 1000x were absorbed; now both are dropped, named, and
+ * the factors are the good jobs' own. */
+static void fit_with_fakes(int nfake, double scale)
+{
+	struct pipette_observation o[16];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	int i, all[16];
+
+	synth(o, 6, 1.18, 1.45, 0.1);
+	for (i = 0; i < nfake; i++) {
+		o[6 + i] = o[i % 6];
+		snprintf(o[6 + i].name, sizeof(o[6 + i].name), "fake%d.json", i);
+		o[6 + i].measured_s *= scale;
+	}
+	for (i = 0; i < 6 + nfake; i++)
+		all[i] = i;
+	ck_assert_msg(pipette_calib_fit(o, all, 6 + nfake, &f, &err) == 0, "%d at %gx: %s", nfake,
+		      scale, err.msg);
+	ck_assert_msg(fabs(f.f.compute - 1.18) < 1e-6 && fabs(f.f.comm - 1.45) < 1e-6,
+		      "%d fakes at %gx: compute %.4f comm %.4f", nfake, scale, f.f.compute,
+		      f.f.comm);
+	for (i = 0; i < 6 + nfake; i++)
+		ck_assert_msg(f.outlier[i] == (i >= 6), "%d fakes at %gx: observation %d %s", nfake,
+			      scale, i, f.outlier[i] ? "dropped" : "kept");
+	ck_assert_int_eq(f.kept, 6);
+	ck_assert(f.err_after < 1e-9);
+	pipette_calib_fit_free(&f);
+}
+
+START_TEST(test_fit_outliers_both_ways)
+{
+	fit_with_fakes(2, 0.3);
+	fit_with_fakes(2, 1 / 0.3);
+	fit_with_fakes(2, 0.7);
+	fit_with_fakes(2, 1 / 0.7);
+	fit_with_fakes(6, 1000);
+	fit_with_fakes(6, 1e-3);
+}
+END_TEST
+
+/* The six jobs of tests/integration/test_observe.sh (their plans' model
+ * time, computation and exposed communication, in s), measured at
+ * compute 1.18 and comm 1.45, and two fakes of the first two 3.3x slow:
+ * a Huber fit whose sigma is re-estimated at every step let the fakes
+ * widen it until they carried the fit (compute 1.86, comm -0.24). */
+START_TEST(test_fit_outliers_real_mixes)
+{
+	static const double jobs[6][3] = {
+		{ 0.3501, 0.3501, 0.0 }, { 0.4496, 0.4200, 0.0296 }, { 0.4708, 0.3869, 0.0839 },
+		{ 0.5195, 0.3531, 0.1664 }, { 0.4217, 0.3504, 0.0713 }, { 0.6353, 0.4279, 0.2073 },
+	};
+	static const double scale[] = { 3.3, 0.3 };
+	struct pipette_observation o[8];
+	struct pipette_calib_fit f;
+	struct pipette_err err;
+	size_t k;
+	int i;
+
+	for (k = 0; k < 2; k++) {
+		memset(o, 0, sizeof(o));
+		for (i = 0; i < 8; i++) {
+			const double *j = jobs[i % 6];
+
+			snprintf(o[i].name, sizeof(o[i].name), "obs%d.json", i);
+			strcpy(o[i].gpu, "H100-SXM-80GB");
+			strcpy(o[i].stack, "megatron");
+			o[i].model_s = j[0];
+			o[i].compute_s = j[1];
+			o[i].comm_s = j[2];
+			o[i].measured_s = j[0] + 0.18 * j[1] + 0.45 * j[2];
+			if (i >= 6)
+				o[i].measured_s *= scale[k];
+		}
+		ck_assert_msg(pipette_calib_fit(o, idx, 8, &f, &err) == 0, "%gx: %s", scale[k],
+			      err.msg);
+		ck_assert_double_eq_tol(f.f.compute, 1.18, 1e-6);
+		ck_assert_double_eq_tol(f.f.comm, 1.45, 1e-6);
+		for (i = 0; i < 8; i++)
+			ck_assert_int_eq(f.outlier[i], i >= 6);
+		pipette_calib_fit_free(&f);
+	}
+}
+END_TEST
+
+/* The same on noisy jobs: 12 good ones within +-2% of compute 1.1 and comm
+ * 1.3 (a fixed pattern), two fakes 2x fast and two 2x slow: the four are
+ * dropped, no good one is, and the factors are those of the good jobs
+ * alone (the fakes weigh nothing). */
+START_TEST(test_fit_outliers_noisy)
+{
+	static const double noise[12] = { 0.3, -0.9, 0.6, 1.0, -0.2, -0.7, 0.8, -1.0, 0.1, 0.5,
+					  -0.4, -0.6 };
+	struct pipette_observation o[16];
+	struct pipette_calib_fit f, g;
+	struct pipette_err err;
+	int i, all[16];
+
+	synth(o, 16, 1.1, 1.3, 0.1);
+	for (i = 0; i < 16; i++) {
+		all[i] = i;
+		o[i].measured_s *= 1 + 0.02 * (i < 12 ? noise[i] : 0);
+	}
+	o[12].measured_s *= 0.5;
+	o[13].measured_s *= 0.5;
+	o[14].measured_s *= 2;
+	o[15].measured_s *= 2;
+	ck_assert_msg(pipette_calib_fit(o, all, 12, &g, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(g.kept, 12);
+	ck_assert_msg(pipette_calib_fit(o, all, 16, &f, &err) == 0, "%s", err.msg);
+	for (i = 0; i < 16; i++)
+		ck_assert_msg(f.outlier[i] == (i >= 12), "observation %d %s", i,
+			      f.outlier[i] ? "dropped" : "kept");
+	/* to the fit's convergence (its sigma settles to 1e-6 of itself) */
+	ck_assert_double_eq_tol(f.f.compute, g.f.compute, 1e-7);
+	ck_assert_double_eq_tol(f.f.comm, g.f.comm, 1e-7);
+	ck_assert_double_eq_tol(f.f.compute, 1.1, 0.03);
+	pipette_calib_fit_free(&f);
+	pipette_calib_fit_free(&g);
+}
+END_TEST
+
 /* No observation exposes communication: its factor is not identifiable
  * and stays 1; the compute factor is still fitted. */
 START_TEST(test_fit_comm_not_identifiable)
@@ -190,6 +316,55 @@ static void rm_tmpdir(void)
 	"\"stack\": \"megatron\", \"predicted\": {\"iteration_s\": 2.0, \"compute_s\": 1.5, " \
 	"\"comm_s\": 0.5}, \"measured\": {\"iteration_s\": " meas "}, \"stages\": " \
 	"[{\"base_bytes\": 1e10, \"transient_bytes\": 1e10, \"measured_reserved_bytes\": 0}]}"
+
+/* An observation of the job of plan P and log L (hex digits repeated). */
+#define JOB_OBS(meas, p, l) "{\"schema\": \"pipette-obs/1\", \"gpu\": \"H100-SXM-80GB\", " \
+	"\"stack\": \"megatron\", \"plan_hash\": \"" p p p p "\", \"log_sha256\": \"" \
+	l l l l l l l l l l l l l l l l "\", \"predicted\": {\"iteration_s\": 2.0, " \
+	"\"compute_s\": 1.5, \"comm_s\": 0.5}, \"measured\": {\"iteration_s\": " meas "}, " \
+	"\"stages\": []}"
+
+/* The store's unit is a job (issue 28, item 2): of the observations of
+ * one plan and log, the first in name order counts; the others are left
+ * out and named.  Observations without a log digest (earlier versions)
+ * all count; a malformed digest is a malformed observation. */
+START_TEST(test_store_one_per_job)
+{
+	struct pipette_observation *o;
+	struct pipette_err err;
+	char *skipped, *dups;
+	int n, nskip, ndup;
+
+	make_tmpdir();
+	write_text("a.json", JOB_OBS("2.2", "0123", "abcd"));
+	write_text("b.json", JOB_OBS("3.3", "0123", "abcd"));	/* the same job */
+	write_text("c.json", JOB_OBS("2.4", "0123", "abce"));	/* another log */
+	write_text("d.json", JOB_OBS("2.5", "4567", "abcd"));	/* another plan */
+	write_text("e.json", JOB_OBS("3.3", "0123", "abcd"));	/* the same job again */
+	write_text("f.json", OBS("2.6"));
+	write_text("g.json", OBS("2.6"));
+	write_text("h.json", JOB_OBS("2.6", "0123", "abc"));	/* 48 digits */
+	ck_assert_int_eq(pipette_obs_load_dir(tmpdir, &o, &n, &skipped, &nskip, &err), 0);
+	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(nskip, 1);
+	ck_assert_msg(strstr(skipped, "h.json: log_sha256: expected 64 hex digits"), "%s",
+		      skipped);
+	free(skipped);
+	ck_assert_int_eq(pipette_obs_dedupe(o, &n, &dups, &ndup), 0);
+	ck_assert_int_eq(ndup, 2);
+	ck_assert_str_eq(dups, "b.json\ne.json\n");
+	ck_assert_int_eq(n, 5);
+	ck_assert_str_eq(o[0].name, "a.json");
+	ck_assert_str_eq(o[1].name, "c.json");
+	ck_assert_str_eq(o[2].name, "d.json");
+	ck_assert_str_eq(o[3].name, "f.json");
+	ck_assert_str_eq(o[4].name, "g.json");
+	ck_assert_double_eq(o[0].measured_s, 2.2);
+	free(dups);
+	pipette_obs_free(o, n);
+	rm_tmpdir();
+}
+END_TEST
 
 START_TEST(test_store)
 {
@@ -331,11 +506,15 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_fit_recovers_factors);
 	tcase_add_test(tc, test_fit_outlier_named);
+	tcase_add_test(tc, test_fit_outliers_both_ways);
+	tcase_add_test(tc, test_fit_outliers_noisy);
+	tcase_add_test(tc, test_fit_outliers_real_mixes);
 	tcase_add_test(tc, test_fit_comm_not_identifiable);
 	tcase_add_test(tc, test_fit_reserve);
 	tcase_add_test(tc, test_fit_comm_one_job);
 	tcase_add_test(tc, test_fit_implausible);
 	tcase_add_test(tc, test_store);
+	tcase_add_test(tc, test_store_one_per_job);
 	tcase_add_test(tc, test_site_file);
 	tcase_add_test(tc, test_plan_applies_factors);
 	suite_add_tcase(s, tc);

@@ -318,6 +318,21 @@ START_TEST(test_nodes_not_signed)
 }
 END_TEST
 
+/* "--nodes ' 4'" planned one node named "4" (issue 28, item 8): a count
+ * or a hostlist with blanks is refused, naming the input. */
+START_TEST(test_nodes_blanks)
+{
+	expect(PLAN_OK "--global-batch 8 --nodes ' 4'", 2,
+	       "--nodes: ' 4' is neither a node count (1, 2, ...) nor a Slurm hostlist: it has "
+	       "blanks");
+	expect(PLAN_OK "--global-batch 8 --nodes '4 '", 2, "--nodes: '4 ' is neither");
+	expect(PLAN_OK "--global-batch 8 --nodes 'gpu1, gpu2'", 2, "--nodes: 'gpu1, gpu2' is neither");
+	expect("bandwidth show " TEST_DATADIR "/bw/good-3.json --nodes ' 2'", 2,
+	       "--nodes: ' 2' is neither");
+	expect(PLAN_OK "--global-batch 8 --nodes 4", 0, "on 4 nodes");
+}
+END_TEST
+
 /* An option given twice is an error naming it: which value was meant? */
 START_TEST(test_option_twice)
 {
@@ -493,6 +508,139 @@ static void write_plan_variant(const char *name, const char *after, const char *
 	free(p);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+#define MLM_PLAN "plan --gpu h100 --model llama3-8b --global-batch 64 --seq-len 4096 "
+
+/* observe of good.json with a Megatron step time of `ms` fails, naming
+ * the log, the line and the field, with `why`. */
+static void observe_time_fails(const char *ms, const char *why)
+{
+	char args[512], want[256];
+
+	snprintf(args, sizeof(args), "%s/one.log", tmpdir);
+	snprintf(want, sizeof(want), " iteration 5/ 10 | elapsed time per iteration (ms): %s |\n",
+		 ms);
+	write_text(args, want);
+	snprintf(args, sizeof(args), "observe --plan %s/good.json --log %s/one.log", tmpdir,
+		 tmpdir);
+	snprintf(want, sizeof(want), "one.log: line 1: elapsed time per iteration (ms): %s", why);
+	expect(args, 2, want);
+}
+
+/* observe refuses a log whose job ran another configuration than the plan
+ * (issue 28, item 4: a log of world 16, PP 4 was recorded against a
+ * 32-GPU PP 1 plan), naming the field; what the log does not state is not
+ * held against the plan. */
+static void observe_mismatch(const char *plan_args, const char *log, const char *want)
+{
+	char args[512];
+
+	ck_assert_msg(cli_run(plan_args, out, OUT_MAX) == 0, "%s: %s", plan_args, out);
+	write_plan_variant("other.json", NULL, "\"tp\":", "\"tp\":");
+	snprintf(args, sizeof(args), "observe --plan %s/other.json --log %s/trainlogs/%s", tmpdir,
+		 TEST_DATADIR, log);
+	expect(args, 2, want);
+}
+
+START_TEST(test_observe_log_matches_plan)
+{
+	observe_mismatch(MLM_PLAN "--nodes 4 --tp 2 --pp 1 --dp 16 --format json", "megatron.log",
+			 "megatron.log: world_size: the log states 16, the plan 32 GPUs");
+	observe_mismatch(MLM_PLAN "--nodes 2 --tp 2 --pp 2 --dp 4 --format json", "megatron.log",
+			 "megatron.log: pipeline_model_parallel_size: the log states 4, the plan 2 "
+			 "(pp)");
+	observe_mismatch(MLM_PLAN "--nodes 2 --tp 4 --pp 4 --dp 1 --format json", "megatron.log",
+			 "megatron.log: tensor_model_parallel_size: the log states 2, the plan 4 (tp)");
+	observe_mismatch("plan --gpu h100 --model llama3-8b --global-batch 128 --seq-len 4096 "
+			 "--nodes 2 --tp 2 --pp 4 --dp 2 --format json", "megatron.log",
+			 "megatron.log: global_batch_size: the log states 64, the plan 128 "
+			 "(global_batch)");
+	observe_mismatch("plan --gpu h100 --model llama3-8b --global-batch 64 --seq-len 2048 "
+			 "--nodes 2 --tp 2 --pp 4 --dp 2 --format json", "megatron.log",
+			 "megatron.log: seq_length: the log states 4096, the plan 2048 (seq_len)");
+	/* torchtitan's mesh: pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2, and
+	 * 131072 tokens a step (16 x 8192) */
+	observe_mismatch("plan --gpu h100 --model llama3-8b --stack torchtitan --nodes 1 "
+			 "--global-batch 16 --seq-len 8192 --tp 2 --pp 1 --dp-shard 4 --format json",
+			 "torchtitan.log", "torchtitan.log: pp: the log states 2, the plan 1 (pp)");
+	observe_mismatch("plan --gpu h100 --model llama3-8b --stack torchtitan --nodes 1 "
+			 "--global-batch 32 --seq-len 8192 --tp 2 --pp 2 --dp-shard 2 --format json",
+			 "torchtitan.log", "torchtitan.log: tokens per train step: the log states "
+			 "131072, the plan 262144 (global_batch x seq_len)");
+	observe_mismatch("plan --gpu h100 --model llama3-8b --stack torchtitan --nodes 1 "
+			 "--global-batch 16 --seq-len 8192 --tp 2 --pp 2 --dp 2 --dp-shard 1 "
+			 "--format json", "torchtitan.log",
+			 "torchtitan.log: dp_shard: the log states 2, the plan 1 (dp_shard)");
+	/* the log states no configuration (NeMo's): nothing to hold */
+	ck_assert_int_eq(cli_run("plan --gpu h100 --model llama3-8b --stack nemo --nodes 4 "
+				 "--global-batch 64 --seq-len 4096 --format json", out, OUT_MAX), 0);
+	write_plan_variant("nemo.json", NULL, "\"tp\":", "\"tp\":");
+	{
+		char args[512];
+
+		snprintf(args, sizeof(args), "observe --plan %s/nemo.json --log %s/trainlogs/nemo.log",
+			 tmpdir, TEST_DATADIR);
+		expect(args, 0, "step time: measured");
+	}
+}
+END_TEST
+
+/* The store's unit is a job (issue 28, item 2): every observe --record of
+ * one plan and log wrote a new observation, so one job recorded 20 times
+ * weighed 20 in the fit.  Now a repeat replaces the observation of that
+ * plan and log, and calibrate counts copies of one (the same plan and log
+ * under other names) once, saying so in one line. */
+static int store_files(const char *dir)
+{
+	char cmd[256];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+START_TEST(test_observe_record_once)
+{
+	char args[512], store[128], cmd[512];
+	int k;
+
+	ck_assert_int_eq(cli_run(MLM_PLAN "--nodes 2 --tp 2 --pp 4 --dp 2 --format json", out,
+				 OUT_MAX), 0);
+	write_plan_variant("rec.json", NULL, "\"tp\":", "\"tp\":");
+	snprintf(store, sizeof(store), "%s/store", tmpdir);
+	ck_assert_int_eq(mkdir(store, 0755), 0);
+	snprintf(args, sizeof(args), "observe --plan %s/rec.json --log %s/trainlogs/megatron.log "
+		 "--record %s", tmpdir, TEST_DATADIR, store);
+	expect(args, 0, "pipette: recorded ");
+	for (k = 0; k < 3; k++)
+		expect(args, 0, "pipette: replaced the earlier observation of this plan and log");
+	ck_assert_int_eq(store_files(store), 1);
+	/* the same observation under other names (a store written by hand,
+	 * or by an earlier pipette): counted once */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && f=$(ls) && for i in 1 2 3; do cp \"$f\" copy$i.json; done",
+		 store);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(store_files(store), 4);
+	snprintf(args, sizeof(args), "calibrate --from %s --format json", store);
+	expect(args, 0, "3 observations repeat the plan and log of an earlier one and are left "
+	       "out: copy1.json, copy2.json, copy3.json\n");
+	ck_assert_msg(strstr(out, "\"observations\":1,"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_observe_errors)
 {
 	const char *fifo = "is a FIFO, not a regular file";
@@ -505,7 +653,6 @@ START_TEST(test_observe_errors)
 	write_plan_variant("tps.json", NULL, "\"tp\":2,", "\"tp\":\"two\",");
 	write_plan_variant("reserve.json", "\"per_stage\"", "\"reserve_bytes\":",
 			   "\"reserve_bytes\":-");
-	write_plan_variant("good.json", NULL, "\"tp\":2,", "\"tp\":2,");
 #define LOG TEST_DATADIR "/trainlogs/megatron.log"
 	snprintf(args, sizeof(args), "observe --plan %s/hash.json --log " LOG, tmpdir);
 	expect(args, 2, "hash.json: plan_hash: '../");
@@ -515,8 +662,16 @@ START_TEST(test_observe_errors)
 	expect(args, 2, "tps.json: config: tp: expected a number, got a string");
 	snprintf(args, sizeof(args), "observe --plan %s/reserve.json --log " LOG, tmpdir);
 	expect(args, 2, "reserve.json: predicted.memory.per_stage[0]: reserve_bytes: -");
+	/* the plan megatron.log ran: world 16, TP 2, PP 4, DP 2, batch 64 of 4096 */
+	ck_assert_int_eq(cli_run(MLM_PLAN "--nodes 2 --tp 2 --pp 4 --dp 2 --format json", out, OUT_MAX),
+			 0);
+	write_plan_variant("good.json", NULL, "\"tp\":2,", "\"tp\":2,");
 	snprintf(args, sizeof(args), "observe --plan %s/good.json --log " LOG, tmpdir);
 	expect(args, 0, "step time: measured 1.5010 s");
+	/* a step time calibrate would refuse, and a hexadecimal one (issue
+	 * 28, item 8) */
+	observe_time_fails("1e-300", "1e-300 is out of range [0.1, 8.64e+07]");
+	observe_time_fails("0x10", "'0x10' is not a decimal number");
 #undef LOG
 	expect_refused("observe --plan %s/fifo --log %s/fifo", "--plan: %s/fifo: ", fifo, NULL);
 	expect_refused("observe --plan %s/good.json --log %s/fifo", "--log: %s/fifo: ", fifo,
@@ -545,6 +700,7 @@ int main(void)
 	tcase_add_test(tc, test_estimate_errors);
 	tcase_add_test(tc, test_integers_are_digits);
 	tcase_add_test(tc, test_nodes_not_signed);
+	tcase_add_test(tc, test_nodes_blanks);
 	tcase_add_test(tc, test_option_twice);
 	tcase_add_test(tc, test_unknown_option);
 	suite_add_tcase(s, tc);
@@ -554,6 +710,8 @@ int main(void)
 	tcase_add_test(tc, test_fifo_inputs);
 	tcase_add_test(tc, test_device_and_directory_inputs);
 	tcase_add_test(tc, test_observe_errors);
+	tcase_add_test(tc, test_observe_log_matches_plan);
+	tcase_add_test(tc, test_observe_record_once);
 	suite_add_tcase(s, tc);
 	rc = check_run(s);
 	free(out);

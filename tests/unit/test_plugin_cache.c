@@ -815,6 +815,78 @@ START_TEST(test_step_planted_entry)
 }
 END_TEST
 
+/* plan_dir with the cache: node 0 writes the plan file whenever the step
+ * applies a plan, whichever way it got it (issue 28, item 1): after
+ * another node planned and stored it (node 0 waited for its lock), and on
+ * a later step's hit after the file was removed; the bytes are those node
+ * 0 writes when it plans itself. */
+static void plan_file_of(const char *text, char *path, size_t len)
+{
+	const char *p = strstr(text, "PIPETTE_PLAN_FILE="), *nl;
+
+	ck_assert_msg(p != NULL, "%s", text);
+	p += strlen("PIPETTE_PLAN_FILE=");
+	nl = strchr(p, '\n');
+	ck_assert(nl && (size_t)(nl - p) < len);
+	memcpy(path, p, (size_t)(nl - p));
+	path[nl - p] = '\0';
+}
+
+/* The file holds exactly want[len]. */
+static void same_bytes(const char *path, const char *want, size_t len)
+{
+	size_t glen;
+	char *got = slurp(path, &glen);
+
+	ck_assert_uint_eq(glen, len);
+	ck_assert_int_eq(memcmp(got, want, len), 0);
+	free(got);
+}
+
+START_TEST(test_plan_file_on_hit)
+{
+	char root[64], dir[64], udir[96], file[PIPETTE_PATH_MAX + 128], *text, *want;
+	struct fixture f;
+	size_t wlen;
+
+	make_root(root);
+	make_root(dir);
+	snprintf(udir, sizeof(udir), "%s/%u", dir, (unsigned)geteuid());
+	/* Node 0 plans without the cache: the reference bytes. */
+	fixture(&f, "", PIPETTE_LAUNCH_SRUN, 0);
+	strcpy(f.site.plan_dir, dir);
+	text = step_run(&f.st);
+	plan_file_of(text, file, sizeof(file));
+	free(text);
+	want = slurp(file, &wlen);
+	rm_rf(udir);
+	/* Node 3 plans and stores; it writes no plan file. */
+	fixture(&f, root, PIPETTE_LAUNCH_SRUN, 3);
+	strcpy(f.site.plan_dir, dir);
+	text = step_run(&f.st);
+	ck_assert_int_eq(count_lines(text, "was stored in"), 1);
+	free(text);
+	ck_assert_int_ne(access(file, F_OK), 0);
+	/* Node 0 reads node 3's plan: it writes the file all the same. */
+	fixture(&f, root, PIPETTE_LAUNCH_SRUN, 0);
+	strcpy(f.site.plan_dir, dir);
+	text = step_run(&f.st);
+	ck_assert_int_eq(count_lines(text, "comes from"), 1);
+	ck_assert_int_eq(count_tag(text, 'M'), 0);
+	free(text);
+	same_bytes(file, want, wlen);
+	/* A later step, the user's directory removed in between. */
+	rm_rf(udir);
+	text = step_run(&f.st);
+	ck_assert_int_eq(count_lines(text, "comes from"), 1);
+	free(text);
+	same_bytes(file, want, wlen);
+	free(want);
+	rm_rf(dir);
+	rm_rf(root);
+}
+END_TEST
+
 /* Steps that start together plan once: one stores, the others read. */
 START_TEST(test_concurrent_steps_plan_once)
 {
@@ -1086,6 +1158,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_hit_matches_apply);
 	tcase_add_test(tc, test_step_degrades);
 	tcase_add_test(tc, test_step_planted_entry);
+	tcase_add_test(tc, test_plan_file_on_hit);
 	tcase_add_test(tc, test_concurrent_steps_plan_once);
 	tcase_add_test(tc, test_key_pins_what_it_hashed);
 	tcase_add_test(tc, test_key_covers_inputs);

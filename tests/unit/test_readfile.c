@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "inputs/readfile.h"
@@ -141,6 +144,100 @@ START_TEST(test_not_regular)
 }
 END_TEST
 
+/* Make path, then set its mtime `age` seconds back (without following a
+ * link). */
+static void aged(const char *path, long age)
+{
+	struct timespec ts[2];
+
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= age;
+	ts[1] = ts[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* The names in tmpdir that start with '.', sorted, one per line. */
+static void hidden_names(char *out, size_t len)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	char *names[32];
+	int n = 0, i, j;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) && n < 32)
+		if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			char *t = names[j];
+
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	out[0] = '\0';
+	for (i = 0; i < n; i++) {
+		strncat(out, names[i], len - strlen(out) - 2);
+		strcat(out, "\n");
+		free(names[i]);
+	}
+}
+
+/* The whole-file writer leaves no temporary file of its own, and sweeps
+ * the stale ones an earlier writer of the same target left when it was
+ * killed (issue 28, item 5): older than an hour and the caller's.  A
+ * young one (a writer at work), another target's, and anything that is
+ * not a regular file stay. */
+START_TEST(test_write_sweeps_stale_temporaries)
+{
+	struct pipette_err err;
+	struct pipette_file f;
+	char path[128], p[192], names[1024];
+
+	snprintf(path, sizeof(path), "%s/out.json", tmpdir);
+	snprintf(p, sizeof(p), "%s/.out.json.tmp-AbC123", tmpdir);
+	write_file(p, "{ half");
+	aged(p, 2 * 3600);
+	snprintf(p, sizeof(p), "%s/.out.json.tmp-young1", tmpdir);
+	write_file(p, "{ at work");
+	aged(p, 60);
+	snprintf(p, sizeof(p), "%s/.other.json.tmp-old123", tmpdir);
+	write_file(p, "{ another target");
+	aged(p, 2 * 3600);
+	snprintf(p, sizeof(p), "%s/.out.json.tmp-link12", tmpdir);
+	ck_assert_int_eq(symlink("/nonexistent", p), 0);
+	aged(p, 2 * 3600);
+	snprintf(p, sizeof(p), "%s/.out.json.tmp-dir123", tmpdir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	aged(p, 2 * 3600);
+	ck_assert_msg(pipette_write_file(path, "--out", "{}\n", 3, 0644, 1, &err) == 0, "%s",
+		      err.msg);
+	hidden_names(names, sizeof(names));
+	ck_assert_str_eq(names, ".other.json.tmp-old123\n.out.json.tmp-dir123\n"
+			 ".out.json.tmp-link12\n.out.json.tmp-young1\n");
+	ck_assert_int_eq(pipette_read_file(path, NULL, 64, &f, &err), 0);
+	ck_assert_str_eq(f.data, "{}\n");
+	pipette_file_free(&f);
+	/* link mode (no replace): the same sweep, and "exists" leaves nothing */
+	snprintf(p, sizeof(p), "%s/.out.json.tmp-AbC123", tmpdir);
+	write_file(p, "{ half");
+	aged(p, 2 * 3600);
+	ck_assert_int_eq(pipette_write_file(path, "--out", "{}\n", 3, 0644, 0, &err), 1);
+	hidden_names(names, sizeof(names));
+	ck_assert_str_eq(names, ".other.json.tmp-old123\n.out.json.tmp-dir123\n"
+			 ".out.json.tmp-link12\n.out.json.tmp-young1\n");
+	/* another uid's stale temporary stays (needs root to make one) */
+	if (geteuid() == 0) {
+		write_file(p, "{ half");
+		ck_assert_int_eq(chown(p, 4242, 4242), 0);
+		aged(p, 2 * 3600);
+		ck_assert_int_eq(pipette_write_file(path, "--out", "{}\n", 3, 0644, 1, &err), 0);
+		ck_assert_int_eq(access(p, F_OK), 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readfile");
@@ -150,6 +247,7 @@ int main(void)
 	tcase_add_test(tc, test_read_and_digest);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_not_regular);
+	tcase_add_test(tc, test_write_sweeps_stale_temporaries);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -140,6 +140,68 @@ START_TEST(test_megatron)
 }
 END_TEST
 
+/* What each log states of its job's configuration, for observe to hold
+ * against the plan (issue 28, item 4): Megatron's arguments, torchtitan's
+ * mesh and tokens per step; NeMo's log states none; runs of one log that
+ * state different values leave -1. */
+static void stated_eq(const struct pipette_trainlog_stated *s, long world, long tp, long pp,
+		      long cp, long dp, long rep, long shard, long gb, long seq, double tokens)
+{
+	ck_assert_int_eq(s->world, world);
+	ck_assert_int_eq(s->tp, tp);
+	ck_assert_int_eq(s->pp, pp);
+	ck_assert_int_eq(s->cp, cp);
+	ck_assert_int_eq(s->dp, dp);
+	ck_assert_int_eq(s->dp_replicate, rep);
+	ck_assert_int_eq(s->dp_shard, shard);
+	ck_assert_int_eq(s->global_batch, gb);
+	ck_assert_int_eq(s->seq_len, seq);
+	ck_assert_double_eq(s->tokens_per_step, tokens);
+}
+
+START_TEST(test_stated_config)
+{
+	struct pipette_trainlog *l = read_ok("megatron.log", PIPETTE_STACK_MEGATRON);
+	struct pipette_file f;
+	struct pipette_err err;
+
+	/* the log's digest: with the plan's hash, which job it is of */
+	ck_assert_int_eq(pipette_read_file(LOGS "/megatron.log", NULL, 1 << 20, &f, &err), 0);
+	ck_assert_int_eq(memcmp(l->sha256, f.sha256, sizeof(f.sha256)), 0);
+	pipette_file_free(&f);
+
+	/* its arguments: no context_parallel_size line */
+	stated_eq(&l->stated, 16, 2, 4, 0, 2, 0, 0, 64, 4096, 0);
+	pipette_trainlog_destroy(l);
+	l = read_ok("megatron-2022.log", PIPETTE_STACK_MEGATRON_2022);
+	stated_eq(&l->stated, 8, 2, 2, 0, 0, 0, 0, 0, 0, 0);
+	pipette_trainlog_destroy(l);
+	l = read_ok("torchtitan.log", PIPETTE_STACK_TORCHTITAN);
+	/* pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2 */
+	stated_eq(&l->stated, 8, 2, 2, 1, 2, 1, 2, 0, 0, 131072);
+	pipette_trainlog_destroy(l);
+	l = read_ok("nemo.log", PIPETTE_STACK_NEMO);
+	stated_eq(&l->stated, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	pipette_trainlog_destroy(l);
+	/* A restart on other GPUs appended to the same log: two world sizes;
+	 * "None" states nothing. */
+	l = parse_ok("------------------------ arguments ------------------------\n"
+		     "  world_size ...................................... 16\n"
+		     "  seq_length ...................................... None\n"
+		     "  global_batch_size ............................... 64\n"
+		     " iteration 1/ 10 | elapsed time per iteration (ms): 100.0 |\n"
+		     "------------------------ arguments ------------------------\n"
+		     "  world_size ...................................... 32\n"
+		     "  global_batch_size ............................... 64\n"
+		     " iteration 1/ 10 | elapsed time per iteration (ms): 100.0 |\n",
+		     PIPETTE_STACK_MEGATRON);
+	stated_eq(&l->stated, -1, 0, 0, 0, 0, 0, 0, 64, 0, 0);
+	pipette_trainlog_destroy(l);
+	parse_fails("  global_batch_size ............................... 0\n", PIPETTE_STACK_MEGATRON,
+		    "t.log: line 1: global_batch_size: 0 is out of range [1, 1073741824]");
+}
+END_TEST
+
 /* The Megatron of 2022: no time stamp, "{}" memory figures, a restart. */
 START_TEST(test_megatron_2022)
 {
@@ -325,7 +387,13 @@ START_TEST(test_derive_errors)
 	/* 1e12 tokens at 350 tokens/s on one GPU: 90 years a step. */
 	ck_assert_int_eq(pipette_trainlog_derive(l, 1e12, 1, &err), -1);
 	ck_assert_str_eq(err.msg, "training log: line 2: tps: 350 tokens/s per device on 1 GPUs "
-			 "at 1e+12 tokens per step is a step of 2.85714e+09 s, not in (0, 86400]");
+			 "at 1e+12 tokens per step is a step of 2.85714e+09 s, not in "
+			 "[0.0001, 86400]");
+	/* ... nor implausibly short: 1 token at 350 tokens/s on 100000 GPUs */
+	ck_assert_int_eq(pipette_trainlog_derive(l, 1, 100000, &err), -1);
+	ck_assert_str_eq(err.msg, "training log: line 2: tps: 350 tokens/s per device on 100000 "
+			 "GPUs at 1 tokens per step is a step of 2.85714e-08 s, not in "
+			 "[0.0001, 86400]");
 	ck_assert_int_eq(pipette_trainlog_derive(m, 131072, 8, &err), -1);
 	ck_assert_str_eq(err.msg, "training log: step times are derived from tokens per second "
 			 "for torchtitan only, not 'megatron-zb'");
@@ -359,13 +427,23 @@ START_TEST(test_megatron_errors)
 		    "t.log: line 1: elapsed time per iteration (ms): expected a number, got "
 		    "'abc |'");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 0.0 |", mlm,
-		    "t.log: line 1: elapsed time per iteration (ms): 0 is not above 0");
+		    "t.log: line 1: elapsed time per iteration (ms): 0 is out of range "
+		    "[0.1, 8.64e+07]");
+	/* Issue 28, item 8: a step of 1e-300 ms was taken (and calibrate then
+	 * refused the observation); "0x10" was read as 0 and reported as
+	 * "0 is not above 0". */
+	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1e-300 |", mlm,
+		    "t.log: line 1: elapsed time per iteration (ms): 1e-300 is out of range "
+		    "[0.1, 8.64e+07]");
+	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 0x10 |", mlm,
+		    "t.log: line 1: elapsed time per iteration (ms): '0x10' is not a decimal "
+		    "number");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): -3.5 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): -3.5 is out of range "
-		    "[0, 8.64e+07]");
+		    "[0.1, 8.64e+07]");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1e99 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): 1e+99 is out of range "
-		    "[0, 8.64e+07]");
+		    "[0.1, 8.64e+07]");
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1.2.3 |", mlm,
 		    "t.log: line 1: elapsed time per iteration (ms): '1.2.3' is not a number");
 	parse_fails(" iteration 99999999999999999999/ 10 | elapsed time per iteration (ms): 1 |",
@@ -416,7 +494,11 @@ START_TEST(test_nemo_errors)
 		    "'train_step_timing in s' (NeMo prints it with the TimingCallback of "
 		    "nemo.utils.exp_manager)");
 	parse_fails("Training epoch 0, iteration 0/9 | train_step_timing in s: 1e6\n", nemo,
-		    "t.log: line 1: train_step_timing in s: 1e+06 is out of range [0, 86400]");
+		    "t.log: line 1: train_step_timing in s: 1e+06 is out of range [0.0001, 86400]");
+	parse_fails("Training epoch 0, iteration 0/9 | train_step_timing in s: 1e-300\n", nemo,
+		    "t.log: line 1: train_step_timing in s: 1e-300 is out of range [0.0001, 86400]");
+	parse_fails("Step 3: train_step_timing in s=0X1p3\n", nemo,
+		    "t.log: line 1: train_step_timing in s: '0X1p3' is not a decimal number");
 	parse_fails("Training epoch 0, iteration 0/9 | max_memory_reserved: 1e20 | "
 		    "train_step_timing in s: 1\n", nemo,
 		    "t.log: line 1: max_memory_reserved: 1e+20 is out of range [0, 4.39805e+12]");
@@ -475,7 +557,7 @@ START_TEST(test_torchtitan_errors)
 		    "tokens per train step, gradient accumulation steps 1\n"
 		    "step:  1  loss:  9.0  memory:  1.00GiB(1.00%)  tps: 1\n", tt,
 		    "t.log: line 3: tps: 1 tokens/s per device on 1 GPUs at 1e+15 tokens per step "
-		    "is a step of 1e+15 s, not in (0, 86400]");
+		    "is a step of 1e+15 s, not in [0.0001, 86400]");
 }
 END_TEST
 
@@ -624,6 +706,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_megatron);
+	tcase_add_test(tc, test_stated_config);
 	tcase_add_test(tc, test_megatron_2022);
 	tcase_add_test(tc, test_megatron_zb);
 	tcase_add_test(tc, test_nemo);
