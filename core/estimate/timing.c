@@ -1439,21 +1439,6 @@ double pipette_model_flops(const struct pipette_model *m, const struct pipette_c
 }
 
 
-/* End of rank r's last operation in the last simulation (its list has
- * at most `max_ops` entries). */
-static double rank_finish(const struct pipette_sched *s, int r, long max_ops)
-{
-	struct pipette_sched_event ev;
-	long i, idx;
-
-	for (i = max_ops - 1; i >= 0; i--) {
-		idx = pipette_sched_rank_op(s, r, i);
-		if (idx >= 0 && pipette_sched_event(s, idx, &ev) == 0)
-			return ev.end;
-	}
-	return 0;
-}
-
 /* ---- compression what-ifs (Optimus-CC, Song et al., ASPLOS'23) ------------ */
 
 /* One n x m tensor at rank r: P (n x r) and Q (m x r) replace it.  The
@@ -1882,7 +1867,6 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 			     double *dp_tail, struct pipette_err *err)
 {
 	int p = c->pp, v = pipette_config_chunks(c), s;
-	int split = pipette_schedule_splits_w(c->schedule);
 	long mb = pipette_config_microbatches(c);
 	struct pipette_sched_input in;
 	struct pipette_sched_result res;
@@ -1902,8 +1886,7 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 	out->makespan_s = res.makespan;
 	*dp_tail = 0;
 	for (s = 0; s < p; s++) {
-		double end = rank_finish(t->sched, s, mb * v * (split ? 3 : 2)) -
-			     t->dp_win[s] + t->dp_rs[s];
+		double end = res.finish[s] - t->dp_win[s] + t->dp_rs[s];
 
 		t->inflight[s] = (double)res.peak_fb[s] / v;
 		if (end - res.makespan > *dp_tail)
