@@ -49,8 +49,9 @@
  * every rank's list order and every dependency (found once per shape), so
  * each op's start is max(rank free, dependency end + transfer) in O(1).
  * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
- * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512), so a
- * caller going back and forth between a few shapes does not rebuild. */
+ * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512) and
+ * of a few more small ones, so a caller going back and forth between a
+ * few shapes does not rebuild. */
 #include "estimate/schedule.h"
 
 #include <limits.h>
@@ -192,12 +193,20 @@ struct sched_order {
 
 /* Orders kept besides the current one: the search alternates a few
  * shapes (and timing.c simulates V-ZB with and without transfers), so a
- * shape seen lately is swapped back in instead of rebuilt. */
+ * shape seen lately is swapped back in instead of rebuilt.  SCHED_CACHE
+ * slots take any order, SCHED_SMALL more only orders of up to
+ * SCHED_SMALL_OPS ops (320 KiB each): the search's lower bounds cycle
+ * through a dozen shapes of m = p micro-batches, which in the shared
+ * slots pushed out the plan's long pipelines (the 8-node plan of issue
+ * 30 built its 4 shapes of 110,000 to 330,000 ops 7 times; 6 with these
+ * slots, 2.266e9 instructions in all, now 2.184e9). */
 #define SCHED_CACHE 3
+#define SCHED_SMALL 4
+#define SCHED_SMALL_OPS 16384
 
 struct pipette_sched {
 	struct sched_order o;	/* the current shape */
-	struct sched_order cache[SCHED_CACHE];
+	struct sched_order cache[SCHED_CACHE + SCHED_SMALL];
 	unsigned long clock;
 	int simulated;		/* the arrays hold a simulation of this shape */
 
@@ -254,7 +263,7 @@ static void free_arrays(struct pipette_sched *s)
 	int i;
 
 	free_order(&s->o);
-	for (i = 0; i < SCHED_CACHE; i++)
+	for (i = 0; i < SCHED_CACHE + SCHED_SMALL; i++)
 		free_order(&s->cache[i]);
 	free(s->rops);
 	free(s->g_end);
@@ -1500,6 +1509,38 @@ static void swap_order(struct sched_order *a, struct sched_order *b)
 	*b = t;
 }
 
+/* Keep the current order in the cache, in the least recently used slot
+ * of its class (an empty one first); s->o gets the order it pushes out.
+ * A small order's arrays shrink to it, so that the small slots stay
+ * small whatever their arrays held before. */
+static void stash(struct pipette_sched *s)
+{
+	int small = s->o.n <= SCHED_SMALL_OPS, lo = small ? SCHED_CACHE : 0;
+	int hi = small ? SCHED_CACHE + SCHED_SMALL : SCHED_CACHE, victim = lo, i;
+
+	if (!s->o.valid)
+		return;
+	for (i = lo + 1; i < hi; i++)
+		if (!s->cache[i].valid ||
+		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
+			victim = i;
+	if (small && s->o.cap_ops > (size_t)s->o.n) {
+		void *a = realloc(s->o.rank_pos, (size_t)s->o.n * sizeof(int32_t));
+		void *b = a ? realloc(s->o.gops, (size_t)s->o.n * sizeof(*s->o.gops)) : NULL;
+		void *c = b ? realloc(s->o.g_mb, (size_t)s->o.n * sizeof(int32_t)) : NULL;
+
+		if (a)
+			s->o.rank_pos = a;
+		if (b)
+			s->o.gops = b;
+		if (c) {
+			s->o.g_mb = c;
+			s->o.cap_ops = (size_t)s->o.n;
+		}
+	}
+	swap_order(&s->o, &s->cache[victim]);
+}
+
 static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *in,
 		     struct pipette_err *err)
 {
@@ -1545,23 +1586,20 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		return 0;
 	}
 	s->simulated = 0;
-	for (i = 0; i < SCHED_CACHE; i++)
+	for (i = 0; i < SCHED_CACHE + SCHED_SMALL; i++)
 		if (same_shape(&s->cache[i], in, q)) {
-			swap_order(&s->o, &s->cache[i]);
+			struct sched_order hit = s->cache[i];
+
+			memset(&s->cache[i], 0, sizeof(s->cache[i]));
+			stash(s);
+			free_order(&s->o);	/* what the current one pushed out */
+			s->o = hit;
 			s->o.used = ++s->clock;
 			return 0;
 		}
-	/* keep the current order: it takes the place of the least recently
-	 * used one, whose arrays the new shape is built in */
-	if (s->o.valid) {
-		int victim = 0;
-
-		for (i = 1; i < SCHED_CACHE; i++)
-			if (!s->cache[i].valid ||
-			    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
-				victim = i;
-		swap_order(&s->o, &s->cache[victim]);
-	}
+	/* keep the current order; the new shape is built in the arrays of
+	 * the one it pushes out */
+	stash(s);
 	s->o.valid = 0;
 	s->o.used = ++s->clock;
 	memcpy(s->o.vq, q, sizeof(q));
