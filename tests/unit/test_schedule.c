@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "estimate/schedule.h"
+#include "estimate/schedmemo.h"
 #include "check_run.h"
 
 #define MAXS 256	/* virtual stages in these tests */
@@ -1197,6 +1198,58 @@ START_TEST(test_steady_cost_flat)
 }
 END_TEST
 
+/* The memo of simulations (schedmemo.h) hands back a kept simulation's
+ * results for exactly its input, and nothing for an input one bit away,
+ * another shape, or transfers given where the kept one had none. */
+START_TEST(test_memo)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_memo *mm = pipette_sched_memo_create();
+	struct pipette_sched_result a, b;
+	struct pipette_sched_input in;
+	struct pipette_err err;
+	struct times t;
+	int r;
+
+	steady_times(&t, TS_RANDOM, 8 * 2, 5u);
+	in = (struct pipette_sched_input){ PIPETTE_SCHED_INTERLEAVED, 8, 2, 64, t.f, t.b, t.w,
+					   t.cf, t.cb, 0 };
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 0);
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &a, &err), 0);
+	pipette_sched_memo_keep(mm, &in, &a);
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 1);
+	ck_assert(a.makespan == b.makespan && a.bubble == b.bubble && a.n_ops == b.n_ops &&
+		  a.v == b.v);
+	for (r = 0; r < 8; r++)
+		ck_assert(a.busy[r] == b.busy[r] && a.finish[r] == b.finish[r] &&
+			  a.peak_fb[r] == b.peak_fb[r] && a.peak_fw[r] == b.peak_fw[r] &&
+			  a.peak_fb_stages[r] == b.peak_fb_stages[r] &&
+			  a.peak_fw_stages[r] == b.peak_fw_stages[r]);
+	t.cb[14] = nextafter(t.cb[14], 1.0);
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 0);
+	t.cb[14] = nextafter(t.cb[14], 0.0);
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 1);
+	in.m = 72;
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 0);
+	in.m = 64;
+	/* no transfers kept; then zeros given are the same input, and
+	 * anything else is not */
+	in.comm_f = in.comm_b = NULL;
+	ck_assert_int_eq(pipette_sched_simulate(s, &in, &a, &err), 0);
+	pipette_sched_memo_keep(mm, &in, &a);
+	memset(t.cf, 0, sizeof(t.cf));
+	memset(t.cb, 0, sizeof(t.cb));
+	in.comm_f = t.cf;
+	in.comm_b = t.cb;
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 1);
+	ck_assert(a.makespan == b.makespan);
+	t.cf[3] = 1e-3;
+	ck_assert_int_eq(pipette_sched_memo_find(mm, &in, &b), 0);
+	pipette_sched_memo_destroy(mm);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("schedule");
@@ -1221,6 +1274,7 @@ int main(void)
 	tcase_add_test(tc, test_torch_schedules);
 	tcase_add_loop_test(tc, test_steady_equals_full, 0, PIPETTE_SCHED_COUNT);
 	tcase_add_loop_test(tc, test_steady_cost_flat, 0, PIPETTE_SCHED_COUNT);
+	tcase_add_test(tc, test_memo);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
