@@ -768,10 +768,39 @@ static char *generator_line(int argc, char **argv)
 	return line;
 }
 
+/* What `bandwidth generate` takes from the GPU type: the GPUs per node
+ * (unless given), the NVLink domain (unless given: the type's when it
+ * spans nodes), and the nominal links and latencies, times eff unless a
+ * rate is given (NAN: not given). */
+static int generate_gpu(struct pipette_bw_gen *g, const char *gpu, int have_gpn, long domain,
+			double eff, double inter, double intra)
+{
+	const struct pipette_gpu_spec *spec;
+	struct pipette_err err;
+
+	spec = pipette_gpu_lookup(gpu, &err);
+	if (!spec)
+		return cli_error("--gpu: %s", err.msg);
+	if (!have_gpn)
+		g->gpus_per_node = spec->gpus_per_node;	/* the type's board or tray */
+	if (!domain && spec->nvlink_domain_gpus > g->gpus_per_node)
+		domain = spec->nvlink_domain_gpus;
+	if (domain % g->gpus_per_node)
+		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
+				 domain, g->gpus_per_node);
+	g->domain_nodes = (int)(domain / g->gpus_per_node);
+	if (g->domain_nodes > g->nodes)
+		g->domain_nodes = g->nodes;	/* a partial domain: all the nodes */
+	g->inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
+	g->intra_gbps = isnan(intra) ? spec->nvlink_gbps * eff : intra;
+	g->inter_lat_us = spec->nic_lat_us;
+	g->intra_lat_us = spec->nvlink_lat_us;
+	return 0;
+}
+
 static int do_generate(int argc, char **argv)
 {
 	struct pipette_bw_gen g;
-	const struct pipette_gpu_spec *spec;
 	struct pipette_bwcache *bw = NULL;
 	struct pipette_err err;
 	const char *out = NULL, *gpu = "H100";
@@ -870,23 +899,8 @@ static int do_generate(int argc, char **argv)
 		return cli_error("bandwidth generate: --seed and --nodes are required");
 	if (!out)
 		return cli_error("bandwidth generate: no output file (-o OUT)");
-	spec = pipette_gpu_lookup(gpu, &err);
-	if (!spec)
-		return cli_error("--gpu: %s", err.msg);
-	if (!have_gpn)
-		g.gpus_per_node = spec->gpus_per_node;	/* the type's board or tray */
-	if (!domain && spec->nvlink_domain_gpus > g.gpus_per_node)
-		domain = spec->nvlink_domain_gpus;
-	if (domain % g.gpus_per_node)
-		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
-				 domain, g.gpus_per_node);
-	g.domain_nodes = (int)(domain / g.gpus_per_node);
-	if (g.domain_nodes > g.nodes)
-		g.domain_nodes = g.nodes;	/* a partial domain: all the nodes */
-	g.inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
-	g.intra_gbps = isnan(intra) ? spec->nvlink_gbps * eff : intra;
-	g.inter_lat_us = spec->nic_lat_us;
-	g.intra_lat_us = spec->nvlink_lat_us;
+	if ((r = generate_gpu(&g, gpu, have_gpn, domain, eff, inter, intra)))
+		return r;
 	if (!(cmdline = generator_line(argc, argv)))
 		return cli_error("out of memory");
 	if (pipette_bwcache_generate(&g, &bw, &err) < 0 ||
