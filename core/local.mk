@@ -17,6 +17,7 @@ core_libpipette_la_SOURCES = \
 	core/inputs/stack.c core/inputs/stack.h \
 	core/estimate/memory.c core/estimate/memory.h \
 	core/estimate/schedule.c core/estimate/schedule.h \
+	core/estimate/schedmemo.c core/estimate/schedmemo.h \
 	core/estimate/timing.c core/estimate/timing.h \
 	core/inputs/kernels.h core/estimate/kernels.c core/estimate/kernels.h \
 	core/learn/kernelfit.c core/learn/kernelfit.h

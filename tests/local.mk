@@ -175,11 +175,14 @@ tests_unit_test_launch_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launch_LDADD = $(TEST_LDADD)
 
 # Search, mapping and plan: quality against the default order and brute
-# force, and speed at 16 and 1024 nodes (make bench).
+# force, and speed at 16 and 1024 nodes, and issue 30's hard cases: 8 and
+# 16 nodes at global batch 2048 and 4096 for every stack (make bench).
 BENCH_BINS += tests/bench/bench_plan
 tests_bench_bench_plan_SOURCES = tests/bench/bench_plan.c tests/bench/bench_util.h
-tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"'
+tests_bench_bench_plan_CFLAGS = $(AM_CFLAGS) -DEXAMPLES_DIR='"$(abs_top_srcdir)/etc/examples"' \
+	-DPIPETTE_BIN='"$(abs_top_builddir)/pipette"'
 tests_bench_bench_plan_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
+EXTRA_tests_bench_bench_plan_DEPENDENCIES = pipette$(EXEEXT)
 # Loading and validating 1024..4096-node caches in both forms (make bench).
 BENCH_BINS += tests/bench/bench_cache
 tests_bench_bench_cache_SOURCES = tests/bench/bench_cache.c tests/bench/bench_util.h

@@ -49,8 +49,9 @@
  * every rank's list order and every dependency (found once per shape), so
  * each op's start is max(rank free, dependency end + transfer) in O(1).
  * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
- * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512), so a
- * caller going back and forth between a few shapes does not rebuild. */
+ * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512) and
+ * of a few more small ones, so a caller going back and forth between a
+ * few shapes does not rebuild. */
 #include "estimate/schedule.h"
 
 #include <limits.h>
@@ -175,16 +176,37 @@ struct sched_order {
 	int *peak_fb, *peak_fw;
 	double *peak_fb_st, *peak_fw_st;
 	size_t cap_rank;
+
+	/* The steady state (find_period): every op i in [g0 + P, g1) repeats
+	 * op i - P (same rank and key, dependency and the rank's previous op
+	 * P positions later too); P = 0 when the order has no such run.
+	 * W: how far back an op of the run reads (its dependency or the
+	 * previous op of its rank), >= P; reach: how far back any op from g0
+	 * on reads its dependency. */
+	long g0, g1, P, W, reach;
 };
+
+/* Jumps one simulation may take over the steady state: about one per
+ * binade the time crosses after the warm-up (see "the steady state"
+ * below), log2 of the micro-batches at most. */
+#define STEADY_JUMPS_MAX 64
 
 /* Orders kept besides the current one: the search alternates a few
  * shapes (and timing.c simulates V-ZB with and without transfers), so a
- * shape seen lately is swapped back in instead of rebuilt. */
+ * shape seen lately is swapped back in instead of rebuilt.  SCHED_CACHE
+ * slots take any order, SCHED_SMALL more only orders of up to
+ * SCHED_SMALL_OPS ops (320 KiB each): the search's lower bounds cycle
+ * through a dozen shapes of m = p micro-batches, which in the shared
+ * slots pushed out the plan's long pipelines (the 8-node plan of issue
+ * 30 built its 4 shapes of 110,000 to 330,000 ops 7 times; 6 with these
+ * slots, 2.266e9 instructions in all, now 2.184e9). */
 #define SCHED_CACHE 3
+#define SCHED_SMALL 4
+#define SCHED_SMALL_OPS 16384
 
 struct pipette_sched {
 	struct sched_order o;	/* the current shape */
-	struct sched_order cache[SCHED_CACHE];
+	struct sched_order cache[SCHED_CACHE + SCHED_SMALL];
 	unsigned long clock;
 	int simulated;		/* the arrays hold a simulation of this shape */
 
@@ -205,6 +227,17 @@ struct pipette_sched {
 	long *vst;		/* V-ZB greedy: V_NST counters per rank */
 
 	double *busy, *freet, *dur_tab, *cin_tab;
+
+	/* The last simulation's jumps over the steady state: ops in
+	 * [from, end) of each were not simulated; op i there ends k*lambda
+	 * after op i - k*q, k = (i - from) / q + 1, one of the q before
+	 * `from` (simulate_ops). */
+	struct sched_jump {
+		long from, end, q;
+		double lambda;
+	} jumps[STEADY_JUMPS_MAX];
+	int n_jumps;
+	long n_simulated;
 
 	size_t cap_ops, cap_tab, cap_rank, cap_stage;
 };
@@ -230,7 +263,7 @@ static void free_arrays(struct pipette_sched *s)
 	int i;
 
 	free_order(&s->o);
-	for (i = 0; i < SCHED_CACHE; i++)
+	for (i = 0; i < SCHED_CACHE + SCHED_SMALL; i++)
 		free_order(&s->cache[i]);
 	free(s->rops);
 	free(s->g_end);
@@ -1179,11 +1212,39 @@ static int build_lists(struct pipette_sched *s, struct wqueue *q, struct pipette
 	return 0;
 }
 
+/* Place rank r's next op o (its list index li, its dependency's key dk)
+ * as the n-th of the global order; the rank's peaks follow from its list
+ * order, its ops being serial (held[0]: F..B, held[1]: F..W). */
+static void place(struct pipette_sched *s, int r, size_t li, const struct rop *o, long dk, long n)
+{
+	long *held = &s->vst[(size_t)r * V_NST];
+
+	s->o.rank_pos[li] = (int32_t)n;
+	s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
+	s->o.gops[n].key = (r * s->o.v + o->chunk) * 3 + o->type;
+	s->o.gops[n].rank = r;
+	s->o.g_mb[n] = o->mb;
+	s->ptr[r]++;
+	if (o->type == OP_F) {
+		held[0]++;
+		held[1]++;
+	} else if (o->type == OP_B) {
+		held[0]--;
+		held[1] -= !s->o.split_w;
+	} else
+		held[1]--;
+	if (held[0] > s->o.peak_fb[r])
+		s->o.peak_fb[r] = (int)held[0];
+	if (held[1] > s->o.peak_fw[r])
+		s->o.peak_fw[r] = (int)held[1];
+}
+
 static int build(struct pipette_sched *s, struct pipette_err *err)
 {
-	int p = s->o.p, r;
-	long *len, *held, n = 0, i, top;
+	int p = s->o.p, r, placed;
+	long *len, n = 0, i, step;
 	size_t tab = (size_t)3 * s->o.S * s->o.m;
+	int32_t *lvl_tab = s->slot_tab;
 	struct wqueue q = { 0, 0, NULL, NULL };
 
 	len = s->len;
@@ -1208,35 +1269,40 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 			goto fail;
 		}
 
-	/* Global order (Kahn's algorithm over the list heads): advance a rank
-	 * while its next op's dependency is placed; a blocked rank waits on
-	 * that dependency's key and is woken when it is placed.  O(ops).
-	 * A valid order has at most one rank waiting on a key. */
+	/* Global order: the ops by their start in a run with unit durations
+	 * and no transfers, ranks in order on a tie.  Step t places each
+	 * rank's next op if what it reads was placed before step t (lvl_tab:
+	 * the step of each placed key); a step that places nothing leaves
+	 * the next one the same, a deadlock.  O(ops + p * idle steps).  Any
+	 * order that respects the dependencies and every rank's list gives
+	 * the same simulation; this one follows the pipeline's own rhythm
+	 * and so repeats with the schedule's period (find_period), where one
+	 * that runs each rank ahead as far as it can (Kahn's, with a stack)
+	 * repeats only every many periods (120 micro-batches for interleaved
+	 * at p = 8). */
 	for (i = 0; i < (long)tab; i++)
-		s->pos_tab[i] = s->slot_tab[i] = -1;
+		s->pos_tab[i] = -1;
 	for (r = 0; r < p; r++) {
 		s->ptr[r] = 0;
-		s->wq[r] = r;	/* the stack of ranks to advance */
 		s->vst[(size_t)r * V_NST] = s->vst[(size_t)r * V_NST + 1] = 0;
 		s->o.peak_fb[r] = s->o.peak_fw[r] = 0;
 	}
-	top = p;
-	while (top > 0) {
-		r = s->wq[--top];
-		while (s->ptr[r] < s->o.per_rank) {
-			size_t li = RIDX(s, r, s->ptr[r]);
-			const struct rop *o = &s->rops[li];
-			int st = vstage(s, r, o->chunk);
-			long dk = dep_key(s, o->type, st, o->mb);
-			long self = KEY(o->type, st, o->mb);
-			int32_t w;
+	for (step = 0, placed = 1; n < s->o.n && placed; step++)
+		for (r = 0, placed = 0; r < p; r++) {
+			size_t li;
+			const struct rop *o;
+			int st;
+			long dk, self;
 
-			if (dk >= 0 && s->pos_tab[dk] < 0) {
-				if (s->slot_tab[dk] >= 0)
-					break;	/* reported below as a deadlock */
-				s->slot_tab[dk] = r;
-				break;
-			}
+			if (s->ptr[r] == s->o.per_rank)
+				continue;
+			li = RIDX(s, r, s->ptr[r]);
+			o = &s->rops[li];
+			st = vstage(s, r, o->chunk);
+			dk = dep_key(s, o->type, st, o->mb);
+			self = KEY(o->type, st, o->mb);
+			if (dk >= 0 && (s->pos_tab[dk] < 0 || lvl_tab[dk] >= step))
+				continue;
 			if (s->pos_tab[self] >= 0) {
 				pipette_fail(err, "schedule %s: rank %d runs %c of chunk %d micro-batch %d twice",
 					     pipette_schedule_name(s->o.kind), r,
@@ -1244,35 +1310,10 @@ static int build(struct pipette_sched *s, struct pipette_err *err)
 				goto fail;
 			}
 			s->pos_tab[self] = (int32_t)n;
-			s->o.rank_pos[li] = (int32_t)n;
-			s->o.gops[n].dep = dk >= 0 ? s->pos_tab[dk] : -1;
-			s->o.gops[n].key = (r * s->o.v + o->chunk) * 3 + o->type;
-			s->o.gops[n].rank = r;
-			s->o.g_mb[n] = o->mb;
-			n++;
-			s->ptr[r]++;
-			/* peaks follow from the list order: ops on a rank are
-			 * serial (held[0]: F..B, held[1]: F..W) */
-			held = &s->vst[(size_t)r * V_NST];
-			if (o->type == OP_F) {
-				held[0]++;
-				held[1]++;
-			} else if (o->type == OP_B) {
-				held[0]--;
-				held[1] -= !s->o.split_w;
-			} else
-				held[1]--;
-			if (held[0] > s->o.peak_fb[r])
-				s->o.peak_fb[r] = (int)held[0];
-			if (held[1] > s->o.peak_fw[r])
-				s->o.peak_fw[r] = (int)held[1];
-			w = s->slot_tab[self];
-			if (w >= 0) {
-				s->slot_tab[self] = -1;
-				s->wq[top++] = w;
-			}
+			lvl_tab[self] = (int32_t)step;
+			place(s, r, li, o, dk, n++);
+			placed++;
 		}
-	}
 	if (n < s->o.n) {
 		pipette_fail(err, "schedule %s: p=%d v=%d m=%ld: operation lists deadlock",
 			     pipette_schedule_name(s->o.kind), p, s->o.v, s->o.m);
@@ -1292,6 +1333,107 @@ fail:
 	free(q.mb);
 	s->o.valid = 0;
 	return -1;
+}
+
+/* ---- the steady state --------------------------------------------------
+ *
+ * Past the warm-up every schedule repeats one period of operations with
+ * the micro-batches moved on, until the cool-down; so does its global
+ * order.  find_period finds that run in the order (a structural fact of
+ * the shape, checked op by op, never assumed from the kind), and the
+ * simulation (simulate_ops) steps through it one period at a time until
+ * the end times a period reads are those q ops before (q a few periods)
+ * shifted by one constant lambda; from then on every period is, and it
+ * jumps over them in closed form.  In real numbers that holds because an
+ * op's end is a max of sums of the ends it reads, which commutes with
+ * adding a constant: a max-plus linear system, which after a transient
+ * repeats with a cycle of c steps, shifted by c times its cycle time (the
+ * cyclicity theorem: Baccelli, Cohen, Olsder and Quadrat, "Synchronization
+ * and Linearity", Wiley 1992, ch. 3; Heidergott, Olsder and van der
+ * Woude, "Max Plus at Work", Princeton 2006, ch. 3-4).  In floating point
+ * it holds exactly, bit for bit,
+ * while every end involved stays in one binade [2^e, 2^(e+1)) and lambda
+ * is an even number of its ulps: adding lambda to the inputs then adds it
+ * to every rounded sum (round to nearest even keeps its choice when the
+ * parity is kept), so the jump gives the full simulation's very numbers.
+ * A jump therefore stops before the binade ends, and the simulation
+ * steps on until the window lies in the next one: about one jump per
+ * doubling of the time, a few dozen periods in all. */
+
+/* Does op i of the global order repeat op i - P: the same rank and key,
+ * and what it reads (its dependency and its rank's previous op, prev)
+ * P positions later too. */
+static int repeats(const struct sched_order *o, const int32_t *prev, long i, long P)
+{
+	const struct gop *a = &o->gops[i], *b = &o->gops[i - P];
+
+	if (a->rank != b->rank || a->key != b->key || (a->dep < 0) != (b->dep < 0) ||
+	    (a->dep >= 0 && a->dep - b->dep != P) || (prev[i] < 0) != (prev[i - P] < 0))
+		return 0;
+	return prev[i] < 0 || prev[i] - prev[i - P] == P;
+}
+
+/* Periods tried, in micro-batches (the ops of one micro-batch over all
+ * ranks each): the looped schedules advance p micro-batches a period
+ * (Megatron's groups of p), the others one, in every shape of
+ * tests/unit/test_schedule.c; twice that, and 2 more for p = 1, leaves
+ * room for an order that repeats only every other period. */
+#define PERIOD_MAX_MB(p) (2L * (p) + 2)
+
+/* The smallest period P (a multiple of the ops of one micro-batch) that
+ * op `mid` and the 2P ops after it repeat, or 0. */
+static long period_at(const struct sched_order *o, const int32_t *prev, long mid)
+{
+	long unit = o->n / o->m, k, i;
+
+	for (k = 1; k <= PERIOD_MAX_MB(o->p) && k * unit <= mid && mid + 2 * k * unit <= o->n; k++) {
+		long P = k * unit;
+
+		for (i = mid; i < mid + 2 * P && repeats(o, prev, i, P); i++)
+			;
+		if (i == mid + 2 * P)
+			return P;
+	}
+	return 0;
+}
+
+/* Find the steady run of the order in s->o (see struct sched_order).
+ * Uses slot_tab, free once the order is built, for each op's previous op
+ * on its rank. */
+static void find_period(struct pipette_sched *s)
+{
+	struct sched_order *o = &s->o;
+	int32_t *prev = s->slot_tab, *last = s->ptr;
+	long n = o->n, i, lo, hi, P;
+	int r;
+
+	o->P = o->g0 = o->g1 = o->W = o->reach = 0;
+	for (r = 0; r < o->p; r++)
+		last[r] = -1;
+	for (i = 0; i < n; i++) {
+		prev[i] = last[o->gops[i].rank];
+		last[o->gops[i].rank] = (int32_t)i;
+	}
+	P = period_at(o, prev, n / 2);
+	if (!P)
+		return;
+	for (hi = n / 2; hi < n && repeats(o, prev, hi, P); hi++)
+		;
+	for (lo = n / 2; lo - 1 >= P && repeats(o, prev, lo - 1, P); lo--)
+		;
+	o->W = P;
+	for (i = lo; i < hi; i++) {
+		if (o->gops[i].dep >= 0 && i - o->gops[i].dep > o->W)
+			o->W = i - o->gops[i].dep;
+		if (i - prev[i] > o->W)
+			o->W = i - prev[i];
+	}
+	for (i = lo - P; i < n; i++)
+		if (o->gops[i].dep >= 0 && i - o->gops[i].dep > o->reach)
+			o->reach = i - o->gops[i].dep;
+	o->P = P;
+	o->g0 = lo - P;
+	o->g1 = hi;
 }
 
 static int check_time(const double *a, long i, const char *what, struct pipette_err *err)
@@ -1367,6 +1509,38 @@ static void swap_order(struct sched_order *a, struct sched_order *b)
 	*b = t;
 }
 
+/* Keep the current order in the cache, in the least recently used slot
+ * of its class (an empty one first); s->o gets the order it pushes out.
+ * A small order's arrays shrink to it, so that the small slots stay
+ * small whatever their arrays held before. */
+static void stash(struct pipette_sched *s)
+{
+	int small = s->o.n <= SCHED_SMALL_OPS, lo = small ? SCHED_CACHE : 0;
+	int hi = small ? SCHED_CACHE + SCHED_SMALL : SCHED_CACHE, victim = lo, i;
+
+	if (!s->o.valid)
+		return;
+	for (i = lo + 1; i < hi; i++)
+		if (!s->cache[i].valid ||
+		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
+			victim = i;
+	if (small && s->o.cap_ops > (size_t)s->o.n) {
+		void *a = realloc(s->o.rank_pos, (size_t)s->o.n * sizeof(int32_t));
+		void *b = a ? realloc(s->o.gops, (size_t)s->o.n * sizeof(*s->o.gops)) : NULL;
+		void *c = b ? realloc(s->o.g_mb, (size_t)s->o.n * sizeof(int32_t)) : NULL;
+
+		if (a)
+			s->o.rank_pos = a;
+		if (b)
+			s->o.gops = b;
+		if (c) {
+			s->o.g_mb = c;
+			s->o.cap_ops = (size_t)s->o.n;
+		}
+	}
+	swap_order(&s->o, &s->cache[victim]);
+}
+
 static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *in,
 		     struct pipette_err *err)
 {
@@ -1412,23 +1586,20 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 		return 0;
 	}
 	s->simulated = 0;
-	for (i = 0; i < SCHED_CACHE; i++)
+	for (i = 0; i < SCHED_CACHE + SCHED_SMALL; i++)
 		if (same_shape(&s->cache[i], in, q)) {
-			swap_order(&s->o, &s->cache[i]);
+			struct sched_order hit = s->cache[i];
+
+			memset(&s->cache[i], 0, sizeof(s->cache[i]));
+			stash(s);
+			free_order(&s->o);	/* what the current one pushed out */
+			s->o = hit;
 			s->o.used = ++s->clock;
 			return 0;
 		}
-	/* keep the current order: it takes the place of the least recently
-	 * used one, whose arrays the new shape is built in */
-	if (s->o.valid) {
-		int victim = 0;
-
-		for (i = 1; i < SCHED_CACHE; i++)
-			if (!s->cache[i].valid ||
-			    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
-				victim = i;
-		swap_order(&s->o, &s->cache[victim]);
-	}
+	/* keep the current order; the new shape is built in the arrays of
+	 * the one it pushes out */
+	stash(s);
 	s->o.valid = 0;
 	s->o.used = ++s->clock;
 	memcpy(s->o.vq, q, sizeof(q));
@@ -1443,21 +1614,224 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 	s->o.n = s->o.per_rank * in->p;
 	if (reserve(s, (size_t)s->o.n, (size_t)3 * s->o.S * s->o.m, (size_t)s->o.p, (size_t)s->o.S))
 		return pipette_fail(err, "schedule %s: out of memory for %ld operations", name, s->o.n);
-	return build(s, err);
+	if (build(s, err))
+		return -1;
+	find_period(s);
+	return 0;
 }
 
+
+/* The event simulation of ops [a, b) of the global order: each starts
+ * when its rank is free and its input has arrived. */
+static void sim_span(struct pipette_sched *s, long a, long b)
+{
+	const struct gop *g = s->o.gops;
+	const double *dt = s->dur_tab, *ct = s->cin_tab;
+	double *end = s->g_end, *freet = s->freet;
+	long i;
+
+	for (i = a; i < b; i++) {
+		int32_t rr = g[i].rank, d = g[i].dep, k = g[i].key;
+		double t0 = freet[rr];
+
+		if (d >= 0) {
+			double ready = end[d] + ct[k];
+
+			if (ready > t0)
+				t0 = ready;
+		}
+		t0 += dt[k];
+		end[i] = t0;
+		freet[rr] = t0;
+	}
+	s->n_simulated += b - a;
+}
+
+/* Are the W ops before `at` and the W ops q before them in one binade
+ * [2^(e-1), 2^e), the first exactly lambda after the second, lambda an
+ * even number of the binade's ulps 2^(e-53) (or 0)?  Differences inside
+ * a binade are exact (Sterbenz's lemma).  Returns how many steps of q ops
+ * may be jumped without leaving the binade (LONG_MAX for lambda = 0:
+ * nothing moves), 0 if the ends do not repeat, -1 if they span two
+ * binades (so would the longer steps). */
+static long exact_shift(const double *end, long at, long W, long q, double *lambda)
+{
+	double l = end[at - 1] - end[at - 1 - q], lo = HUGE_VAL, hi = 0, top;
+	long x, R;
+	int e;
+
+	/* a few ops across the window first: a transient shows in most */
+	for (x = at - W; x < at; x += W / 8 + 1)
+		if (end[x] - end[x - q] != l)
+			return 0;
+	for (x = at - W; x < at; x++) {
+		if (end[x] - end[x - q] != l)
+			return 0;
+		if (end[x - q] < lo)
+			lo = end[x - q];
+		if (end[x] > hi)
+			hi = end[x];
+	}
+	*lambda = l;
+	if (l == 0)
+		return LONG_MAX;
+	if (!(lo > 0) || !(l > 0))
+		return 0;
+	frexp(hi, &e);
+	if (lo < ldexp(1.0, e - 1))
+		return -1;
+	if (fmod(l, ldexp(1.0, e - 52)) != 0)
+		return 0;
+	top = ldexp(1.0, e);
+	R = (long)((top - hi) / l);
+	while (R > 0 && hi + (double)R * l >= top)
+		R--;
+	return R;
+}
+
+/* End of op i of the last simulation, jumped or not. */
+static double end_of(const struct pipette_sched *s, long i)
+{
+	int j;
+
+	for (j = 0; j < s->n_jumps; j++) {
+		const struct sched_jump *J = &s->jumps[j];
+
+		if (i >= J->from && i < J->end) {
+			long k = (i - J->from) / J->q + 1;
+
+			return s->g_end[i - k * J->q] + (double)k * J->lambda;
+		}
+	}
+	return s->g_end[i];
+}
+
+/* Periods a shift may take to repeat: a max-plus system settles into a
+ * cycle of c steps, c the cyclicity of its critical graph (the theorem
+ * cited above); 1F1B at p = 3 with random uneven stages takes 2, 1F1B at
+ * p = 8 with stages 1 us apart 8 (tests/bench/bench_schedule.c's times),
+ * and an odd number of ulps per period takes twice its cycle.  Longer
+ * cycles are stepped through, not jumped. */
+#define STEADY_CYCLE_MAX 8
+
+/* Jump from `at` over R steps of q ops that repeat the q before `at`
+ * (all simulated) shifted by lambda each: the ranks' clocks move on by
+ * R*lambda (a rank absent from those q ops is absent from the run and
+ * keeps its clock), and the ends the simulation reads from there on (the
+ * steps W back, the cool-down `reach` back) are written out.  Every
+ * product and sum is exact (exact_shift).  Returns where the simulation
+ * resumes. */
+static long jump(struct pipette_sched *s, long at, long q, double lambda, long R)
+{
+	const struct sched_order *o = &s->o;
+	struct sched_jump *J = &s->jumps[s->n_jumps++];
+	long back = o->reach > o->W ? o->reach : o->W, i, k, src;
+	double shift;
+	int32_t *seen = s->ptr;
+	int r;
+
+	J->from = at;
+	J->end = at + R * q;
+	J->q = q;
+	J->lambda = lambda;
+	for (r = 0; r < o->p; r++)
+		seen[r] = 0;
+	for (i = at - q; i < at; i++)
+		seen[o->gops[i].rank] = 1;
+	for (r = 0; r < o->p; r++)
+		if (seen[r])
+			s->freet[r] += (double)R * lambda;
+	i = J->end - back > at ? J->end - back : at;
+	k = (i - at) / q + 1;
+	for (shift = (double)k * lambda, src = i - k * q; i < J->end; i++, src++) {
+		if (src == at) {
+			src -= q;
+			shift += lambda;
+		}
+		s->g_end[i] = s->g_end[src] + shift;
+	}
+	return J->end;
+}
+
+static int binade(double x)
+{
+	int e;
+
+	frexp(x, &e);
+	return e;
+}
+
+/* At `at` (a period boundary of the run): jump if the window repeats
+ * with a step of c periods, c = 1 .. STEADY_CYCLE_MAX, each possible
+ * where at - q >= g0 (every op after `at` repeats the one q before) and
+ * the window's W + q ops were simulated, not jumped (after `from`: a
+ * jump ends in the binade it stopped short of leaving).  The window's
+ * first and last end in one binade is a quick first test.  Returns where
+ * to go on from (`at` if no jump). */
+static long try_jump(struct pipette_sched *s, long at, long from)
+{
+	const struct sched_order *o = &s->o;
+	double lambda = 0;
+	long q, R;
+	int c;
+
+	if (s->n_jumps == STEADY_JUMPS_MAX)
+		return at;
+	for (c = 1; c <= STEADY_CYCLE_MAX; c++) {
+		q = c * o->P;
+		if ((at / o->P) % c)
+			continue;	/* a step of c periods: tried every c-th */
+		if (at - q < o->g0 || at - o->W - q < from ||
+		    binade(s->g_end[at - o->W - q]) != binade(s->g_end[at - 1]))
+			break;
+		R = exact_shift(s->g_end, at, o->W, q, &lambda);
+		if (R < 0)
+			break;
+		if (R > (o->g1 - at) / q)
+			R = (o->g1 - at) / q;
+		if (R > 0)
+			return jump(s, at, q, lambda, R);
+	}
+	return at;
+}
+
+/* Simulate the whole order: with `full` or without a steady run, op by
+ * op; otherwise the warm-up, then the run one period at a time, jumping
+ * wherever it repeats exactly (try_jump), and the cool-down. */
+static void simulate_ops(struct pipette_sched *s, int full)
+{
+	const struct sched_order *o = &s->o;
+	long at = 0, from = 0, next;
+
+	s->n_jumps = 0;
+	s->n_simulated = 0;
+	if (!full && o->P) {
+		at = o->g0 + o->P > o->W + o->P ? o->g0 + o->P : o->W + o->P;
+		if (at > o->g1)
+			at = o->g1;
+		sim_span(s, 0, at);
+		while (at + o->P <= o->g1) {
+			next = try_jump(s, at, from);
+			if (next == at) {
+				sim_span(s, at, at + o->P);
+				next = at + o->P;
+			} else {
+				from = next;
+			}
+			at = next;
+		}
+	}
+	sim_span(s, at, o->n);
+}
 
 int pipette_sched_simulate(struct pipette_sched *s,
 			   const struct pipette_sched_input *in,
 			   struct pipette_sched_result *out,
 			   struct pipette_err *err)
 {
-	long i, n;
 	int r, c, S;
 	double mk = 0, maxbusy = 0;
-	const struct gop *g;
-	double *end, *freet;
-	const double *dt, *ct;
+	const double *freet;
 
 	if (!s || !in || !out)
 		return pipette_fail(err, "schedule: missing workspace, input or result");
@@ -1500,26 +1874,8 @@ int pipette_sched_simulate(struct pipette_sched *s,
 		s->freet[r] = 0;
 	}
 
-	g = s->o.gops;
-	end = s->g_end;
+	simulate_ops(s, in->full);
 	freet = s->freet;
-	dt = s->dur_tab;
-	ct = s->cin_tab;
-	n = s->o.n;
-	for (i = 0; i < n; i++) {
-		int32_t rr = g[i].rank, d = g[i].dep, k = g[i].key;
-		double t0 = freet[rr];
-
-		if (d >= 0) {
-			double ready = end[d] + ct[k];
-
-			if (ready > t0)
-				t0 = ready;
-		}
-		t0 += dt[k];
-		end[i] = t0;
-		freet[rr] = t0;
-	}
 	for (r = 0; r < s->o.p; r++) {
 		if (freet[r] > mk)
 			mk = freet[r];
@@ -1533,8 +1889,10 @@ int pipette_sched_simulate(struct pipette_sched *s,
 	out->peak_fw = s->o.peak_fw;
 	out->peak_fb_stages = s->o.peak_fb_st;
 	out->peak_fw_stages = s->o.peak_fw_st;
+	out->finish = s->freet;
 	out->v = s->o.v;
 	out->n_ops = s->o.n;
+	out->n_simulated = s->n_simulated;
 	s->simulated = 1;
 	return 0;
 }
@@ -1553,15 +1911,15 @@ int pipette_sched_event(const struct pipette_sched *s, long i,
 	ev->type = "FBW"[g->key % 3];
 	ev->stage = vstage(s, g->rank, ev->chunk);
 	ev->mb = s->o.g_mb[i];
-	ev->end = s->g_end[i];
+	ev->end = end_of(s, i);
 	ev->start = ev->end - s->dur_tab[g->key];
 	d = g->dep;
 	ev->from_rank = -1;
 	ev->xfer_start = ev->xfer_end = ev->start;
 	if (d >= 0 && s->o.gops[d].rank != g->rank) {
 		ev->from_rank = s->o.gops[d].rank;
-		ev->xfer_start = s->g_end[d];
-		ev->xfer_end = s->g_end[d] + s->cin_tab[g->key];
+		ev->xfer_start = end_of(s, d);
+		ev->xfer_end = ev->xfer_start + s->cin_tab[g->key];
 	}
 	return 0;
 }

@@ -37,9 +37,12 @@
  * the time ratios (T_F : T_B : T_W : transfer, chunk means rounded to 1/48
  * of T_F + T_B + T_W), because V-ZB is built from the durations as the ZB
  * paper's ZB-V is.  The workspace keeps the orders of the last 4 shapes, so
- * re-simulating a recent shape with other times costs one linear pass and
- * no allocation.  Results never depend on what the workspace held before:
- * a kept order is the one a fresh build would make. */
+ * re-simulating a recent shape with other times costs no allocation and a
+ * pass over the warm-up, the cool-down and a few periods per doubling of
+ * the time: the steady state between is jumped over where it repeats,
+ * with the full simulation's very numbers (schedule.c, "the steady
+ * state").  Results never depend on what the workspace held before: a
+ * kept order is the one a fresh build would make. */
 #ifndef PIPETTE_SCHEDULE_H
 #define PIPETTE_SCHEDULE_H
 
@@ -79,6 +82,10 @@ struct pipette_sched_input {
 	 * over boundary b, index b in [0, p*v-2].  NULL = all zero.  Callers
 	 * pass 0 where both sides sit on one rank (the turn of a V). */
 	const double *comm_f, *comm_b;
+	/* 1: simulate every operation.  0: jump over the steady state where
+	 * it repeats (schedule.c, "the steady state"): the same numbers, bit
+	 * for bit, and the same events, for fewer simulated operations. */
+	int full;
 };
 
 /* Valid until the next simulation on the same workspace.  Per-rank arrays
@@ -97,8 +104,11 @@ struct pipette_sched_result {
 	 * pipette_schedule_inflight(). */
 	const double *peak_fb_stages;
 	const double *peak_fw_stages;
+	const double *finish;	/* s, end of each rank's last op */
 	int v;
 	long n_ops;		/* events in the last simulation */
+	long n_simulated;	/* of them, simulated one by one (the rest
+				 * lie in the steady state jumped over) */
 };
 
 /* Simulate one iteration.  Returns 0, or -1 with err naming the field. */

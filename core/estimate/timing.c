@@ -9,6 +9,7 @@
 
 #include "estimate/kernels.h"
 #include "estimate/memory.h"
+#include "estimate/schedmemo.h"
 
 /* ---- collectives ---------------------------------------------------------- */
 
@@ -147,6 +148,7 @@ struct pipette_timer {
 	struct shape_entry shapes[SHAPE_CACHE];
 	struct p2p_entry p2ps[P2P_CACHE];
 	struct pipette_sched *sched;
+	struct pipette_sched_memo *memo;	/* simulations by their input */
 	int cap_stages;
 	double *t_f, *t_b, *t_w, *comm_f, *comm_b, *inflight;
 	double *dp_rs, *dp_win;	/* per stage: overlappable DP time, its window */
@@ -179,9 +181,11 @@ struct pipette_timer *pipette_timer_create(void)
 	if (!t)
 		return NULL;
 	t->sched = pipette_sched_create();
+	t->memo = pipette_sched_memo_create();
 	t->intra_memo = calloc((size_t)1 << INTRA_MEMO_BITS, sizeof(*t->intra_memo));
-	if (!t->sched || !t->intra_memo) {
+	if (!t->sched || !t->memo || !t->intra_memo) {
 		pipette_sched_destroy(t->sched);
+		pipette_sched_memo_destroy(t->memo);
 		free(t->intra_memo);
 		free(t);
 		return NULL;
@@ -194,6 +198,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	if (!t)
 		return;
 	pipette_sched_destroy(t->sched);
+	pipette_sched_memo_destroy(t->memo);
 	free(t->intra_memo);
 	for (int i = 0; i < SHAPE_CACHE; i++)
 		free(t->shapes[i].g);
@@ -1440,21 +1445,6 @@ double pipette_model_flops(const struct pipette_model *m, const struct pipette_c
 }
 
 
-/* End of rank r's last operation in the last simulation (its list has
- * at most `max_ops` entries). */
-static double rank_finish(const struct pipette_sched *s, int r, long max_ops)
-{
-	struct pipette_sched_event ev;
-	long i, idx;
-
-	for (i = max_ops - 1; i >= 0; i--) {
-		idx = pipette_sched_rank_op(s, r, i);
-		if (idx >= 0 && pipette_sched_event(s, idx, &ev) == 0)
-			return ev.end;
-	}
-	return 0;
-}
-
 /* ---- compression what-ifs (Optimus-CC, Song et al., ASPLOS'23) ------------ */
 
 /* One n x m tensor at rank r: P (n x r) and Q (m x r) replace it.  The
@@ -1883,7 +1873,6 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 			     double *dp_tail, struct pipette_err *err)
 {
 	int p = c->pp, v = pipette_config_chunks(c), s;
-	int split = pipette_schedule_splits_w(c->schedule);
 	long mb = pipette_config_microbatches(c);
 	struct pipette_sched_input in;
 	struct pipette_sched_result res;
@@ -1898,13 +1887,18 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 	in.t_w = t->t_w;
 	in.comm_f = p * v > 1 ? t->comm_f : NULL;
 	in.comm_b = p * v > 1 ? t->comm_b : NULL;
-	if (pipette_sched_simulate(t->sched, &in, &res, err))
-		return -1;
+	/* Without detail nothing reads the events: a pipeline simulated
+	 * before, input for input, is not simulated again (schedmemo.h). */
+	if (detail || !pipette_sched_memo_find(t->memo, &in, &res)) {
+		if (pipette_sched_simulate(t->sched, &in, &res, err))
+			return -1;
+		if (!detail)
+			pipette_sched_memo_keep(t->memo, &in, &res);
+	}
 	out->makespan_s = res.makespan;
 	*dp_tail = 0;
 	for (s = 0; s < p; s++) {
-		double end = rank_finish(t->sched, s, mb * v * (split ? 3 : 2)) -
-			     t->dp_win[s] + t->dp_rs[s];
+		double end = res.finish[s] - t->dp_win[s] + t->dp_rs[s];
 
 		t->inflight[s] = (double)res.peak_fb[s] / v;
 		if (end - res.makespan > *dp_tail)

@@ -82,7 +82,8 @@ void pipette_timer_cache_links(struct pipette_timer *t,
 /* Per-stage peak in-flight micro-batches of the last simulation (full-stage
  * units, c->pp entries), for the memory estimate. */
 const double *pipette_timer_inflight(const struct pipette_timer *t);
-/* The last simulation (for timelines). */
+/* The last simulation (for timelines): that of the last estimate made
+ * with detail (estimates without may reuse a simulation's results). */
 const struct pipette_sched *pipette_timer_sched(const struct pipette_timer *t);
 
 /* Model FLOPs of one iteration (forward + backward, no recomputation). */

@@ -25,7 +25,9 @@
  *     chains nodes by mutual bandwidth (nearest neighbour on min(a->b,
  *     b->a)), so consecutive rank blocks, which share DP rings and PP
  *     hops, sit on good links;
- *  2. node order: up to 8 nodes exact (branch and bound, mapping.c);
+ *  2. node order: up to 8 nodes exact (branch and bound, mapping.c), to
+ *     within 0.5%: it leaves out the orders that could not beat the best
+ *     one found by more (opts.exact: none);
  *     above, link moves (mapping_int.h): swaps of the node order aimed at
  *     the slowest hops of the rings and pipeline pairs, first alone from
  *     the chain, then each judged by the estimate, kept when no worse
@@ -68,6 +70,9 @@ struct pipette_mapping_opts {
 	unsigned long long seed;
 	int restarts;		/* annealing restarts (0 = 3) */
 	int force_exhaustive;	/* node order by brute force (n <= 10) */
+	int exact;		/* up to 8 nodes, prove the optimum node order;
+				 * by default the exact search leaves out what
+				 * could gain no more than 0.5% (mapping.c) */
 	int force_anneal;	/* never brute force (tests compare the two) */
 	int block_only;		/* return the block mapping */
 	int no_slots;		/* node order only: identity slots */
@@ -82,6 +87,8 @@ enum pipette_mapping_end {
 	PIPETTE_MAP_END_BOUND,	/* within GAP_STOP (0.5%) of the placement bound */
 	PIPETTE_MAP_END_LOCAL,	/* no move improves it: a local optimum */
 	PIPETTE_MAP_END_BUDGET,	/* its budget of estimates spent */
+	PIPETTE_MAP_END_FLOOR,	/* exact search, cut where no order could beat
+				 * the result by more than GAP_STOP (0.5%) */
 };
 
 struct pipette_mapping_stats {
@@ -90,7 +97,8 @@ struct pipette_mapping_stats {
 	double bound_s;		/* no placement is faster (0 = not computed) */
 	long evaluations;	/* full time estimates made */
 	long failed;		/* estimates that failed (placement rejected) */
-	int exhaustive;		/* node order proven optimal (exact search) */
+	int exhaustive;		/* node order proven optimal (exact search,
+				 * nothing cut at the 0.5% floor) */
 	long bounds;		/* of the evaluations, branch-and-bound bounds */
 	int slot_nodes;		/* nodes whose slot order was searched */
 	int cut;		/* not searched: the bound met the cutoff */

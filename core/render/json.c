@@ -196,7 +196,9 @@ static struct json_object *mapping_json(const struct pipette_plan *plan)
 	json_object_object_add(o, "exhaustive", json_object_new_boolean(plan->mstats.exhaustive));
 	json_object_object_add(o, "search_end", plan->mstats.end == PIPETTE_MAP_END_NONE ? NULL
 			       : json_object_new_string(plan->mstats.end == PIPETTE_MAP_END_BOUND ? "bound"
-				 : plan->mstats.end == PIPETTE_MAP_END_LOCAL ? "local optimum" : "budget"));
+				 : plan->mstats.end == PIPETTE_MAP_END_LOCAL ? "local optimum"
+				 : plan->mstats.end == PIPETTE_MAP_END_FLOOR ? "within 0.5% of the optimum"
+				 : "budget"));
 	json_object_object_add(o, "placement_bound_s",
 			       plan->mstats.bound_s > 0 ? jd(plan->mstats.bound_s) : NULL);
 	for (i = 0; i < plan->world; i++) {

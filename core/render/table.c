@@ -91,6 +91,7 @@ static void write_mapping(const struct pipette_plan *plan, FILE *f)
 		: plan->mstats.end == PIPETTE_MAP_END_BOUND ? ", stopped within 0.5% of the bound"
 		: plan->mstats.end == PIPETTE_MAP_END_LOCAL ? ", stopped: no move improved it"
 		: plan->mstats.end == PIPETTE_MAP_END_BUDGET ? ", stopped: its budget was spent"
+		: plan->mstats.end == PIPETTE_MAP_END_FLOOR ? ", within 0.5% of the optimum over node orders"
 		: "");
 	if (plan->mstats.bound_s > 0)
 		fprintf(f, "placement bound %.4f s (every link as fast as the cluster's fastest): "

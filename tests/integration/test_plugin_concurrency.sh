@@ -21,7 +21,7 @@ cat > "$T_TMP/steps.sh" <<EOF
 for i in \$(seq 1 $STEPS); do
     timeout $T_TIMEOUT srun --overlap -N$N --ntasks-per-node=$G --gpus-per-node=$G \\
         --pipette-model=llama3-70b --pipette-global-batch=256 --pipette-seq-len=4096 \\
-        bash -c 'echo "\$SLURMD_NODENAME \$SLURM_LOCALID \$RANK \$CUDA_VISIBLE_DEVICES \$MASTER_ADDR \$MASTER_PORT"' \\
+        bash -c 'echo "\$SLURMD_NODENAME \$SLURM_LOCALID \$RANK \$CUDA_VISIBLE_DEVICES \$MASTER_ADDR \$MASTER_PORT \$PIPETTE_PLAN_HASH"' \\
         > "$T_TMP/step.\$i.out" 2> "$T_TMP/step.\$i.err" &
 done
 wait
@@ -53,6 +53,11 @@ for i in $(seq 1 $STEPS); do
 done
 assert_eq 0 "$bad" "$STEPS concurrent steps: each rank once, identical plans"
 assert_eq "$STEPS" "$(grep . <<<"$ports" | sort -u | grep -c .)" "$STEPS concurrent steps: $STEPS distinct MASTER_PORTs"
-assert_ne "node1" "$(awk '$3 == 0 {print $1}' <<<"$ref")" "the plans use the heterogeneous cache (rank 0 is not on node1)"
+hashes=$(cat "$T_TMP"/step.*.out 2>/dev/null | awk '{print $7}' | sort -u)
+cli_hash=$("$PIPETTE_BUILDDIR/pipette" plan --model llama3-70b --global-batch 256 --seq-len 4096 \
+    --nodes "node[1-$N]" --gpu H100 --bandwidth "$HETERO" --format env |
+    sed -n "s/^PIPETTE_PLAN_HASH='\(.*\)'/\1/p")
+assert_match '^[0-9a-f]+$' "$cli_hash" "'pipette plan' prints the heterogeneous cache's plan hash"
+assert_eq "$cli_hash" "$hashes" "the plans use the heterogeneous cache (every task has 'pipette plan's hash)"
 
 finish

@@ -89,8 +89,7 @@ for i in $(seq 1 "$STEPS"); do
 done
 assert_eq 0 "$bad" "$STEPS concurrent steps: each rank once, identical plans per launch mode"
 assert_eq "$STEPS" "$(grep . <<<"$ports" | sort -u | grep -c .)" "$STEPS concurrent steps: $STEPS distinct MASTER_PORTs"
-# The plan is pipette's, not a default: the heterogeneous cache moves rank 0
-# off node1 (as in test_plugin_concurrency.sh), and both modes agree on the
+# The plan is pipette's, not a default, and both modes agree on the
 # configuration.
 assert_match "PIPETTE_TP=[0-9]+\|" "$ref_torch" "torchrun-mode steps carry a plan"
 assert_eq "$(grep -o 'PIPETTE_[A-Z_]*=[^|]*' <<<"$ref_torch" | grep -v MAPPING_GAIN | sort -u)" \
