@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "inputs/hardware.h"
 #include "inputs/json.h"
+#include "inputs/knobs.h"
 #include "learn/kernelfit.h"
 
 static const char usage_text[] =
@@ -20,8 +21,6 @@ static const char usage_text[] =
 "each fit with its median and 95th-percentile error, and with -o write\n"
 "it as a calibration file: --calibration OUT.json then prices compute on\n"
 "the site's own kernels.\n";
-
-static const char *const dt_names[] = { "bf16", "fp8-tensorwise", "fp8-rowwise" };
 
 static struct json_object *gemm_json(const struct pipette_gemm_fit *f)
 {
@@ -53,7 +52,7 @@ static struct json_object *kernels_json(const struct pipette_kernels *k, const c
 	json_object_object_add(o, "source", json_object_new_string(csv));
 	for (int d = 0; d < 3; d++)
 		if (k->gemm[d].tflops > 0)
-			json_object_object_add(g, dt_names[d], gemm_json(&k->gemm[d]));
+			json_object_object_add(g, pipette_gemm_dtype_name((enum pipette_gemm_dtype)d), gemm_json(&k->gemm[d]));
 	json_object_object_add(o, "gemm", g);
 	if (k->attn_fwd.tflops > 0 && k->attn_bwd.tflops > 0) {
 		json_object_object_add(o, "attn_fwd", attn_json(&k->attn_fwd));
@@ -114,7 +113,7 @@ int cmd_kernels(int argc, char **argv)
 			continue;
 		if (d < 3)
 			printf("  %-15s t0 %7.2f us  %7.1f TFLOP/s  %.4f ps per output element",
-			       dt_names[d], k.gemm[d].t0_s * 1e6, k.gemm[d].tflops,
+			       pipette_gemm_dtype_name((enum pipette_gemm_dtype)d), k.gemm[d].t0_s * 1e6, k.gemm[d].tflops,
 			       k.gemm[d].out_s * 1e12);
 		else
 			printf("  %-15s forward t0 %.2f us %.1f TFLOP/s, backward t0 %.2f us %.1f "

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "inputs/json.h"
+#include "inputs/knobs.h"
 
 /* Sources:
  *  [V100]  NVIDIA V100 datasheet (SXM2: 125 TFLOP/s FP16 tensor, 900 GB/s,
@@ -109,18 +110,20 @@
  * GEMM).  step_share: fitted with the nemo stack's TP exposure on NVIDIA's
  * NeMo 2.0 H100 runs (tests/data/stacks; `make validate` prints the fit
  * and its leave-one-out). */
-static const struct pipette_kernels h100_kernels = {
-	.gemm = {
-		[PIPETTE_GEMM_BF16] = { 13.27e-6, 703.0, 0.3392e-12 },
-		[PIPETTE_GEMM_FP8_TENSOR] = { 19.63e-6, 1359.0, 0.4888e-12 },
-		[PIPETTE_GEMM_FP8_ROW] = { 19.89e-6, 1262.2, 0.5112e-12 },
-	},
-	.attn_fwd = { 45.09e-6, 634.9, 0.1044e-9 },
-	.attn_bwd = { 113.7e-6, 572.3, 1.304e-9 },
-	.flash2_share = 0.56,
-	.step_share = PIPETTE_H100_STEP_SHARE,
-	.source = "[KERN-H]",
-};
+/* The fit at a clock factor c: rates times c, fixed costs as measured. */
+#define H100_KERNELS(c, src) {								\
+	.gemm = {									\
+		[PIPETTE_GEMM_BF16] = { 13.27e-6, 703.0 * (c), 0.3392e-12 },		\
+		[PIPETTE_GEMM_FP8_TENSOR] = { 19.63e-6, 1359.0 * (c), 0.4888e-12 },	\
+		[PIPETTE_GEMM_FP8_ROW] = { 19.89e-6, 1262.2 * (c), 0.5112e-12 },	\
+	},										\
+	.attn_fwd = { 45.09e-6, 634.9 * (c), 0.1044e-9 },				\
+	.attn_bwd = { 113.7e-6, 572.3 * (c), 1.304e-9 },				\
+	.flash2_share = 0.56,								\
+	.step_share = PIPETTE_H100_STEP_SHARE,						\
+	.source = (src),								\
+}
+static const struct pipette_kernels h100_kernels = H100_KERNELS(1.0, "[KERN-H]");
 
 /* [H100-500W] Meta's Grand Teton H100 that torchtitan benchmarks on
  * (pytorch/torchtitan docs/performance.md, and its benchmarks/
@@ -132,18 +135,8 @@ static const struct pipette_kernels h100_kernels = {
  * rate, scale as the cube root of the power; the table's kernels drew
  * 630-690 W (tests/data/kernels/README.md), 660 W in the middle. */
 #define H100_500W_CLOCK (0.9116)	/* cbrt(500 / 660) */
-static const struct pipette_kernels h100_500w_kernels = {
-	.gemm = {
-		[PIPETTE_GEMM_BF16] = { 13.27e-6, 703.0 * H100_500W_CLOCK, 0.3392e-12 },
-		[PIPETTE_GEMM_FP8_TENSOR] = { 19.63e-6, 1359.0 * H100_500W_CLOCK, 0.4888e-12 },
-		[PIPETTE_GEMM_FP8_ROW] = { 19.89e-6, 1262.2 * H100_500W_CLOCK, 0.5112e-12 },
-	},
-	.attn_fwd = { 45.09e-6, 634.9 * H100_500W_CLOCK, 0.1044e-9 },
-	.attn_bwd = { 113.7e-6, 572.3 * H100_500W_CLOCK, 1.304e-9 },
-	.flash2_share = 0.56,
-	.step_share = PIPETTE_H100_STEP_SHARE,
-	.source = "[KERN-H] [H100-500W]",
-};
+static const struct pipette_kernels h100_500w_kernels =
+	H100_KERNELS(H100_500W_CLOCK, "[KERN-H] [H100-500W]");
 
 /* [LOWP] Blackwell has no measured kernel table yet: the share of each
  * dtype's dense peak a Megatron-Core step attains is fitted on the dense
@@ -293,8 +286,6 @@ const struct pipette_kernels *pipette_gpu_kernels(const struct pipette_gpu_spec 
 	return g->has_site_kernels ? &g->site_kernels : g->kernels;
 }
 
-static const char *const kdt_names[] = { "bf16", "fp8-tensorwise", "fp8-rowwise" };
-
 /* One fit's numbers: obj[names[i]] for i < n, each in (0, max[i]]
  * (lo_zero: [0, max]), under `what` in errors. */
 static int kernel_numbers(struct json_object *obj, const char *path, const char *what,
@@ -336,10 +327,10 @@ static int site_kernels(const struct pipette_gpu_spec *base, struct json_object 
 	for (int d = 0; d < 3; d++) {
 		char what[48];
 
-		if (!json_object_object_get_ex(gemm, kdt_names[d], &one))
+		if (!json_object_object_get_ex(gemm, pipette_gemm_dtype_name((enum pipette_gemm_dtype)d), &one))
 			continue;	/* not measured */
 		gmax[1] = 2.0 * (d ? base->fp8_tflops : base->peak_tflops);
-		snprintf(what, sizeof(what), "gemm.%s", kdt_names[d]);
+		snprintf(what, sizeof(what), "gemm.%s", pipette_gemm_dtype_name((enum pipette_gemm_dtype)d));
 		if (kernel_numbers(one, path, what, gnames, gmax, 3, v, err))
 			return -1;
 		kt->gemm[d] = (struct pipette_gemm_fit){ v[0], v[1], v[2] };

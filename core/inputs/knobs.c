@@ -46,6 +46,15 @@ const struct pipette_precision_facts *pipette_precision_facts(enum pipette_preci
 	return &facts[(unsigned)p < PIPETTE_PREC_COUNT ? p : PIPETTE_PREC_BF16];
 }
 
+static const char *const gemm_dtype_names[PIPETTE_GEMM_DTYPE_COUNT] = {
+	"bf16", "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4",
+};
+
+const char *pipette_gemm_dtype_name(enum pipette_gemm_dtype d)
+{
+	return (unsigned)d < PIPETTE_GEMM_DTYPE_COUNT ? gemm_dtype_names[d] : "?";
+}
+
 static const char *const precision_names[PIPETTE_PREC_COUNT] = {
 	"bf16", "fp8-delayed", "fp8-current", "fp8-rowwise", "fp8-blockwise", "mxfp8", "nvfp4",
 };

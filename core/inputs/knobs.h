@@ -120,6 +120,9 @@ struct pipette_precision_facts {
 	int amax_pass;		/* the scale needs a pass over the tensor first */
 };
 const struct pipette_precision_facts *pipette_precision_facts(enum pipette_precision p);
+/* A GEMM dtype's name in kernel tables ("bf16", "fp8-tensorwise",
+ * "fp8-rowwise", "mxfp8", "nvfp4"; kernels.py's dtype column). */
+const char *pipette_gemm_dtype_name(enum pipette_gemm_dtype d);
 const char *pipette_precision_name(enum pipette_precision p);
 /* One name, or a comma-separated list into a set of PIPETTE_PREC_BIT. */
 int pipette_precision_parse(const char *s, enum pipette_precision *out, struct pipette_err *err);

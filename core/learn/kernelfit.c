@@ -4,16 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inputs/knobs.h"
 #include "inputs/readfile.h"
 #include "estimate/kernels.h"
 
 /* A table of a few thousand rows is ~300 KB; the bound stops a wrong file. */
 #define KTABLE_MAX (64 << 20)
 #define KTABLE_COLS 14
-
-static const char *const dtype_names[PIPETTE_GEMM_DTYPE_COUNT] = {
-	"bf16", "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4",
-};
 
 /* Split one CSV line in place (no quoted fields in this format). */
 static int split(char *line, char **col, int max)
@@ -50,7 +47,7 @@ static int parse_row(const char *path, long line, char **c, struct pipette_krow 
 	memset(r, 0, sizeof(*r));
 	if (!strcmp(c[1], "gemm")) {
 		r->kind = PIPETTE_KROW_GEMM;
-		for (i = 0; i < PIPETTE_GEMM_DTYPE_COUNT && strcmp(c[7], dtype_names[i]); i++)
+		for (i = 0; i < PIPETTE_GEMM_DTYPE_COUNT && strcmp(c[7], pipette_gemm_dtype_name((enum pipette_gemm_dtype)i)); i++)
 			;
 		if (i == PIPETTE_GEMM_DTYPE_COUNT)
 			return pipette_fail(err, "%s:%ld: column dtype: '%.24s': expected bf16, "

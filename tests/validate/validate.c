@@ -615,7 +615,6 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
  * within 15%. */
 static int check_kernels(const char *path)
 {
-	static const char *const dt_names[] = { "bf16", "fp8-tensorwise", "fp8-rowwise" };
 	static const char *const models[] = { "8b", "70b", "405b" };
 	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
 	struct pipette_ktable t;
@@ -636,7 +635,7 @@ static int check_kernels(const char *path)
 		double med, p95;
 		size_t n = pipette_kernelfit_errors(&t, g->kernels, kind, dt, NULL, &med, &p95);
 
-		printf("%-16s %5zu %7.1f%% %7.1f%%  ", d < 3 ? dt_names[d] : "attention (cuDNN)", n,
+		printf("%-16s %5zu %7.1f%% %7.1f%%  ", d < 3 ? pipette_gemm_dtype_name((enum pipette_gemm_dtype)d) : "attention (cuDNN)", n,
 		       100 * med, 100 * p95);
 		failures += med > 0.05;
 		for (int k = 0; k < 3; k++) {
