@@ -79,6 +79,29 @@ START_TEST(test_child_result)
 }
 END_TEST
 
+static int write_nice(void *arg, FILE *out)
+{
+	(void)arg;
+	errno = 0;
+	return fprintf(out, "%d", getpriority(PRIO_PROCESS, 0)) < 0 ? -1 : 0;
+}
+
+/* The planner yields the CPU to slurmd and slurmstepd: it runs at the
+ * lowest priority whatever its parent's. */
+START_TEST(test_child_lowest_priority)
+{
+	struct pipette_child_limits l = limits(256, 10, 10);
+	struct pipette_err err;
+	char *text = NULL;
+	size_t len = 0;
+
+	ck_assert_msg(pipette_child_run(&l, write_nice, NULL, &text, &len, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(text, "19");
+	free(text);
+}
+END_TEST
+
 static int block_on_fifo(void *arg, FILE *out)
 {
 	/* A plain blocking open of a FIFO nobody writes: what a reader
@@ -551,6 +574,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_child_result);
+	tcase_add_test(tc, test_child_lowest_priority);
 	tcase_add_test(tc, test_child_wall_clock);
 	tcase_add_test(tc, test_child_cpu_limit);
 	tcase_add_test(tc, test_child_memory_limit);
