@@ -1305,6 +1305,22 @@ static void quantize_s(const struct pipette_model *m, const struct pipette_confi
 	out->b = grad * bytes * CAST_OVERHEAD / (g->hbm_gbps * 1e9 * HBM_EFF);
 }
 
+/* A layer whose kernels take less than the host needs to issue them runs
+ * at the host's pace (stack.h host_floor_s): its forward and backward
+ * stretch alike to the floor. */
+static void host_floor(const struct pipette_stack *st, const struct pipette_config *c,
+		       struct layer_times *lt)
+{
+	double floor = st->host_floor_s[c->recompute], busy = lt->f + lt->b + lt->w, k;
+
+	if (!(floor > busy && busy > 0))
+		return;
+	k = floor / busy;
+	lt->f *= k;
+	lt->b *= k;
+	lt->w *= k;
+}
+
 static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 			const struct pipette_config *c, int layer,
 			const struct group_links *tp, const struct group_links *cp,
@@ -1399,6 +1415,8 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 		if (moe && (pipette_config_recompute_modules(c) & PIPETTE_RM_MOE))
 			lt->ep_b += ep_one;
 	}
+
+	host_floor(st, c, lt);
 
 	/* TP: two all-reduces of the layer's activations forward and two
 	 * backward (all-gather + reduce-scatter with SP: the same volume),

@@ -121,6 +121,18 @@
  * on A100); on H100, without Hopper's asynchronous features, the low end. */
 #define FA1_TRITON_UTILIZATION 0.25
 #define TT_COMPILE_ELEMENTWISE 1.0
+/* The host's floor under one torchtitan block: a block's forward and
+ * backward cannot take less than the CPU needs to issue its kernels
+ * (eager PyTorch dispatches every op from Python; per-op SAC adds its
+ * dispatch-mode policy call per op; torch.compile issues fused kernels).
+ * Timed on one H100 SXM host (tests/data/kernels/h100-sxm-block.csv,
+ * block.py PART=launch, PyTorch 2.11): the Llama 3 8B block at TP 8's
+ * per-rank widths took the same time from 128 to 4096 tokens; its 128-token
+ * rows, per recomputation (none, per-op selective, full), eager and
+ * compiled, in seconds per block forward + backward. */
+#define TT_FLOOR_EAGER { 3.93e-3, 10.87e-3, 7.48e-3 }
+#define TT_FLOOR_COMPILED { 2.21e-3, 2.90e-3, 3.29e-3 }
+static const double tt_floor_eager[3] = TT_FLOOR_EAGER, tt_floor_compiled[3] = TT_FLOOR_COMPILED;
 /* Composer's FSDP as llm-foundry's benchmarks configure it
  * (composer-fsdp.md): decoupled_adamw (two fp32 moments), mixed precision
  * DEFAULT (bf16 gathers, fp32 reduce-scatter: the yamls' PURE is
@@ -240,7 +252,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.reduce_bytes = TT_REDUCE_BYTES, .sync_each_mb = TT_SYNC_EACH_MB,
 		.selective_ops = 1, .layer_ac = 1, .sp_with_tp = 1,
 		.elementwise_factor = TT_EAGER_ELEMENTWISE, .attn_utilization = FA2_UTILIZATION,
-		.attn_measured = 1,
+		.attn_measured = 1, .host_floor_s = TT_FLOOR_EAGER,
 		.tp_exposed = 1.0, .dp_overlap = 1, .schedules = TORCH_SCHEDULES,
 		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_TORCHTITAN,
 		.device_max_connections = 0, .core_flags = 0,
@@ -458,6 +470,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 			return pipette_fail(err, "--stack-option compile=on: only torchtitan's "
 					    "launch can say it (compile.enable)");
 		s->elementwise_factor = b ? TT_COMPILE_ELEMENTWISE : TT_EAGER_ELEMENTWISE;
+		memcpy(s->host_floor_s, b ? tt_floor_compiled : tt_floor_eager,
+		       sizeof(s->host_floor_s));
 		s->swiglu_saved = b ? TT_COMPILE_SWIGLU_SAVED : stacks[s->id].swiglu_saved;
 		return 0;
 	}
@@ -602,6 +616,11 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 	if (s->elementwise_factor != 1.0)
 		pipette_arg(&a, "  elementwise        %gx the fused kernels' traffic "
 			      "(eager; --stack-option compile=on fuses)\n", s->elementwise_factor);
+	if (s->host_floor_s[0] > 0)
+		pipette_arg(&a, "  host floor         %.1f / %.1f / %.1f ms per layer forward + backward "
+			      "(no / selective / full recomputation: the CPU's pace)\n",
+			      1e3 * s->host_floor_s[0], 1e3 * s->host_floor_s[1],
+			      1e3 * s->host_floor_s[2]);
 	pipette_arg(&a, "  launch             %s%s\n",
 		      s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
 		      : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"

@@ -92,6 +92,10 @@ struct pipette_stack {
 	/* torch.compile: the share of the elementwise (memory-bound) time
 	 * left once the compiler fuses it (1 = not compiled). */
 	double elementwise_factor;
+	/* The least time a layer's forward + backward of one micro-batch
+	 * takes, per recomputation (enum pipette_recompute): what the host
+	 * needs to issue its kernels (0: never the pace). */
+	double host_floor_s[3];
 	/* Mixture of experts and precision. */
 	int recompute_modules;		/* Megatron-Core's --recompute-modules */
 	unsigned fixed_modules;		/* != 0: the only recomputation the stack runs */

@@ -116,6 +116,51 @@ START_TEST(test_breakdown_identities)
 }
 END_TEST
 
+/* The stage time of one micro-batch of llama3-8b on one H100 at 128
+ * tokens, on `stack` with its `opts`. */
+static double tiny_stage(const char *stack, const char *opts, enum pipette_recompute rc)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stack st;
+	struct pipette_cluster *cl = nominal(1, 1, "h100");
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_err err;
+	struct pipette_time tm;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve(stack, opts, &st, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = &st;
+	c.seq_len = 128;
+	c.global_batch = 1;
+	c.recompute = rc;
+	ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
+					    NULL, 0, &tm, &err) == 0, "%s", err.msg);
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+	return tm.stage_f_s + tm.stage_b_s + tm.stage_w_s;
+}
+
+/* A layer whose kernels take less than the host needs to issue them runs
+ * at the host's pace: torchtitan's 32 layers at 128 tokens take at least
+ * 32 floors (per-op SAC eager: 10.87 ms, compiled 2.90 ms; stack.c), while
+ * Megatron's, without a floor, take far less. */
+START_TEST(test_host_floor)
+{
+	double sac = tiny_stage("torchtitan", "", PIPETTE_RECOMPUTE_SELECTIVE);
+	double none = tiny_stage("torchtitan", "", PIPETTE_RECOMPUTE_NONE);
+	double comp = tiny_stage("torchtitan", "compile=on", PIPETTE_RECOMPUTE_SELECTIVE);
+	double mega = tiny_stage("megatron", "", PIPETTE_RECOMPUTE_SELECTIVE);
+
+	ck_assert(sac >= 32 * 10.87e-3 && sac < 32 * 10.87e-3 + 0.05);
+	ck_assert(none >= 32 * 3.93e-3 && none < sac);
+	ck_assert(comp >= 32 * 2.90e-3 && comp < none);
+	ck_assert(mega < 32 * 2.90e-3);
+}
+END_TEST
+
 /* 1F1B with p stages: the bubble is (p-1) stage-micro-batch times.  With
  * m micro-batches the makespan is close to (m + p - 1)/m of the busiest
  * stage's work (uneven only by the logits on the last stage). */
@@ -740,6 +785,7 @@ int main(void)
 	tcase_add_test(tc, test_ep_overlap_dispatcher);
 	tcase_add_test(tc, test_intra_node_ring);
 	tcase_add_test(tc, test_mapped_estimates_reused);
+	tcase_add_test(tc, test_host_floor);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -266,6 +266,7 @@ static int layer_check(struct pipette_timer *t, const char *file)
 struct errors {
 	double sum, worst;
 	int n;
+	double signed_sum;	/* for the bias */
 };
 
 int validate_plan_rank(const struct pipette_plan *plan, const struct pipette_config *c)
@@ -291,6 +292,7 @@ static double relative_error(struct errors *e, double predicted, double publishe
 	double r = predicted / published - 1;
 
 	e->sum += fabs(r);
+	e->signed_sum += r;
 	if (fabs(r) > e->worst)
 		e->worst = fabs(r);
 	e->n++;
@@ -302,10 +304,15 @@ static double mape(const struct errors *e)
 	return e->n ? 100 * e->sum / e->n : 0;
 }
 
+static double bias(const struct errors *e)
+{
+	return e->n ? e->signed_sum / e->n : 0;
+}
+
 /* The A100 iteration times (cases[]).  Returns the failed estimates. */
 static int check_gpt(struct pipette_timer *t, const struct pipette_gpu_spec *a100)
 {
-	struct errors err = { 0, 0, 0 };
+	struct errors err = { 0 };
 	int failures = 0;
 	size_t i;
 
@@ -449,7 +456,7 @@ static int mpt_estimate(struct pipette_timer *t, const struct pipette_gpu_spec *
 
 static int check_mpt(struct pipette_timer *t, const struct pipette_gpu_spec *h100)
 {
-	struct errors err = { 0, 0, 0 };
+	struct errors err = { 0 };
 	int failures = 0;
 	size_t i;
 
@@ -501,7 +508,7 @@ static int check_mpt_all(struct pipette_timer *t, const struct pipette_gpu_spec 
 {
 	FILE *f = fopen(PIPETTE_SRCDIR "/tests/data/stacks/composer-fsdp.md", "r");
 	struct mpt_size sz[16];
-	struct errors err = { 0, 0, 0 };
+	struct errors err = { 0 };
 	char line[1024];
 	int nsz, in = 0, failures = 0;
 
@@ -562,7 +569,7 @@ static const struct tt_case {
 
 static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_spec *h100)
 {
-	struct errors err = { 0, 0, 0 };
+	struct errors err = { 0 };
 	int failures = 0;
 	size_t i;
 
@@ -605,6 +612,71 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
 	}
 	printf("MAPE %.1f%% over %d cases (not a target: these runs are outside the "
 	       "calibration data)\n\n", mape(&err), err.n);
+	return failures;
+}
+
+/* One torchtitan block, forward + backward, timed on one H100 SXM
+ * (tests/data/kernels/h100-sxm-block.csv, block.py): the model's layer
+ * (2 layers less 1, tp 1 on the block's own widths) per recomputation,
+ * eager and compiled, from GPU-bound shapes to launch-bound ones.  A check
+ * of the torchtitan stack's layer against the physics, beside its
+ * published runs above. */
+static int check_tt_blocks(struct pipette_timer *t, const char *path)
+{
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	FILE *fp = fopen(path, "r");
+	struct errors err = { 0 };
+	char line[512], name[48];
+	int failures = 0;
+
+	if (!fp) {
+		printf("%s: not found\n", path);
+		return 1;
+	}
+	printf("torchtitan blocks timed on one H100 SXM (%s): seconds per block, forward + "
+	       "backward\n%-28s %9s %9s %8s\n", path, "case", "measured", "model", "error");
+	while (fgets(line, sizeof(line), fp)) {
+		int dim, ffn, heads, kv, batch, seq, compiled;
+		double sec, model;
+		struct pipette_model m;
+		struct pipette_config c;
+		struct pipette_stack st;
+		struct pipette_time a, b;
+
+		if (sscanf(line, "%47[^,],%d,%d,%d,%d,%d,%d,%lf", name, &dim, &ffn, &heads, &kv,
+			   &batch, &seq, &sec) != 8 || !heads)
+			continue;	/* the header and the output layer's row */
+		compiled = strstr(name, "_compiled") != NULL;
+		if (pipette_stack_resolve("torchtitan", compiled ? "compile=on" : "", &st, NULL))
+			return failures + 1;
+		gpt_model(&m, name, 2, dim, heads, 128256, seq);
+		m.kv_heads = kv;
+		m.head_dim = 128;	/* block.py's, whatever the shard's width */
+		m.ffn = ffn;
+		m.ffn_kind = PIPETTE_FFN_SWIGLU;
+		m.norm = PIPETTE_NORM_RMSNORM;
+		m.bias = 0;
+		m.tied_embeddings = 0;
+		pipette_config_init(&c);
+		c.stack = &st;
+		c.micro_batch = c.global_batch = batch;
+		c.seq_len = seq;
+		c.recompute = strstr(name, "_sac_op") ? PIPETTE_RECOMPUTE_SELECTIVE
+			      : strstr(name, "_full") ? PIPETTE_RECOMPUTE_FULL
+			      : PIPETTE_RECOMPUTE_NONE;
+		if (validate_estimate(t, &m, g, &c, &a))
+			return failures + 1;
+		m.layers = 1;
+		if (validate_estimate(t, &m, g, &c, &b))
+			return failures + 1;
+		model = a.stage_f_s + a.stage_b_s + a.stage_w_s -
+			(b.stage_f_s + b.stage_b_s + b.stage_w_s);
+		printf("%-28s %9.4f %9.4f %+7.1f%%\n", name, sec, model,
+		       100 * relative_error(&err, model, sec));
+	}
+	fclose(fp);
+	printf("MAPE %.1f%%, bias %+.1f%% over %d blocks (a check: the stack's layer against "
+	       "the physics)\n\n", mape(&err), 100 * bias(&err), err.n);
 	return failures;
 }
 
@@ -668,6 +740,7 @@ int main(int argc, char **argv)
 	failures += check_mpt_all(t, pipette_gpu_lookup("h100", NULL));
 	/* torchtitan's runs: Grand Teton's 500 W H100 (hardware.c [H100-500W]) */
 	failures += check_torchtitan(t, pipette_gpu_lookup("h100-500w", NULL));
+	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-block.csv");
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	failures += validate_moe(t);
 	failures += validate_lowp(t, PIPETTE_SRCDIR "/tests/data/stacks/megatron-bridge-lowp.csv");
