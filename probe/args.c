@@ -20,13 +20,15 @@ static const size_t tcp_sizes[] = { 64u << 10, 1u << 20, 16u << 20 };
 
 enum { OPT_TRANSPORT = 256, OPT_NODES, OPT_SIZES, OPT_REPS, OPT_TIMEOUT,
        OPT_PORT, OPT_GPU, OPT_SLOW, OPT_P2P_BYTES, OPT_HBM_BYTES,
-       OPT_NCCL_PAIRS };
+       OPT_NCCL_PAIRS, OPT_KERNELS, OPT_KERNELS_BUDGET };
 
 static const struct option longopts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "local", no_argument, NULL, 'l' },
 	{ "topology", no_argument, NULL, 'T' },
+	{ "kernels", required_argument, NULL, OPT_KERNELS },
+	{ "kernels-budget", required_argument, NULL, OPT_KERNELS_BUDGET },
 	{ "p2p", no_argument, NULL, 'p' },
 	{ "nccl", no_argument, NULL, OPT_NCCL_PAIRS },
 	{ "gemm", no_argument, NULL, 'g' },
@@ -52,6 +54,7 @@ void pipette_probe_usage(void *stream)
 "usage: srun -N NODES --ntasks-per-node=1 pipette-probe [--out CACHE] [OPTIONS]\n"
 "       pipette-probe --local [--p2p] [--nccl] [--gemm] [--hbm] [--json FILE]\n"
 "       pipette-probe --topology [--json FILE]\n"
+"       pipette-probe --kernels FILE [--kernels-budget SEC]\n"
 "\n"
 "Between nodes (one task per node, started by srun):\n"
 "  --transport nccl|tcp  NCCL send/recv between one GPU per node (default),\n"
@@ -71,6 +74,10 @@ void pipette_probe_usage(void *stream)
 "                        --hbm; all four when none is named\n"
 "  --p2p-bytes SIZE      peer copy size (64M);  --hbm-bytes SIZE (1G)\n"
 "  --topology            PCI tree, NUMA nodes, GPUs and NICs from hwloc\n"
+"  --kernels FILE        time the GEMMs of Llama 3 layers (BF16; FP8 where the\n"
+"                        GPU has it) on the first GPU and write the CSV that\n"
+"                        `pipette kernels fit` reads; --kernels-budget SEC\n"
+"                        stops starting new shapes after SEC (150)\n"
 "  --json FILE           write the raw results as JSON ('-' = stdout)\n"
 "Environment: SLURM_PROCID, SLURM_NTASKS, SLURMD_NODENAME, SLURM_JOB_ID,\n"
 "SLURM_STEP_ID, SLURM_STEP_NODELIST; PIPETTE_PROBE_ROOT and\n"
@@ -143,7 +150,7 @@ static int parse_sizes(const char *s, struct pipette_probe_opts *o,
 int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o,
 			     struct pipette_err *err)
 {
-	int c, sizes_given = 0, i;
+	int c, sizes_given = 0, budget_given = 0, i;
 	long v;
 
 	memset(o, 0, sizeof(*o));
@@ -154,6 +161,7 @@ int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o
 	o->slow_fraction = 0.8;
 	o->p2p_bytes = 64u << 20;	/* nvbandwidth's default bufferSize */
 	o->hbm_bytes = 1u << 30;
+	o->kernels_budget_s = 150;	/* kernels.py's KERNELS_BUDGET_S */
 	optind = 0;	/* reset getopt, so the parser can run more than once */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
@@ -167,6 +175,17 @@ int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o
 		case 'g': o->gemm = 1; break;
 		case 'm': o->hbm = 1; break;
 		case 'o': o->out = optarg; break;
+		case OPT_KERNELS:
+			if (!*optarg)
+				return pipette_fail(err, "--kernels: empty file name");
+			o->kernels = optarg;
+			break;
+		case OPT_KERNELS_BUDGET:
+			if (pipette_parse_double(optarg, 1, 86400, &o->kernels_budget_s,
+						 "--kernels-budget", err))
+				return -1;
+			budget_given = 1;
+			break;
 		case 'j': o->json = optarg; break;
 		case OPT_NODES:
 			if (!*optarg)
@@ -233,8 +252,13 @@ int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o
 		return pipette_fail(err, "unexpected argument '%.64s'", argv[optind]);
 	if (o->help || o->version)
 		return 0;
-	if (o->local && o->topology)
-		return pipette_fail(err, "--local and --topology: choose one");
+	if (o->local + o->topology + !!o->kernels > 1)
+		return pipette_fail(err, "--local, --topology and --kernels: choose one");
+	if (budget_given && !o->kernels)
+		return pipette_fail(err, "--kernels-budget needs --kernels");
+	if (o->kernels && (o->out || o->json || o->nodes || sizes_given))
+		return pipette_fail(err, "--kernels writes its CSV only: no --out, --json, "
+				    "--nodes or --sizes");
 	if ((o->p2p || o->nccl_pairs || o->gemm || o->hbm) && !o->local)
 		return pipette_fail(err, "--p2p, --nccl, --gemm and --hbm need --local");
 	if (o->local && !(o->p2p || o->nccl_pairs || o->gemm || o->hbm))

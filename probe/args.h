@@ -23,6 +23,8 @@ struct pipette_probe_opts {
 	/* What to run: the inter-node tournament (default), the single-node
 	 * GPU figures (--local), the hwloc topology (--topology). */
 	int local, topology;
+	const char *kernels;	/* --kernels FILE: the kernel grid's CSV */
+	double kernels_budget_s;
 	int p2p, nccl_pairs, gemm, hbm;	/* --local parts; all when none named */
 	enum pipette_probe_transport transport;
 	const char *out;	/* bandwidth cache to merge into (rank 0) */

@@ -7,6 +7,7 @@
 #define PIPETTE_PROBE_GPU_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "inputs/error.h"
 #include "inter.h"
@@ -55,6 +56,13 @@ void pipette_probe_local_destroy(struct pipette_probe_local *l);
 int pipette_probe_gemm_fit(const double *gflop, const double *tflops, size_t n,
 			   double *max_tflops, double *half_gflop,
 			   struct pipette_err *err);
+
+/* The GEMMs of Llama 3 layers on the first GPU (kgrid.c), written to csv
+ * in the columns of tests/data/kernels/kernels.py; stops starting new
+ * shapes after budget_s.  *rows: the rows written.  -1 with a message
+ * when CUDA is not built in or the GPU cannot be used. */
+int pipette_probe_kernel_grid(FILE *csv, FILE *progress, double budget_s, int *rows,
+			      struct pipette_err *err);
 
 /* NCCL send/recv between two processes, one GPU each (inter.h), or NULL
  * with a message when NCCL is not built in or no GPU is visible.  The

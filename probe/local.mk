@@ -14,11 +14,12 @@ probe_libprobe_la_SOURCES = \
 	probe/results.c probe/results.h \
 	probe/topo.c probe/topo.h \
 	probe/gpu.c probe/gpu.h \
+	probe/kgrid.c \
 	probe/nccl.c
 probe_libprobe_la_LIBADD = $(HWLOC_LIBS) $(JSONC_LIBS) -lm
 probe_libprobe_la_LDFLAGS = $(CUDA_LDFLAGS)
 if HAVE_CUDA
-probe_libprobe_la_LIBADD += $(CUDA_LIBS)
+probe_libprobe_la_LIBADD += $(CUDA_LIBS) -lcublasLt
 endif
 if HAVE_NCCL
 probe_libprobe_la_LIBADD += $(NCCL_LIBS)

@@ -4,6 +4,7 @@
  *        pipette-probe --out /var/lib/pipette/bandwidth.json
  *   pipette-probe --local --json node.json      (one node's GPUs)
  *   pipette-probe --topology                    (hwloc, no GPU needed)
+ *   pipette-probe --kernels kernels.csv         (the kernel grid, one GPU)
  *
  * Exit status: 0 everything measured; 1 the run finished but some nodes
  * were left out or some pairs failed (what was measured is still
@@ -24,6 +25,7 @@
 #include "inter.h"
 #include "results.h"
 #include "topo.h"
+#include "inputs/readfile.h"
 
 #define EXIT_PARTIAL 1
 #define EXIT_USAGE 2
@@ -107,6 +109,34 @@ static int run_local(const struct pipette_probe_opts *o, const char *gen)
 	pipette_bwcache_destroy(bw);
 	pipette_probe_local_destroy(l);
 	return rc ? fail(EXIT_FAILED, &e) : 0;
+}
+
+/* The kernel grid into o->kernels, whole or not at all. */
+static int run_kernels(const struct pipette_probe_opts *o)
+{
+	struct pipette_err e;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *csv = open_memstream(&buf, &len);
+	int rows = 0, rc;
+
+	if (!csv) {
+		pipette_fail(&e, "--kernels: out of memory");
+		return fail(EXIT_FAILED, &e);
+	}
+	rc = pipette_probe_kernel_grid(csv, stderr, o->kernels_budget_s, &rows, &e);
+	if (fclose(csv) && !rc)
+		rc = pipette_fail(&e, "--kernels: out of memory");
+	if (!rc && !rows)
+		rc = pipette_fail(&e, "--kernels: no kernel could be timed");
+	if (!rc)
+		rc = pipette_write_file(o->kernels, "--kernels", buf, len, 0644, 1, &e);
+	free(buf);
+	if (rc)
+		return fail(EXIT_FAILED, &e);
+	fprintf(stderr, "pipette-probe: %d kernels timed into %s (pipette kernels fit %s "
+		"--gpu TYPE -o site.json)\n", rows, o->kernels, o->kernels);
+	return 0;
 }
 
 static int run_inter(const struct pipette_probe_opts *o, const char *gen)
@@ -229,6 +259,8 @@ int main(int argc, char **argv)
 	command_line(argc, argv, gen, sizeof(gen));
 	if (o.topology)
 		return run_topology(&o);
+	if (o.kernels)
+		return run_kernels(&o);
 	if (o.local)
 		return run_local(&o, gen);
 	return run_inter(&o, gen);

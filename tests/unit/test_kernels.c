@@ -13,6 +13,7 @@
 #include "check_run.h"
 
 #define TABLE TEST_DATADIR "/kernels/h100-sxm-kernels.csv"
+#define PROBE_TABLE TEST_DATADIR "/kernels/h100-sxm-probe-kernels.csv"
 
 /* t = t0 + 2mnk / rate + m n t_out, by hand: t0 10 us, 500 TFLOP/s,
  * 1 ps per output element, m = n = k = 4096:
@@ -137,6 +138,35 @@ START_TEST(test_h100_table)
 }
 END_TEST
 
+/* The same grid timed by pipette-probe --kernels (cuBLAS called from C) on
+ * another H100 SXM: the shipped H100 kernels, fitted on PyTorch's timings,
+ * predict its BF16 and FP8 rows within 5% median error, and a fit of its
+ * own has no attention (the probe times none). */
+START_TEST(test_probe_table)
+{
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	struct pipette_ktable t;
+	struct pipette_kernels fit;
+	struct pipette_err err;
+
+	ck_assert_msg(pipette_ktable_read(PROBE_TABLE, &t, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(t.n, 1440);
+	ck_assert_int_eq(pipette_kernelfit(&t, NULL, &fit, &err), 0);
+	ck_assert_double_eq(fit.attn_fwd.tflops, 0);
+	ck_assert_double_eq(fit.gemm[PIPETTE_GEMM_FP8_ROW].tflops, 0);
+	for (int d = PIPETTE_GEMM_BF16; d <= PIPETTE_GEMM_FP8_TENSOR; d++) {
+		double med, p95;
+
+		ck_assert_uint_eq(pipette_kernelfit_errors(&t, g->kernels, PIPETTE_KROW_GEMM,
+							   (enum pipette_gemm_dtype)d, NULL,
+							   &med, &p95), 720);
+		ck_assert_msg(med <= 0.05, "dtype %d: median error %.3f", d, med);
+		ck_assert_double_eq_tol(fit.gemm[d].tflops / g->kernels->gemm[d].tflops, 1.0, 0.05);
+	}
+	pipette_ktable_free(&t);
+}
+END_TEST
+
 /* Bad tables: one error naming the file, the line and the column. */
 static void write_file(const char *path, const char *text)
 {
@@ -194,6 +224,7 @@ int main(void)
 	tcase_add_test(tc, test_formula);
 	tcase_add_test(tc, test_fit_recovers);
 	tcase_add_test(tc, test_h100_table);
+	tcase_add_test(tc, test_probe_table);
 	tcase_add_test(tc, test_bad_tables);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);

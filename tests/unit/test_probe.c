@@ -266,6 +266,11 @@ START_TEST(test_args_errors)
 	BAD("not to --local", "--local", "--sizes", "1M,2M");
 	BAD("--topology writes no bandwidth", "--topology", "--out", "x.json");
 	BAD("empty host list", "--nodes", "");
+	BAD("choose one", "--local", "--kernels", "k.csv");
+	BAD("empty file name", "--kernels", "");
+	BAD("needs --kernels", "--kernels-budget", "60");
+	BAD("--kernels-budget", "--kernels", "k.csv", "--kernels-budget", "0");
+	BAD("CSV only", "--kernels", "k.csv", "--out", "c.json");
 }
 END_TEST
 
@@ -291,6 +296,10 @@ START_TEST(test_args_defaults)
 	ck_assert(o.p2p && o.nccl_pairs && o.gemm && o.hbm);
 	ck_assert_int_eq(parse(&o, &err, "--local", "--gemm", (char *)NULL), 0);
 	ck_assert(o.gemm && !o.p2p && !o.hbm && !o.nccl_pairs);
+	ck_assert_int_eq(parse(&o, &err, "--kernels", "k.csv", (char *)NULL), 0);
+	ck_assert_str_eq(o.kernels, "k.csv");
+	ck_assert_double_eq(o.kernels_budget_s, 150);
+	ck_assert(!o.local && !o.gemm);
 }
 END_TEST
 
