@@ -286,3 +286,11 @@ TESTS += tests/unit/test_trainlog
 tests_unit_test_trainlog_SOURCES = tests/unit/test_trainlog.c tests/unit/check_run.h
 tests_unit_test_trainlog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_trainlog_LDADD = $(TEST_LDADD)
+
+# A saved plan read back and pinned (planfile.h): pipette trial and the
+# plugin's --pipette-plan-file.
+check_PROGRAMS += tests/unit/test_planfile
+TESTS += tests/unit/test_planfile
+tests_unit_test_planfile_SOURCES = tests/unit/test_planfile.c tests/unit/check_run.h
+tests_unit_test_planfile_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_planfile_LDADD = $(TEST_LDADD)

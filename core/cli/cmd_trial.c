@@ -597,17 +597,16 @@ static void report(const struct trial_opts *o, const struct trial_ctx *x,
 	char gib[32];
 
 	print_header(o, x, pf, nc);
-	printf(" #  predicted   measured    p10-p90              configuration\n");
+	printf(" #  predicted   measured    p10-p90 of the steps   configuration\n");
 	for (i = 0; i < nc; i++) {
 		const struct trial_cand *k = &c[i];
 
 		printf("%2d  %8.4f s  ", i + 1, pipette_plan_iteration_s(k->plan));
 		if (k->steps > 0)
-			printf("%8.4f s  %8.4f-%-8.4f s  ", k->measured_s, k->p10_s, k->p90_s);
+			printf("%8.4f s  %8.4f-%.4f s      ", k->measured_s, k->p10_s, k->p90_s);
 		else
-			printf("%10s  %19s  ", "-", "");
-		printf("%s\n      %s%s", k->config, status_word(k->status),
-		       k->steps > 0 ? "" : "");
+			printf("%10s  %21s  ", "-", "");
+		printf("%s\n      %s", k->config, status_word(k->status));
 		if (k->steps > 0)
 			printf(", %ld steady steps", k->steps);
 		printf(" in %.1f s%s%s", k->wall_s, k->note[0] ? ": " : "", k->note);
