@@ -149,7 +149,7 @@ TESTS += tests/unit/test_plugin_child
 tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
 tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
@@ -161,7 +161,7 @@ TESTS += tests/unit/test_plugin_cache
 tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
 tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
