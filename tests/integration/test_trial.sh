@@ -24,8 +24,8 @@ TRIAL=(--warmup 2 --steps 10 --stop-after 3)
 # dry_hashes ARGS...: the candidates' plan hashes in the model's order,
 # from the dry run (which plans them as the trial will).
 dry_hashes() {
-    run "$PIPETTE_BIN" trial "${REQ[@]}" --nodes "$NODES" --gpus-per-node "$G" --apply plugin \
-        --logs "$T_TMP/dry" --dry-run "$@" -- true
+    run "$PIPETTE_BIN" trial "${REQ[@]}" --nodes "$NODES" --gpus-per-node "$G" \
+        --apply "${APPLY:-plugin}" --logs "$T_TMP/dry" --dry-run "$@" -- true
     sed -n 's/^[0-9]\. predicted .*(plan \([0-9a-f]*\), .*/\1/p' <<<"$OUT"
 }
 # trial NAME ARGS...: pipette trial inside an allocation of node[1-2].
@@ -106,6 +106,18 @@ assert_match "plan file $T_TMP/meg\.json: stack: made for megatron, the step run
 srun_t "${STEP[@]}" --pipette-plan-file=meg.json true
 assert_match "--pipette-plan-file: 'meg\.json': expected an absolute path" "$ERR" \
     "a relative plan file is refused at srun"
+
+# --- without the plugin: the plan's environment, ranks in Slurm's order ----------
+APPLY=env
+mapfile -t H < <(dry_hashes --k 2)
+printf '%s 1.20\n%s 1.00\n' "${H[0]}" "${H[1]}" >"$T_TMP/factors"
+trial env --k 2 --time 60 --apply env -- "$TRAINER" megatron "$T_TMP/factors" 2048
+assert_rc 0 "trial --apply env finds a winner"
+assert_match "each plan applied as its environment \(ranks in Slurm's order\)" "$OUT" \
+    "... applying each plan as its environment"
+assert_match "winner: trial 2, plan ${H[1]}" "$OUT" "... and the measured fastest wins"
+assert_eq "block" "$(field mode "$T_TMP/env.json")" "... with a plan made for Slurm's order"
+unset APPLY
 
 # --- torchtitan's log ------------------------------------------------------------
 REQ=(--model llama3-8b --gpu h100 --global-batch 64 --seq-len 2048 --stack torchtitan)
