@@ -40,7 +40,7 @@ field() { grep -m1 "\"$1\":" "$2" | sed 's/.*: *"\{0,1\}//; s/"\{0,1\},\{0,1\}$/
 
 # --- the dry run: what it would run and the budget -----------------------------
 run "$PIPETTE_BIN" trial "${REQ[@]}" --nodes "$NODES" --gpus-per-node "$G" --apply plugin \
-    --logs "$T_TMP/dry" --k 3 --time 60 --dry-run -- "$TRAINER" megatron x 2048 {args}
+    --logs "$T_TMP/dry" --k 3 --time 60 --dry-run -- "$TRAINER" megatron x 2048 '{args}'
 assert_rc 0 "trial --dry-run runs outside an allocation with --nodes"
 assert_match "3 configurations \(--k 3\); 20 steady steps each after 5 warm-up; budget 60 s \(at most 0\.27 GPU-hours on 16 GPUs\)" \
     "$OUT" "... and states the budget it would use"
@@ -108,7 +108,7 @@ assert_match "--pipette-plan-file: 'meg\.json': expected an absolute path" "$ERR
     "a relative plan file is refused at srun"
 
 # --- without the plugin: the plan's environment, ranks in Slurm's order ----------
-APPLY=env
+APPLY='env'
 mapfile -t H < <(dry_hashes --k 2)
 printf '%s 1.20\n%s 1.00\n' "${H[0]}" "${H[1]}" >"$T_TMP/factors"
 trial env --k 2 --time 60 --apply env -- "$TRAINER" megatron "$T_TMP/factors" 2048
