@@ -67,3 +67,9 @@ pipette_LDADD += core/libpipette_experts.la core/libpipette.la $(GLPK_LIBS)
 # Training logs of Megatron-LM, NeMo 2.0 and torchtitan: step times and
 # memory peaks as the job measured them (trainlog.h).
 core_libpipette_la_SOURCES += core/inputs/trainlog.c core/inputs/trainlog.h
+
+# A saved plan read back with its configuration pinned (planfile.h), and
+# `pipette trial`, which runs the top plans for a few steps on the job's
+# own nodes and keeps the fastest.
+core_libpipette_la_SOURCES += core/plan/planfile.c core/plan/planfile.h
+pipette_SOURCES += core/cli/cmd_trial.c core/cli/trial_run.c core/cli/trial.h

@@ -49,12 +49,13 @@ static void opts_text(const struct pipette_opts *o, char *buf, size_t len)
 	snprintf(buf, len,
 		 "model=%s\nglobal_batch=%ld\nseq_len=%ld\nschedule=%d,%u\nmem_fraction=%.17g\n"
 		 "mapping=%d\nbandwidth=%s\nstack=%s\nprecision=%u\n"
-		 "pins=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
+		 "pins=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n%s%s%s",
 		 o->model, o->global_batch, o->seq_len, o->schedule, o->schedule_set, o->mem_fraction,
 		 o->mapping, o->bandwidth, o->stack, o->precision_set, p->tp, p->pp, p->dp, p->cp,
 		 p->ep, p->etp, p->vpp,
 		 p->micro_batch, p->schedule, p->recompute, p->sequence_parallel,
-		 p->distributed_optimizer);
+		 p->distributed_optimizer, o->plan_file[0] ? "plan_file=" : "", o->plan_file,
+		 o->plan_file[0] ? "\n" : "");
 }
 
 /* A calibration file is a few kilobytes (calib.c reads at most 16 MiB). */

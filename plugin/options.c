@@ -49,6 +49,9 @@ static struct spank_option options[] = {
 	  "[pipette] the linear layers' precision recipe, or the set to choose from: bf16, "
 	  "fp8-delayed, fp8-current, fp8-rowwise, fp8-blockwise, mxfp8, nvfp4 (default: the "
 	  "site's, else the stack's)", 1, PIPETTE_OPT_PRECISION, option_cb },
+	{ "pipette-plan-file", "PATH",
+	  "[pipette] apply this saved plan (pipette trial, plan_dir) as is: refused when made "
+	  "for other nodes, another model or stack", 1, PIPETTE_OPT_PLAN_FILE, option_cb },
 };
 
 /* --pipette-model=help: the presets, then the site's models. */

@@ -47,6 +47,7 @@ static const struct {
 	[PIPETTE_OPT_DRY_RUN] = { "pipette-dry-run", "PIPETTE_DRY_RUN", 0 },
 	[PIPETTE_OPT_STACK] = { "pipette-stack", "PIPETTE_STACK", 1 },
 	[PIPETTE_OPT_PRECISION] = { "pipette-precision", "PIPETTE_PRECISION", 1 },
+	[PIPETTE_OPT_PLAN_FILE] = { "pipette-plan-file", "PIPETTE_PLAN_FILE", 1 },
 };
 
 const char *pipette_opt_name(enum pipette_opt_id id)
@@ -275,6 +276,13 @@ int pipette_opts_set(struct pipette_opts *o, enum pipette_opt_id id, const char 
 		if (pipette_precision_set_parse(arg, &o->precision_set, err))
 			return pipette_fail_prefix(err, "%s: ", what);
 		break;
+	case PIPETTE_OPT_PLAN_FILE:
+		/* the planner reads it on every node, from no particular directory */
+		if (arg[0] != '/')
+			return pipette_fail(err, "%s: '%.64s': expected an absolute path", what, arg);
+		if (pipette_strlcpy(o->plan_file, arg, sizeof(o->plan_file)))
+			return pipette_fail(err, "%s: value too long", what);
+		break;
 	case PIPETTE_OPT_COUNT:
 		break;
 	}
@@ -356,7 +364,8 @@ int pipette_opts_fallback(struct pipette_opts *o, const struct pipette_site *sit
 			continue;
 		if (fallback_opt(o, (enum pipette_opt_id)i,
 				 !(planned && (i == PIPETTE_OPT_SCHEDULE || i == PIPETTE_OPT_STACK ||
-					       i == PIPETTE_OPT_PRECISION)),
+					       i == PIPETTE_OPT_PRECISION ||
+					       i == PIPETTE_OPT_PLAN_FILE)),
 				 env, &given, err))
 			return -1;
 	}

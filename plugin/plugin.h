@@ -90,6 +90,7 @@ enum pipette_opt_id {
 	PIPETTE_OPT_DRY_RUN,
 	PIPETTE_OPT_STACK,
 	PIPETTE_OPT_PRECISION,
+	PIPETTE_OPT_PLAN_FILE,
 	PIPETTE_OPT_COUNT
 };
 
@@ -108,6 +109,8 @@ struct pipette_opts {
 	int dry_run;
 	char stack[32];			/* "" = the site's */
 	unsigned precision_set;		/* PIPETTE_PREC_BIT; 0 = the site's */
+	/* A saved plan to apply as is (planfile.c; an absolute path, "" = none). */
+	char plan_file[PIPETTE_PATH_MAX];
 	unsigned set;			/* bit (1u << id): given as an option */
 };
 
@@ -147,7 +150,8 @@ struct pipette_env_ops {
  * variables (SLURM_SPANK__SLURM_SPANK_OPTION_pipette_*, which count as
  * options: a batch step under sbatch --export=NONE gets its options only
  * that way), then from the PIPETTE_* input variables.
- * PIPETTE_SCHEDULE and PIPETTE_STACK are also outputs (the batch step
+ * PIPETTE_SCHEDULE, PIPETTE_STACK, PIPETTE_PRECISION and PIPETTE_PLAN_FILE
+ * are also outputs (the batch step
  * exports them): they are read as inputs only when PIPETTE_TP, which is
  * only ever an output, is absent.  (PIPETTE_GLOBAL_BATCH is an output too, but
  * always equal to the request's.)  Nothing but PIPETTE_MODEL is read
@@ -405,5 +409,15 @@ int pipette_plan_key(const struct pipette_step *st, char out[PIPETTE_PLAN_KEY_HE
  * the plan is then computed as without one.  0 when the result is
  * written, an error being a result too. */
 int pipette_step_result(const struct pipette_step *st, FILE *out);
+
+/* ---- a saved plan applied as is (planfile.c), in the planner child ------- */
+/* The step's plan from opts->plan_file: refused (the field named) when
+ * it was made for another model, stack, GPU type, nodes, GPU count or
+ * launch, or when its configuration planned again on the step's inputs
+ * is not the file's plan (its hash); req is the step's request, whose
+ * knobs the file's configuration replaces. */
+int pipette_planfile_step(const struct pipette_step *st, struct pipette_request *req,
+			  const struct pipette_cluster_spec *spec, struct pipette_plan **plan,
+			  struct pipette_err *err);
 
 #endif

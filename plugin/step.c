@@ -143,6 +143,8 @@ static int compute(const struct pipette_step *st, const char *pin, FILE *out,
 			return -1;
 		goto untouched;
 	}
+	if (st->opts->plan_file[0])	/* a saved plan, as is: never a fall-back */
+		return pipette_planfile_step(st, &req, &spec, plan, err);
 	if (plan_pinned(st, pin, &req, &spec, plan, fresh, err) == 0)
 		return 0;
 	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
@@ -368,7 +370,7 @@ static void cache_open(const struct pipette_step *st, struct cache_use *cu, FILE
 	memset(cu, 0, sizeof(*cu));
 	cu->c.dirfd = cu->c.lockfd = -1;
 	(void)pipette_strlcpy(cu->pin, st->digest ? st->digest : "", sizeof(cu->pin));
-	if (!st->site->plan_cache[0])
+	if (!st->site->plan_cache[0] || st->opts->plan_file[0])	/* planfile.c: not cached */
 		return;
 	if (pipette_plancache_open(&cu->c, st->site->plan_cache, st->cache_owner, st->uid,
 				   &err)) {

@@ -149,7 +149,7 @@ TESTS += tests/unit/test_plugin_child
 tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
 tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
@@ -161,7 +161,7 @@ TESTS += tests/unit/test_plugin_cache
 tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
 tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
@@ -286,3 +286,11 @@ TESTS += tests/unit/test_trainlog
 tests_unit_test_trainlog_SOURCES = tests/unit/test_trainlog.c tests/unit/check_run.h
 tests_unit_test_trainlog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_trainlog_LDADD = $(TEST_LDADD)
+
+# A saved plan read back and pinned (planfile.h): pipette trial and the
+# plugin's --pipette-plan-file.
+check_PROGRAMS += tests/unit/test_planfile
+TESTS += tests/unit/test_planfile
+tests_unit_test_planfile_SOURCES = tests/unit/test_planfile.c tests/unit/check_run.h
+tests_unit_test_planfile_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_planfile_LDADD = $(TEST_LDADD)

@@ -34,6 +34,7 @@ int cmd_experts(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_observe(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
+int cmd_trial(int argc, char **argv);
 struct pipette_observation;
 /* pipette observe --report: the store's observations as one SVG page
  * (report_svg.c); -1 when out of memory or the write failed. */

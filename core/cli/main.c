@@ -17,6 +17,7 @@ static const struct pipette_cmd commands[] = {
 	{ "observe", cmd_observe, "compare a plan with what its job measured, and record it" },
 	{ "calibrate", cmd_calibrate, "fit the site's factors from its jobs' observations" },
 	{ "kernels", cmd_kernels, "fit a site's kernel table from kernels its GPUs ran" },
+	{ "trial", cmd_trial, "run the top plans for a few steps on the job's nodes, keep the fastest" },
 };
 
 static void usage(FILE *f)

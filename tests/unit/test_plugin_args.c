@@ -350,6 +350,11 @@ START_TEST(test_opts_set_values)
 	ck_assert_str_eq(o.bandwidth, "/tmp/bw.json");
 	ck_assert_int_eq(o.explain, 1);
 	ck_assert_int_eq(o.dry_run, 1);
+	/* a plan file: every node's planner reads it, from no particular directory */
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_PLAN_FILE, "plan.json", &err), -1);
+	ck_assert_str_eq(err.msg, "--pipette-plan-file: 'plan.json': expected an absolute path");
+	ck_assert_int_eq(pipette_opts_set(&o, PIPETTE_OPT_PLAN_FILE, "/tmp/plan.json", &err), 0);
+	ck_assert_str_eq(o.plan_file, "/tmp/plan.json");
 	ck_assert_uint_eq(o.set, (1u << PIPETTE_OPT_COUNT) - 1);
 }
 END_TEST
