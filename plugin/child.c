@@ -49,16 +49,6 @@ static double now_ms(void)
  * example, a 4096-node cache); eight times that. */
 #define STACK_RESERVE (1u << 20)
 
-/* The planner runs at the lowest priority: the daemons that share its node
- * must answer their RPCs within slurm.conf's MessageTimeout (10 s by
- * default, slurm.conf(5)), and when many steps start at once (a job array,
- * a sweep) every planner of the node is runnable together.  Within the
- * scheduling group of slurmd and its slurmstepds, a nice-19 process weighs
- * 15 against a nice-0 process's 1024 (Linux kernel/sched/core.c,
- * sched_prio_to_weight), so slurmd and slurmstepd keep the CPU they need
- * while the planners share the rest; alone on a node a planner still gets
- * a whole core. */
-#define PLANNER_NICE 19
 
 static void __attribute__((noinline)) touch_stack(void)
 {
@@ -104,7 +94,8 @@ static const char *child_setup(const struct pipette_child_limits *lim)
 			return "setrlimit(RLIMIT_CPU) failed";
 	}
 	/* Best effort: a planner at normal priority is still correct. */
-	(void)setpriority(PRIO_PROCESS, 0, PLANNER_NICE);
+	if (lim->nice)
+		(void)setpriority(PRIO_PROCESS, 0, lim->nice);
 	/* Nothing the planner writes may land in a core file of root's. */
 	r.rlim_cur = r.rlim_max = 0;
 	(void)setrlimit(RLIMIT_CORE, &r);

@@ -236,6 +236,7 @@ struct pipette_child_limits {
 	long timeout_s;		/* wall clock, enforced by the parent */
 	size_t result_max;	/* bytes of result the parent accepts */
 	unsigned uid, gid;	/* the job's user: the child drops root for good */
+	int nice;		/* the child's scheduling priority (0: its parent's) */
 };
 /* fn runs in the child and writes its result to out; it returns 0 when
  * the result is written (an error it found is a result too). */

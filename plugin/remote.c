@@ -280,6 +280,18 @@ static void say(void *ctx, char tag, const char *line)
 		slurm_spank_log(tag == 'W' ? "pipette: warning: %s" : "pipette: %s", line);
 }
 
+/* The planner yields the CPU to the daemons of its node: they must answer
+ * their RPCs within slurm.conf's MessageTimeout (10 s by default,
+ * slurm.conf(5)), and when many steps start at once (a job array, a sweep)
+ * every planner of the node is runnable together.  Within the scheduling
+ * group it shares with slurmd and slurmstepd, a nice-10 process weighs 110
+ * against a nice-0 process's 1024 (Linux kernel/sched/core.c,
+ * sched_prio_to_weight): ten planners take half the CPU from one daemon,
+ * not nine tenths, while a planner alone on a node still gets a core (a
+ * lower priority would starve it behind any busy process: a plan could
+ * then miss plan_timeout). */
+#define PLANNER_NICE 10
+
 static int run_planner(struct pipette_err *err)
 {
 	const struct pipette_site *site = &pipette_state()->site;
@@ -290,6 +302,7 @@ static int run_planner(struct pipette_err *err)
 		.result_max = PIPETTE_RESULT_MAX,
 		.uid = (unsigned)geteuid(),
 		.gid = (unsigned)getegid(),
+		.nice = PLANNER_NICE,
 	};
 	size_t len;
 	int first = rs.node_id == 0;

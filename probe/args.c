@@ -147,6 +147,32 @@ static int parse_sizes(const char *s, struct pipette_probe_opts *o,
 	return 0;
 }
 
+/* What one run does: --local, --topology or --kernels, with the options
+ * that apply to it. */
+static int check_modes(struct pipette_probe_opts *o, int sizes_given, int budget_given,
+		       struct pipette_err *err)
+{
+	if (o->local + o->topology + !!o->kernels > 1)
+		return pipette_fail(err, "--local, --topology and --kernels: choose one");
+	if (budget_given && !o->kernels)
+		return pipette_fail(err, "--kernels-budget needs --kernels");
+	if (o->kernels && (o->out || o->json || o->nodes || sizes_given))
+		return pipette_fail(err, "--kernels writes its CSV only: no --out, --json, "
+				    "--nodes or --sizes");
+	if ((o->p2p || o->nccl_pairs || o->gemm || o->hbm) && !o->local)
+		return pipette_fail(err, "--p2p, --nccl, --gemm and --hbm need --local");
+	if (o->local && !(o->p2p || o->nccl_pairs || o->gemm || o->hbm))
+		o->p2p = o->nccl_pairs = o->gemm = o->hbm = 1;
+	if ((o->local || o->topology) && (o->nodes || sizes_given))
+		return pipette_fail(err, "--nodes and --sizes apply to the "
+				    "inter-node run, not to --%s",
+				    o->local ? "local" : "topology");
+	if (o->topology && o->out)
+		return pipette_fail(err, "--out: --topology writes no bandwidth; "
+				    "use --json");
+	return 0;
+}
+
 int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o,
 			     struct pipette_err *err)
 {
@@ -252,24 +278,8 @@ int pipette_probe_parse_args(int argc, char **argv, struct pipette_probe_opts *o
 		return pipette_fail(err, "unexpected argument '%.64s'", argv[optind]);
 	if (o->help || o->version)
 		return 0;
-	if (o->local + o->topology + !!o->kernels > 1)
-		return pipette_fail(err, "--local, --topology and --kernels: choose one");
-	if (budget_given && !o->kernels)
-		return pipette_fail(err, "--kernels-budget needs --kernels");
-	if (o->kernels && (o->out || o->json || o->nodes || sizes_given))
-		return pipette_fail(err, "--kernels writes its CSV only: no --out, --json, "
-				    "--nodes or --sizes");
-	if ((o->p2p || o->nccl_pairs || o->gemm || o->hbm) && !o->local)
-		return pipette_fail(err, "--p2p, --nccl, --gemm and --hbm need --local");
-	if (o->local && !(o->p2p || o->nccl_pairs || o->gemm || o->hbm))
-		o->p2p = o->nccl_pairs = o->gemm = o->hbm = 1;
-	if ((o->local || o->topology) && (o->nodes || sizes_given))
-		return pipette_fail(err, "--nodes and --sizes apply to the "
-				    "inter-node run, not to --%s",
-				    o->local ? "local" : "topology");
-	if (o->topology && o->out)
-		return pipette_fail(err, "--out: --topology writes no bandwidth; "
-				    "use --json");
+	if (check_modes(o, sizes_given, budget_given, err))
+		return -1;
 	if (!sizes_given) {
 		const size_t *d = o->transport == PIPETTE_PROBE_TCP ? tcp_sizes
 								     : nccl_sizes;

@@ -86,18 +86,19 @@ static int write_nice(void *arg, FILE *out)
 	return fprintf(out, "%d", getpriority(PRIO_PROCESS, 0)) < 0 ? -1 : 0;
 }
 
-/* The planner yields the CPU to slurmd and slurmstepd: it runs at the
- * lowest priority whatever its parent's. */
-START_TEST(test_child_lowest_priority)
+/* The child runs at the priority its limits name (the plugin's planner
+ * yields the CPU to slurmd and slurmstepd: remote.c). */
+START_TEST(test_child_priority)
 {
 	struct pipette_child_limits l = limits(256, 10, 10);
 	struct pipette_err err;
 	char *text = NULL;
 	size_t len = 0;
 
+	l.nice = 10;
 	ck_assert_msg(pipette_child_run(&l, write_nice, NULL, &text, &len, &err) == 0, "%s",
 		      err.msg);
-	ck_assert_str_eq(text, "19");
+	ck_assert_str_eq(text, "10");
 	free(text);
 }
 END_TEST
@@ -574,7 +575,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_child_result);
-	tcase_add_test(tc, test_child_lowest_priority);
+	tcase_add_test(tc, test_child_priority);
 	tcase_add_test(tc, test_child_wall_clock);
 	tcase_add_test(tc, test_child_cpu_limit);
 	tcase_add_test(tc, test_child_memory_limit);
