@@ -5,11 +5,13 @@
 # which interpreter (PYTHON) and where it goes (PIPETTE_PYTHON_DIR).
 PYTHON_PACKAGE = python/pipette/__init__.py python/pipette/adapters.py
 EXTRA_DIST += $(PYTHON_PACKAGE) python/_pipette.c core/cli/api.c core/cli/api.h \
-	tests/python
+	tests/python/run.sh tests/python/test_api.py tests/python/test_adapters.py \
+	tests/python/extract_fields.py
 if HAVE_PYTHON
-pipettepydir = $(PIPETTE_PYTHON_DIR)/pipette
-pipettepy_DATA = $(PYTHON_PACKAGE)
-pipettepy_LTLIBRARIES = python/_pipette.la
+# "exec" in the name: installed by install-exec, before its hook below.
+pipettepyexecdir = $(PIPETTE_PYTHON_DIR)/pipette
+pipettepyexec_DATA = $(PYTHON_PACKAGE)
+pipettepyexec_LTLIBRARIES = python/_pipette.la
 python__pipette_la_SOURCES = python/_pipette.c core/cli/api.c core/cli/api.h $(pipette_SOURCES)
 python__pipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(SLURM_CPPFLAGS) $(PYTHON_CPPFLAGS)
 python__pipette_la_LIBADD = core/libpipette_experts.la core/libpipette.la $(JSONC_LIBS) \
@@ -22,11 +24,12 @@ python__pipette_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 # Installed under the name Python's importer prefers
 # (_pipette.cpython-311-x86_64-linux-gnu.so: PEP 3149), without libtool's .la.
 install-exec-hook:
-	cd "$(DESTDIR)$(pipettepydir)" && rm -f _pipette.la && \
+	cd "$(DESTDIR)$(pipettepyexecdir)" && rm -f _pipette.la && \
 	mv -f _pipette.so "_pipette$(PYTHON_EXT_SUFFIX)"
 uninstall-local:
-	rm -f "$(DESTDIR)$(pipettepydir)/_pipette$(PYTHON_EXT_SUFFIX)"
-	-rmdir "$(DESTDIR)$(pipettepydir)"
+	rm -f "$(DESTDIR)$(pipettepyexecdir)/_pipette$(PYTHON_EXT_SUFFIX)"
+	rm -rf "$(DESTDIR)$(pipettepyexecdir)/__pycache__"
+	-rmdir "$(DESTDIR)$(pipettepyexecdir)"
 
 endif
 
