@@ -173,12 +173,15 @@ class Torchtitan(unittest.TestCase):
                 if path == "compile.enable":
                     continue
                 self.assertEqual(get(cfg, path), value, (kw, path))
-            # beyond the TOML: the first/last-stage weights, which v0.2.2
-            # has and a pipelined plan needs (issue 29, item 4)
+            # beyond the TOML at most the first/last-stage weights, which
+            # v0.2.2 has and a pipelined plan needs (issue 29, item 4),
+            # and which the TOML leaves out until that item is fixed
             extra = set(done) - set(rendered)
-            self.assertEqual(extra, {"parallelism.pipeline_parallel_first_stage_less_layers",
-                                     "parallelism.pipeline_parallel_last_stage_less_layers"}
-                             if doc["config"]["pp"] > 1 else set(), kw)
+            self.assertLessEqual(extra, {"parallelism.pipeline_parallel_first_stage_less_layers",
+                                         "parallelism.pipeline_parallel_last_stage_less_layers"}
+                                 if doc["config"]["pp"] > 1 else set(), kw)
+            if doc["config"]["pp"] > 1:
+                self.assertEqual(cfg.parallelism.pipeline_parallel_first_stage_less_layers, 0)
 
     def test_a_field_upstream_lacks_fails_and_sets_nothing(self):
         doc, _ = plan_and_render(stack="torchtitan", **TORCHTITAN_PLANS[2])
