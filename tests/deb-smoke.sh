@@ -9,8 +9,9 @@
 # none.  Then it removes the cluster, and purges the packages it installed.
 #
 # Usage (root): tests/deb-smoke.sh [--keep] [DEB...]
-#   DEB...   pipette_*.deb and slurm-spank-pipette_*.deb (dpkg-buildpackage
-#            writes them next to the source directory); none = test the
+#   DEB...   pipette_*.deb and slurm-spank-pipette_*.deb, and
+#            python3-pipette_*.deb (checked when given or installed)
+#            (dpkg-buildpackage writes them next to the source directory); none = test the
 #            packages already installed and leave them installed
 #   --keep   leave the packages installed
 # Environment: PIPETTE_SLURM_BASE (default /tmp/pipette-slurm-deb),
@@ -111,6 +112,24 @@ else
 fi
 check "example bandwidth caches in /usr/share/pipette/examples" 4 \
     "$(find /usr/share/pipette/examples -name '*.json' | wc -l)"
+
+# ---- python3-pipette (when given or installed) ------------------------------
+if pkg_installed python3-pipette; then
+    PYDIR=/usr/lib/python3/dist-packages/pipette
+    check "the Python package is in $PYDIR" "$PYDIR/__init__.py" \
+        "$(dpkg -L python3-pipette | grep '/pipette/__init__\.py$')"
+    check "its extension has the interpreter's suffix" \
+        "$PYDIR/_pipette$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" \
+        "$(dpkg -L python3-pipette | grep '/_pipette[^/]*\.so$')"
+    check "the extension resolves all its libraries" "" "$(ldd "$PYDIR"/_pipette*.so | grep 'not found')"
+    # the README's command, from a directory without a pipette/ of its own
+    if out=$(cd / && /usr/bin/python3 -c "import pipette; print(pipette.plan(model='llama3-8b', nodes=2, gpu='h100', global_batch=64)['chosen']['config']['dp'])" 2>&1) &&
+        [[ $out =~ ^[1-9][0-9]*$ ]]; then
+        pass "python3 -c 'import pipette; pipette.plan(...)[\"chosen\"]' works (dp $out)"
+    else
+        fail "python3 -c 'import pipette; pipette.plan(...)[\"chosen\"]' works" "$(tail -n 3 <<<"$out")"
+    fi
+fi
 
 # ---- the installed plugin in a real Slurm ---------------------------------
 export SLURM_LOCAL_PLUGSTACK="required $SO gpu=H100"
