@@ -37,6 +37,9 @@
 
 #include "plugin.h"
 #include "inputs/readfile.h"
+#include "inputs/versions.h"
+
+_Static_assert(PIPETTE_VERSION_HEX == PIPETTE_HASH_HEX, "a version is named by srun's pin");
 
 struct cache_use {
 	struct pipette_plancache c;
@@ -93,17 +96,58 @@ static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE 
 	return rv;
 }
 
-/* Plan under the pins of `pin`.  When they hold more than srun's (the
- * cache's key pinned a file srun did not) and that file changed since it
- * was hashed, plan again from what it holds now, as without the cache:
- * *fresh then stays 0, since the plan is not the key's. */
+/* A pinned file that was replaced since srun read it: point the request
+ * at the version its writer kept of the pinned content (versions.h), for
+ * the bandwidth cache and the calibration (the files pipette's own writers
+ * replace).  1 when the request now names a version; a version refused
+ * (planted, or of another owner) is a notice, and the step fails as it
+ * would have. */
+static int pinned_versions(struct pipette_request *req, FILE *out)
+{
+	struct {
+		const char *what, *pin;
+		char *path;
+		size_t size;
+	} f[] = {
+		{ "bandwidth cache", req->pin_bandwidth_sha256, req->bandwidth, sizeof(req->bandwidth) },
+		{ "calibration", req->pin_calibration_sha256, req->calibration,
+		  sizeof(req->calibration) },
+	};
+	char path[PIPETTE_PATH_MAX + 64];
+	struct pipette_err err;
+	size_t i;
+	int rc, found = 0;
+
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!f[i].path[0] || !f[i].pin[0])
+			continue;
+		rc = pipette_versions_find(f[i].path, f[i].pin, path, sizeof(path), &err);
+		if (rc < 0)
+			notice(out, "%s %s: the version srun pinned is refused: %s", f[i].what,
+			       f[i].path, err.msg);
+		if (rc != 1 || pipette_strlcpy(f[i].path, path, f[i].size))
+			continue;
+		info(out, "%s: planning from %s, the content srun pinned", f[i].what, path);
+		found = 1;
+	}
+	return found;
+}
+
+/* Plan under the pins of `pin`; a bandwidth cache or calibration replaced
+ * since is read from the version of the pinned content.  When the pins
+ * hold more than srun's (the cache's key pinned a file srun did not) and
+ * that file changed since it was hashed and kept no version, plan again
+ * from what it holds now, as without the cache: *fresh then stays 0, since
+ * the plan is not the key's. */
 static int plan_pinned(const struct pipette_step *st, const char *pin,
 		       struct pipette_request *req, const struct pipette_cluster_spec *spec,
-		       struct pipette_plan **plan, int *fresh, struct pipette_err *err)
+		       struct pipette_plan **plan, int *fresh, FILE *out, struct pipette_err *err)
 {
 	const char *srun = st->digest ? st->digest : "";
 
-	if (pipette_plan_compute(req, spec, plan, err) == 0) {
+	if (pipette_plan_compute(req, spec, plan, err) == 0 ||
+	    (pipette_err_code(err) == PIPETTE_E_CHANGED && pinned_versions(req, out) &&
+	     pipette_plan_compute(req, spec, plan, err) == 0)) {
 		*fresh = 1;
 		return 0;
 	}
@@ -143,7 +187,7 @@ static int compute(const struct pipette_step *st, const char *pin, FILE *out,
 			return -1;
 		goto untouched;
 	}
-	if (plan_pinned(st, pin, &req, &spec, plan, fresh, err) == 0)
+	if (plan_pinned(st, pin, &req, &spec, plan, fresh, out, err) == 0)
 		return 0;
 	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
 		return -1;

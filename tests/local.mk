@@ -263,6 +263,13 @@ tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check_run
 tests_unit_test_kernels_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kernels_LDADD = $(TEST_LDADD)
 
+# The versions a replaced input keeps for the steps that pinned it (versions.h).
+check_PROGRAMS += tests/unit/test_versions
+TESTS += tests/unit/test_versions
+tests_unit_test_versions_SOURCES = tests/unit/test_versions.c tests/unit/check_run.h
+tests_unit_test_versions_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_versions_LDADD = $(TEST_LDADD)
+
 check_PROGRAMS += tests/unit/test_readfile
 TESTS += tests/unit/test_readfile
 tests_unit_test_readfile_SOURCES = tests/unit/test_readfile.c tests/unit/check_run.h

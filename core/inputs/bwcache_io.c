@@ -23,6 +23,7 @@
 #include "inputs/bwcache_int.h"
 #include "inputs/json.h"
 #include "inputs/readfile.h"
+#include "inputs/versions.h"
 
 /* ------------------------------------------------------------------ */
 /* writing                                                             */
@@ -932,6 +933,11 @@ int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
 		}
 		mode = st.st_mode & 07777;
 	}
+	/* The content it held and the one it gets stay readable for the
+	 * steps that pinned them (versions.h). */
+	if (pipette_versions_keep(path, "keeping the replaced version", text, strlen(text), mode,
+				  PIPETTE_BW_MAX_FILE_BYTES, err))
+		goto fail;
 	if (write_temp(path, dir, base, text, mode, &tmp, err))
 		goto fail;
 	if (rename(tmp, path) < 0) {
