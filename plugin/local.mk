@@ -11,7 +11,7 @@ plugin_spank_pipette_la_SOURCES = \
 	plugin/options.c plugin/submit.c plugin/remote.c plugin/env.c \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/barrier.c
 # Node lists: the helper the pipette command uses too (core/cli/hostlist.h),
 # compiled into the plugin against the host process's slurm_hostlist_*.
 plugin_spank_pipette_la_SOURCES += core/cli/hostlist.c core/cli/hostlist.h

@@ -166,6 +166,16 @@ tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
 
+# spank_pipette's step barrier: the nodes of a step agree before any task
+# starts, whichever node fails, is late or never comes (barrier.c).
+check_PROGRAMS += tests/unit/test_plugin_barrier
+TESTS += tests/unit/test_plugin_barrier
+tests_unit_test_plugin_barrier_SOURCES = tests/unit/test_plugin_barrier.c \
+	plugin/barrier.c plugin/plancache.c
+tests_unit_test_plugin_barrier_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_barrier_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_barrier_LDADD = $(TEST_LDADD)
+
 # Launch output against the flags and rules of each stack's parser
 # (tests/data/stacks), schedules per stack, the stacks' memory facts.
 check_PROGRAMS += tests/unit/test_launch
