@@ -159,10 +159,11 @@ static int plan_pinned(const struct pipette_step *st, const char *pin,
 }
 
 /* The plan, or NULL with fallback=block when even the fall-back failed
- * (the step then starts untouched); warnings go to out.  *fresh: planned
+ * (the step then starts untouched); warnings go to out (the step's text),
+ * this node's notices to note (its result).  *fresh: planned
  * from the request as given, under the pins of the cache's key (what the
  * cache may keep). */
-static int compute(const struct pipette_step *st, const char *pin, FILE *out,
+static int compute(const struct pipette_step *st, const char *pin, FILE *out, FILE *note,
 		   struct pipette_plan **plan, int *fresh, struct pipette_err *err)
 {
 	struct pipette_cluster_spec spec = {
@@ -187,7 +188,7 @@ static int compute(const struct pipette_step *st, const char *pin, FILE *out,
 			return -1;
 		goto untouched;
 	}
-	if (plan_pinned(st, pin, &req, &spec, plan, fresh, out, err) == 0)
+	if (plan_pinned(st, pin, &req, &spec, plan, fresh, note, err) == 0)
 		return 0;
 	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
 		return -1;
@@ -353,8 +354,8 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 /* Plan, and write the step's text into *body.  *planned: there is a plan
  * (0: fallback=block starts the step untouched).  With plan_dir, *json
  * gets the plan file's bytes (node 0 writes them; the cache keeps them). */
-static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
-		      int *planned, int *fresh, char **json, size_t *jlen,
+static int build_body(const struct pipette_step *st, const char *pin, FILE *note, char **body,
+		      size_t *len, int *planned, int *fresh, char **json, size_t *jlen,
 		      struct pipette_err *err)
 {
 	struct pipette_plan *plan = NULL;
@@ -366,7 +367,7 @@ static int build_body(const struct pipette_step *st, const char *pin, char **bod
 	*jlen = 0;
 	if (!f)
 		return pipette_fail(err, "writing the result: out of memory");
-	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
+	if (compute(st, pin, f, note, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
 	    pipette_outcome_end(f) == 0)
 		rv = 0;
 	if (rv == 0 && plan && st->site->plan_dir[0] && render_json(plan, json, jlen))
@@ -502,7 +503,7 @@ static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, F
 	size_t blen = 0, jlen = 0;
 	int fresh = 0, rv;
 
-	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, &json, &jlen, err))
+	if (build_body(st, cu->pin, out, &body, &blen, planned, &fresh, &json, &jlen, err))
 		return -1;
 	write_plan_file(st, body, json, jlen, out);
 	if (cu->open && fresh)
