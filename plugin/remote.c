@@ -15,7 +15,9 @@
  * the tasks just never start), so any error is stored and returned from
  * task_init, and every node that fails says why in one "pipette: NODE:"
  * line: when one node's failure ends the step, the others may be killed
- * before they could speak. */
+ * before they could speak.  A node's failure in task_init ends only its
+ * own tasks; with step_barrier (barrier.c) the nodes agree at the end of
+ * user_init, so that a failure on one node starts no task on any. */
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>

@@ -936,8 +936,14 @@ int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
 	/* The content it held and the one it gets stay readable for the
 	 * steps that pinned them (versions.h). */
 	if (pipette_versions_keep(path, "keeping the replaced version", text, strlen(text), mode,
-				  PIPETTE_BW_MAX_FILE_BYTES, err))
+				  PIPETTE_BW_MAX_FILE_BYTES, err)) {
+		char why[PIPETTE_ERR_MAX];
+
+		(void)pipette_strlcpy(why, err->msg, sizeof(why));
+		pipette_fail(err, "%s: %.*s (the old file is untouched)", path, PIPETTE_ERR_MAX / 2,
+			     why);
 		goto fail;
+	}
 	if (write_temp(path, dir, base, text, mode, &tmp, err))
 		goto fail;
 	if (rename(tmp, path) < 0) {
