@@ -933,8 +933,10 @@ int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
 		}
 		mode = st.st_mode & 07777;
 	}
-	/* The content it held and the one it gets stay readable for the
-	 * steps that pinned them (versions.h). */
+	if (write_temp(path, dir, base, text, mode, &tmp, err))
+		goto fail;
+	/* Before the rename: the content it held and the one it gets stay
+	 * readable for the steps that pinned them (versions.h). */
 	if (pipette_versions_keep(path, "keeping the replaced version", text, strlen(text), mode,
 				  PIPETTE_BW_MAX_FILE_BYTES, err)) {
 		char why[PIPETTE_ERR_MAX];
@@ -942,10 +944,9 @@ int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
 		(void)pipette_strlcpy(why, err->msg, sizeof(why));
 		pipette_fail(err, "%s: %.*s (the old file is untouched)", path, PIPETTE_ERR_MAX / 2,
 			     why);
+		unlink(tmp);
 		goto fail;
 	}
-	if (write_temp(path, dir, base, text, mode, &tmp, err))
-		goto fail;
 	if (rename(tmp, path) < 0) {
 		pipette_fail(err, "%s: cannot replace it: %s (the old file is "
 			     "untouched)", path, strerror(errno));
