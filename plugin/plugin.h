@@ -375,9 +375,10 @@ int pipette_plancache_lock(struct pipette_plancache *c, const char *key, long wa
 void pipette_plancache_unlock(struct pipette_plancache *c, const char *key);
 
 /* ---- the nodes of a step agree (barrier.c), in a child ------------------- */
-/* How much later than the first node the last one may start planning: the
- * launch reaches the nodes of a step within seconds, tens of seconds on
- * a loaded slurmd (tests/integration/test_plugin_concurrency.sh). */
+/* How much later than the first node the last one may start planning:
+ * srun's launch request reaches each node's slurmd in one RPC, which
+ * Slurm gives up on after MessageTimeout (10 s by default, slurm.conf(5));
+ * three times that. */
 #define PIPETTE_BARRIER_SKEW_S 30
 struct pipette_barrier {
 	const char *root;		/* site->step_barrier */
