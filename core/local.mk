@@ -8,7 +8,7 @@ core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
 	core/inputs/error.c core/inputs/error.h core/inputs/limits.h core/inputs/rng.h core/inputs/json.c core/inputs/json.h \
-	core/inputs/readfile.c core/inputs/readfile.h \
+	core/inputs/readfile.c core/inputs/readfile.h core/inputs/versions.c core/inputs/versions.h \
 	core/inputs/model.c core/inputs/model.h \
 	core/inputs/hardware.c core/inputs/hardware.h \
 	core/learn/calib.c core/learn/calib.h \

@@ -108,6 +108,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 		return dir_value(s->plan_cache, sizeof(s->plan_cache) - 128, key, v, err);
 	if (!strcmp(key, "calibration"))
 		return copy_value(s->calibration, sizeof(s->calibration), key, v, err);
+	if (!strcmp(key, "step_barrier"))	/* room for "/UID/barrier-KEY.N" */
+		return dir_value(s->step_barrier, sizeof(s->step_barrier) - 128, key, v, err);
 	if (!strcmp(key, "plan_dir"))
 		return dir_value(s->plan_dir, sizeof(s->plan_dir) - 64, key, v, err);
 	if (!strcmp(key, "plan_memory"))
@@ -167,7 +169,7 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 			    "gpu, mem_fraction, master_port, port_range, models, budget, max_age, "
 			    "attention, stack, stack_option, precision, default, fallback, "
 			    "plan_memory, plan_cpu, plan_timeout, "
-			    "plan_cache, calibration, plan_dir, emulate_nodes, test_cache_swap)", arg, key);
+			    "plan_cache, calibration, plan_dir, step_barrier, emulate_nodes, test_cache_swap)", arg, key);
 }
 
 int pipette_site_parse(struct pipette_site *s, int ac, char **av, struct pipette_err *err)

@@ -302,7 +302,7 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		"site.stack_options=%s\nsite.precision=%u\nsite.default=%d\nsite.fallback_block=%d\n"
 		"site.plan_limits=%ld,%ld,%ld\nsite.emulate_nodes=%zu:%s\n"
 		"site.plan_cache=%zu:%s\nsite.test_cache_swap=%zu:%s\n"
-		"site.calibration=%zu:%s\nsite.plan_dir=%zu:%s\n",
+		"site.calibration=%zu:%s\nsite.plan_dir=%zu:%s\nsite.step_barrier=%zu:%s\n",
 		strlen(s->bandwidth), s->bandwidth, s->gpu, s->mem_fraction, s->master_port,
 		s->port_range, strlen(s->models), s->models, s->budget, s->max_age_days,
 		(int)s->attention, s->attention_given, s->stack, s->stack_options,
@@ -310,7 +310,8 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		s->fallback_block, s->plan_memory_mib, s->plan_cpu_s, s->plan_timeout_s,
 		strlen(s->emulate_nodes), s->emulate_nodes, strlen(s->plan_cache), s->plan_cache,
 		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),
-		s->calibration, strlen(s->plan_dir), s->plan_dir);
+		s->calibration, strlen(s->plan_dir), s->plan_dir, strlen(s->step_barrier),
+		s->step_barrier);
 }
 
 /* The files of the step by the pins of digest: the digest itself (which

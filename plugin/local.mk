@@ -11,7 +11,7 @@ plugin_spank_pipette_la_SOURCES = \
 	plugin/options.c plugin/submit.c plugin/remote.c plugin/env.c \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/barrier.c
 # --pipette-plan-file: a saved plan applied as is (planfile.c).
 plugin_spank_pipette_la_SOURCES += plugin/planfile.c
 # Node lists: the helper the pipette command uses too (core/cli/hostlist.h),

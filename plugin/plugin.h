@@ -66,6 +66,9 @@ struct pipette_site {
 	 * renames this file over the bandwidth cache after it has planned, and
 	 * the other nodes wait for that before they plan; "" in production. */
 	char test_cache_swap[PIPETTE_PATH_MAX];
+	/* A directory all the nodes share where the nodes of a step agree
+	 * before any task starts ("" = they do not; barrier.c). */
+	char step_barrier[PIPETTE_PATH_MAX];
 };
 
 void pipette_site_init(struct pipette_site *s);
@@ -375,6 +378,30 @@ int pipette_plancache_check_stat(const struct stat *st, unsigned uid, const char
 int pipette_plancache_lock(struct pipette_plancache *c, const char *key, long wait_ms,
 			   struct pipette_err *err);
 void pipette_plancache_unlock(struct pipette_plancache *c, const char *key);
+
+/* ---- the nodes of a step agree (barrier.c), in a child ------------------- */
+/* How much later than the first node the last one may start planning:
+ * srun's launch request reaches each node's slurmd in one RPC, which
+ * Slurm gives up on after MessageTimeout (10 s by default, slurm.conf(5));
+ * three times that. */
+#define PIPETTE_BARRIER_SKEW_S 30
+struct pipette_barrier {
+	const char *root;		/* site->step_barrier */
+	unsigned root_owner;		/* its owner: 0 but in tests */
+	unsigned uid;			/* the job's user */
+	const char *key;		/* the step (hex, unique per launch) */
+	char *const *nodes;		/* the step's nodes, for messages */
+	int nnodes;
+	int node_id;
+	long wait_ms;			/* for the other nodes' records */
+	const char *failure;		/* this node's reason; NULL: it planned */
+};
+/* Record this node's outcome and wait for every node's (barrier.c's
+ * comment).  Writes one line: "ok" (every node planned), "fail FIRST\tMSG"
+ * (MSG: the first failed node's name and reason; FIRST: the first node that
+ * planned, -1 for none: the one that says it), or "error\tMSG" (the
+ * barrier could not be used on this node).  0 when the line is written. */
+int pipette_barrier_run(const struct pipette_barrier *b, FILE *out);
 
 /* ---- one node's result for a step (step.c), in the planner child -------- */
 struct pipette_step {

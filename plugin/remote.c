@@ -15,7 +15,9 @@
  * the tasks just never start), so any error is stored and returned from
  * task_init, and every node that fails says why in one "pipette: NODE:"
  * line: when one node's failure ends the step, the others may be killed
- * before they could speak. */
+ * before they could speak.  A node's failure in task_init ends only its
+ * own tasks; with step_barrier (barrier.c) the nodes agree at the end of
+ * user_init, so that a failure on one node starts no task on any. */
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/hostlist.h"
+#include "inputs/readfile.h"
 #include "spank_pipette.h"
 
 static struct {
@@ -325,6 +328,91 @@ fail:
 	return -1;
 }
 
+/* ---- the nodes agree (plugstack step_barrier; barrier.c) ---------------- */
+
+/* The step's name in the barrier's files: the job and step ids, srun's
+ * address (a requeued job's steps reuse the ids, never a live srun's port)
+ * and the nodes, hashed. */
+static void barrier_key(const struct pipette_env_ops *env, char key[PIPETTE_HASH_HEX + 1])
+{
+	static const char *const vars[] = { "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT",
+					    "SLURM_STEP_NODELIST" };
+	unsigned char sha[PIPETTE_SHA256_LEN];
+	char text[PIPETTE_PATH_MAX * 6], val[PIPETTE_PATH_MAX * 4];
+	size_t i, off;
+
+	off = (size_t)snprintf(text, sizeof(text), "%u.%u", rs.job_id, rs.step_id);
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && off < sizeof(text); i++) {
+		if (env->get(env->ctx, vars[i], val, sizeof(val), NULL) != 0)
+			val[0] = '\0';
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "\n%s", val);
+	}
+	pipette_sha256(text, strlen(text), sha);
+	pipette_hash_short(sha, key);
+}
+
+static struct pipette_barrier barrier_args;
+
+static int barrier_in_child(void *arg, FILE *out)
+{
+	(void)arg;
+	return pipette_barrier_run(&barrier_args, out);
+}
+
+/* With step_barrier, wait for every node of the step to have planned:
+ * this node's failure (failure, or NULL) fails every node, and another
+ * node's fails this one.  The first node that planned says why. */
+static void agree(spank_t sp, const struct pipette_env_ops *env, const char *failure)
+{
+	const struct pipette_site *site = &pipette_state()->site;
+	struct pipette_child_limits lim = {
+		.memory_mib = site->plan_memory_mib,
+		.cpu_s = site->plan_cpu_s,
+		/* the child gives up on the others at wait_ms: killed past it */
+		.timeout_s = site->plan_timeout_s + PIPETTE_BARRIER_SKEW_S + 10,
+		.result_max = PIPETTE_ERR_MAX + 64,
+		.uid = (unsigned)geteuid(),
+		.gid = (unsigned)getegid(),
+	};
+	char key[PIPETTE_HASH_HEX + 1], *result = NULL, *msg;
+	struct pipette_err err;
+	size_t len;
+	long first;
+
+	if (!site->step_barrier[0] || rs.batch || site->emulate_nodes[0] || rs.nnodes < 2 ||
+	    !rs.nodes || (int)rs.node_id >= rs.nnodes)
+		return;
+	barrier_key(env, key);
+	barrier_args = (struct pipette_barrier){
+		.root = site->step_barrier, .root_owner = 0, .uid = (unsigned)geteuid(),
+		.key = key, .nodes = rs.nodes, .nnodes = rs.nnodes, .node_id = (int)rs.node_id,
+		.wait_ms = (site->plan_timeout_s + PIPETTE_BARRIER_SKEW_S) * 1000,
+		.failure = failure,
+	};
+	if (pipette_child_run(&lim, barrier_in_child, NULL, &result, &len, &err)) {
+		if (!failure)
+			store_error(sp, err.msg);
+		return;
+	}
+	result[strcspn(result, "\n")] = '\0';
+	if (!strcmp(result, "ok") || failure) {
+		/* a node that failed has said why, and fails whatever the others did */
+	} else if (!strncmp(result, "error\t", 6)) {
+		store_error(sp, result + 6);
+	} else if (sscanf(result, "fail %ld", &first) == 1 && (msg = strchr(result, '\t'))) {
+		rs.failed = 1;
+		if (first == (long)rs.node_id)
+			slurm_error("pipette: %s: no task of the step starts: %s", node_name(sp),
+				    msg + 1);
+		else
+			slurm_debug("pipette: %s: no task of the step starts: %s", node_name(sp),
+				    msg + 1);
+	} else {
+		store_error(sp, "step_barrier: the barrier's result is malformed");
+	}
+	free(result);
+}
+
 int pipette_remote_user_init(spank_t sp)
 {
 	struct pipette_state *st = pipette_state();
@@ -361,8 +449,10 @@ int pipette_remote_user_init(spank_t sp)
 	if (pipette_opts_check(&st->opts, &err) || read_layout(sp, &env, &err) ||
 	    run_planner(&err)) {
 		store_error(sp, err.msg);
+		agree(sp, &env, err.msg);
 		return 0;
 	}
+	agree(sp, &env, NULL);
 	if (st->opts.dry_run == 1) {
 		/* The same on every node: node 0 says it, the others fail quietly. */
 		rs.failed = 1;

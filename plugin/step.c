@@ -37,6 +37,9 @@
 
 #include "plugin.h"
 #include "inputs/readfile.h"
+#include "inputs/versions.h"
+
+_Static_assert(PIPETTE_VERSION_HEX == PIPETTE_HASH_HEX, "a version is named by srun's pin");
 
 struct cache_use {
 	struct pipette_plancache c;
@@ -93,17 +96,58 @@ static int plan_lines(FILE *out, int (*write)(const struct pipette_plan *, FILE 
 	return rv;
 }
 
-/* Plan under the pins of `pin`.  When they hold more than srun's (the
- * cache's key pinned a file srun did not) and that file changed since it
- * was hashed, plan again from what it holds now, as without the cache:
- * *fresh then stays 0, since the plan is not the key's. */
+/* A pinned file that was replaced since srun read it: point the request
+ * at the version its writer kept of the pinned content (versions.h), for
+ * the bandwidth cache and the calibration (the files pipette's own writers
+ * replace).  1 when the request now names a version; a version refused
+ * (planted, or of another owner) is a notice, and the step fails as it
+ * would have. */
+static int pinned_versions(struct pipette_request *req, FILE *out)
+{
+	struct {
+		const char *what, *pin;
+		char *path;
+		size_t size;
+	} f[] = {
+		{ "bandwidth cache", req->pin_bandwidth_sha256, req->bandwidth, sizeof(req->bandwidth) },
+		{ "calibration", req->pin_calibration_sha256, req->calibration,
+		  sizeof(req->calibration) },
+	};
+	char path[PIPETTE_PATH_MAX + 64];
+	struct pipette_err err;
+	size_t i;
+	int rc, found = 0;
+
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!f[i].path[0] || !f[i].pin[0])
+			continue;
+		rc = pipette_versions_find(f[i].path, f[i].pin, path, sizeof(path), &err);
+		if (rc < 0)
+			notice(out, "%s %s: the version srun pinned is refused: %s", f[i].what,
+			       f[i].path, err.msg);
+		if (rc != 1 || pipette_strlcpy(f[i].path, path, f[i].size))
+			continue;
+		info(out, "%s: planning from %s, the content srun pinned", f[i].what, path);
+		found = 1;
+	}
+	return found;
+}
+
+/* Plan under the pins of `pin`; a bandwidth cache or calibration replaced
+ * since is read from the version of the pinned content.  When the pins
+ * hold more than srun's (the cache's key pinned a file srun did not) and
+ * that file changed since it was hashed and kept no version, plan again
+ * from what it holds now, as without the cache: *fresh then stays 0, since
+ * the plan is not the key's. */
 static int plan_pinned(const struct pipette_step *st, const char *pin,
 		       struct pipette_request *req, const struct pipette_cluster_spec *spec,
-		       struct pipette_plan **plan, int *fresh, struct pipette_err *err)
+		       struct pipette_plan **plan, int *fresh, FILE *out, struct pipette_err *err)
 {
 	const char *srun = st->digest ? st->digest : "";
 
-	if (pipette_plan_compute(req, spec, plan, err) == 0) {
+	if (pipette_plan_compute(req, spec, plan, err) == 0 ||
+	    (pipette_err_code(err) == PIPETTE_E_CHANGED && pinned_versions(req, out) &&
+	     pipette_plan_compute(req, spec, plan, err) == 0)) {
 		*fresh = 1;
 		return 0;
 	}
@@ -115,10 +159,11 @@ static int plan_pinned(const struct pipette_step *st, const char *pin,
 }
 
 /* The plan, or NULL with fallback=block when even the fall-back failed
- * (the step then starts untouched); warnings go to out.  *fresh: planned
+ * (the step then starts untouched); warnings go to out (the step's text),
+ * this node's notices to note (its result).  *fresh: planned
  * from the request as given, under the pins of the cache's key (what the
  * cache may keep). */
-static int compute(const struct pipette_step *st, const char *pin, FILE *out,
+static int compute(const struct pipette_step *st, const char *pin, FILE *out, FILE *note,
 		   struct pipette_plan **plan, int *fresh, struct pipette_err *err)
 {
 	struct pipette_cluster_spec spec = {
@@ -145,7 +190,7 @@ static int compute(const struct pipette_step *st, const char *pin, FILE *out,
 	}
 	if (st->opts->plan_file[0])	/* a saved plan, as is: never a fall-back */
 		return pipette_planfile_step(st, &req, &spec, plan, err);
-	if (plan_pinned(st, pin, &req, &spec, plan, fresh, err) == 0)
+	if (plan_pinned(st, pin, &req, &spec, plan, fresh, note, err) == 0)
 		return 0;
 	if (!st->site->fallback_block || pipette_err_code(err) == PIPETTE_E_CHANGED)
 		return -1;
@@ -311,8 +356,8 @@ static int plan_text(const struct pipette_step *st, FILE *f, const struct pipett
 /* Plan, and write the step's text into *body.  *planned: there is a plan
  * (0: fallback=block starts the step untouched).  With plan_dir, *json
  * gets the plan file's bytes (node 0 writes them; the cache keeps them). */
-static int build_body(const struct pipette_step *st, const char *pin, char **body, size_t *len,
-		      int *planned, int *fresh, char **json, size_t *jlen,
+static int build_body(const struct pipette_step *st, const char *pin, FILE *note, char **body,
+		      size_t *len, int *planned, int *fresh, char **json, size_t *jlen,
 		      struct pipette_err *err)
 {
 	struct pipette_plan *plan = NULL;
@@ -324,7 +369,7 @@ static int build_body(const struct pipette_step *st, const char *pin, char **bod
 	*jlen = 0;
 	if (!f)
 		return pipette_fail(err, "writing the result: out of memory");
-	if (compute(st, pin, f, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
+	if (compute(st, pin, f, note, &plan, fresh, err) == 0 && (!plan || plan_text(st, f, plan, err) == 0) &&
 	    pipette_outcome_end(f) == 0)
 		rv = 0;
 	if (rv == 0 && plan && st->site->plan_dir[0] && render_json(plan, json, jlen))
@@ -460,7 +505,7 @@ static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, F
 	size_t blen = 0, jlen = 0;
 	int fresh = 0, rv;
 
-	if (build_body(st, cu->pin, &body, &blen, planned, &fresh, &json, &jlen, err))
+	if (build_body(st, cu->pin, out, &body, &blen, planned, &fresh, &json, &jlen, err))
 		return -1;
 	write_plan_file(st, body, json, jlen, out);
 	if (cu->open && fresh)

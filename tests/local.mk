@@ -166,6 +166,16 @@ tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
 
+# spank_pipette's step barrier: the nodes of a step agree before any task
+# starts, whichever node fails, is late or never comes (barrier.c).
+check_PROGRAMS += tests/unit/test_plugin_barrier
+TESTS += tests/unit/test_plugin_barrier
+tests_unit_test_plugin_barrier_SOURCES = tests/unit/test_plugin_barrier.c \
+	plugin/barrier.c plugin/plancache.c
+tests_unit_test_plugin_barrier_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_plugin_barrier_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_barrier_LDADD = $(TEST_LDADD)
+
 # Launch output against the flags and rules of each stack's parser
 # (tests/data/stacks), schedules per stack, the stacks' memory facts.
 check_PROGRAMS += tests/unit/test_launch
@@ -262,6 +272,13 @@ TESTS += tests/unit/test_kernels
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check_run.h
 tests_unit_test_kernels_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kernels_LDADD = $(TEST_LDADD)
+
+# The versions a replaced input keeps for the steps that pinned it (versions.h).
+check_PROGRAMS += tests/unit/test_versions
+TESTS += tests/unit/test_versions
+tests_unit_test_versions_SOURCES = tests/unit/test_versions.c tests/unit/check_run.h
+tests_unit_test_versions_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_versions_LDADD = $(TEST_LDADD)
 
 check_PROGRAMS += tests/unit/test_readfile
 TESTS += tests/unit/test_readfile

@@ -9,6 +9,7 @@
 
 #include "learn/calib.h"
 #include "cli.h"
+#include "inputs/hardware.h"
 #include "inputs/json.h"
 
 static const char usage_text[] =
@@ -302,7 +303,8 @@ int cmd_calibrate(int argc, char **argv)
 			if (!g[i].failed)
 				fit_table(obs, &g[i]);
 	if (o.out && (!(doc = out_doc(o.out, site)) ||
-		      pipette_json_write_file(o.out, "--out", doc, 0644, 1, &err)))
+		      pipette_json_write_versioned(o.out, "--out", doc, 0644,
+						   PIPETTE_CALIBRATION_JSON_MAX, &err)))
 		rc = doc ? cli_error("%s", err.msg) : PIPETTE_EXIT_USAGE;
 out:
 	for (i = 0; i < ng; i++) {

@@ -23,6 +23,7 @@
 #include "inputs/bwcache_int.h"
 #include "inputs/json.h"
 #include "inputs/readfile.h"
+#include "inputs/versions.h"
 
 /* ------------------------------------------------------------------ */
 /* writing                                                             */
@@ -934,6 +935,18 @@ int pipette_bwcache_save_locked(const struct pipette_bwcache *bw,
 	}
 	if (write_temp(path, dir, base, text, mode, &tmp, err))
 		goto fail;
+	/* Before the rename: the content it held and the one it gets stay
+	 * readable for the steps that pinned them (versions.h). */
+	if (pipette_versions_keep(path, "keeping the replaced version", text, strlen(text), mode,
+				  PIPETTE_BW_MAX_FILE_BYTES, err)) {
+		char why[PIPETTE_ERR_MAX];
+
+		(void)pipette_strlcpy(why, err->msg, sizeof(why));
+		pipette_fail(err, "%s: %.*s (the old file is untouched)", path, PIPETTE_ERR_MAX / 2,
+			     why);
+		unlink(tmp);
+		goto fail;
+	}
 	if (rename(tmp, path) < 0) {
 		pipette_fail(err, "%s: cannot replace it: %s (the old file is "
 			     "untouched)", path, strerror(errno));

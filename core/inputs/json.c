@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "inputs/versions.h"
+
 static int is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -129,8 +131,10 @@ struct json_object *pipette_json_read(const char *path, const char *what, size_t
 	return root;
 }
 
-int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
-			    unsigned mode, int replace, struct pipette_err *err)
+/* replace: 0 or 1 (pipette_write_file); 2: replace keeping versions of at
+ * most `max` bytes (pipette_versions_write_file). */
+static int write_doc(const char *path, const char *what, struct json_object *o, unsigned mode,
+		     int replace, size_t max, struct pipette_err *err)
 {
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							     JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -139,9 +143,24 @@ int pipette_json_write_file(const char *path, const char *what, struct json_obje
 
 	if (!text || asprintf(&doc, "%s\n", text) < 0)
 		return pipette_fail(err, "%s: %s: out of memory", what, path);
-	rv = pipette_write_file(path, what, doc, strlen(doc), mode, replace, err);
+	if (replace == 2)
+		rv = pipette_versions_write_file(path, what, doc, strlen(doc), mode, max, err);
+	else
+		rv = pipette_write_file(path, what, doc, strlen(doc), mode, replace, err);
 	free(doc);
 	return rv;
+}
+
+int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
+			    unsigned mode, int replace, struct pipette_err *err)
+{
+	return write_doc(path, what, o, mode, replace ? 1 : 0, 0, err);
+}
+
+int pipette_json_write_versioned(const char *path, const char *what, struct json_object *o,
+				 unsigned mode, size_t max, struct pipette_err *err)
+{
+	return write_doc(path, what, o, mode, 2, max, err);
 }
 
 int pipette_json_number(struct json_object *obj, const char *key, const char *src,

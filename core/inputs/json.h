@@ -43,5 +43,9 @@ int pipette_json_string(struct json_object *obj, const char *key, const char *sr
  * pipette_write_file (the same returns). */
 int pipette_json_write_file(const char *path, const char *what, struct json_object *o,
 			    unsigned mode, int replace, struct pipette_err *err);
+/* The same, replacing path and keeping the versions of an input steps pin
+ * (versions.h; max: the most bytes the file's readers take). */
+int pipette_json_write_versioned(const char *path, const char *what, struct json_object *o,
+				 unsigned mode, size_t max, struct pipette_err *err);
 
 #endif

@@ -1,15 +1,29 @@
 #!/bin/bash
-# test_plugin_concurrency.sh: 20 steps running at once in one allocation
-# (srun --overlap), each planning independently on every node: every step
-# gets the same, consistent plan (each rank once, the same (node, task) ->
-# (RANK, GPUs) map), and each step its own MASTER_PORT.
+# test_plugin_concurrency.sh: steps running at once, and steps launched
+# while the site's inputs are replaced (issue 28, items 6 and 7).
+#  - 20 steps at once in one allocation (srun --overlap), each planning
+#    independently on every node: every step gets the same, consistent plan
+#    (each rank once, the same (node, task) -> (RANK, GPUs) map), and each
+#    step its own MASTER_PORT;
+#  - the cache replaced by pipette's writer between two nodes' reads (the
+#    test_cache_swap hook): the nodes that read the new cache plan from the
+#    version srun pinned, and the step runs on one plan;
+#  - replaced by another tool (no version kept), with step_barrier=: the
+#    nodes that read the new cache fail, and no task starts on the node that
+#    planned;
+#  - a storm: the cache replaced every 20 ms and the calibration every 50
+#    ms by pipette's writers while 50 4-node steps launch at once: every
+#    step that runs has one plan on all nodes, at least 95 % run, and none
+#    runs a task after failing.  Each failed step's stderr and the slurmd
+#    log lines of its step are printed.
 # shellcheck disable=SC2016  # the single-quoted commands expand in the tasks
 . "$(dirname "$0")/lib.sh"
 
 require_plugin
 HETERO=$SRC/etc/examples/hetero-8x8-h100.json
 plugstack_set pipette "required $PLUGIN gpu=H100 bandwidth=$HETERO"
-trap 'plugstack_rm pipette; rm -rf "$T_TMP"' EXIT
+STORM_PIDS=""
+trap 'for p in $STORM_PIDS; do kill "$p" 2>/dev/null; done; plugstack_rm pipette; rm -rf "$T_TMP"' EXIT
 
 N=$T_NODES
 G=$T_GPUS
@@ -59,5 +73,194 @@ cli_hash=$("$PIPETTE_BUILDDIR/pipette" plan --model llama3-70b --global-batch 25
     sed -n "s/^PIPETTE_PLAN_HASH='\(.*\)'/\1/p")
 assert_match '^[0-9a-f]+$' "$cli_hash" "'pipette plan' prints the heterogeneous cache's plan hash"
 assert_eq "$cli_hash" "$hashes" "the plans use the heterogeneous cache (every task has 'pipette plan's hash)"
+
+# --- a replacement between two nodes' reads --------------------------------
+PIPETTE_BIN=$PIPETTE_BUILDDIR/pipette
+UNIFORM=$SRC/etc/examples/uniform-4x8-h100.json
+S4=(-N"$N" --ntasks-per-node=1 --gpus-per-node="$G")
+M8=(--pipette-model=llama3-8b --pipette-global-batch=64 --pipette-seq-len=2048)
+HASH_LINE='echo "$SLURMD_NODENAME ${PIPETTE_PLAN_HASH-unset}"'
+W=$T_TMP/site
+BARRIER=$T_TMP/barrier
+mkdir -m 0755 "$W" "$BARRIER"
+# Two measurements of the cluster: b has a slow node1-node2 link.
+cp "$UNIFORM" "$T_TMP/a.json"
+sed '0,/\[null, 45, 45, 45\]/s//[null, 3, 45, 45]/' "$UNIFORM" >"$T_TMP/b.json"
+run cmp -s "$T_TMP/a.json" "$T_TMP/b.json"
+assert_rc 1 "the two cache versions differ"
+# one_plan: the step ran a task on each node, all with one plan hash.
+one_plan() {
+    [ "$RC" = 0 ] && [ "$(awk '{print $1}' <<<"$OUT" | sort -u | grep -c .)" = "$N" ] &&
+        [ "$(awk '{print $2}' <<<"$OUT" | sort -u | grep -c '^[0-9a-f]\{16\}$')" = 1 ] &&
+        [ "$(awk '{print $2}' <<<"$OUT" | sort -u | grep -c .)" = 1 ]
+}
+
+# pipette's writer keeps what it replaces: the nodes that read b after
+# node 0 read a (the hook renames b over the cache once node 0 has
+# planned) plan from the version of a srun pinned.  Before: 0 of 5 ran.
+plugstack_set pipette "required $PLUGIN gpu=H100 bandwidth=$W/bw.json test_cache_swap=$W/next.json"
+ran=0
+for i in 1 2 3 4 5; do
+    cp "$T_TMP/b.json" "$W/bw.json"
+    run "$PIPETTE_BIN" bandwidth merge -o "$W/bw.json" "$T_TMP/a.json"
+    cp "$T_TMP/b.json" "$W/next.json"
+    srun_t "${S4[@]}" "${M8[@]}" bash -c "$HASH_LINE"
+    if one_plan; then ran=$((ran + 1)); else fail "swap $i: the step runs on one plan" "rc $RC" "$OUT" "$ERR"; fi
+done
+assert_eq 5 "$ran" "cache replaced by pipette between the nodes' reads: 5 of 5 steps run on one plan"
+assert_eq 2 "$(find "$W/bw.json.versions" -type f | grep -c .)" "... which kept the replaced and the new content as versions"
+
+# Replaced by another tool, no version: the nodes that read b fail the
+# step.  With step_barrier= no node starts a task (before: node 0, which
+# read a, ran its task on every such step).
+plugstack_set pipette "required $PLUGIN gpu=H100 bandwidth=$W/bw.json test_cache_swap=$W/next.json step_barrier=$BARRIER"
+quiet=0
+for i in 1 2 3; do
+    rm -rf "$W/bw.json.versions"
+    cp "$T_TMP/a.json" "$W/bw.json"
+    cp "$T_TMP/b.json" "$W/next.json"
+    srun_t "${S4[@]}" "${M8[@]}" bash -c 'echo TASK-RAN on $SLURMD_NODENAME'
+    if [ "$RC" != 0 ] && [ -z "$OUT" ] &&
+        grep -Eq "pipette: node[2-4]: bandwidth cache .*changed while the step started" <<<"$ERR" &&
+        grep -Eq "pipette: node1: no task of the step starts: node[2-4]: " <<<"$ERR"; then
+        quiet=$((quiet + 1))
+    else
+        fail "barrier $i: the step fails, no task runs, node1 says why" "rc $RC" "$OUT" "$ERR"
+    fi
+done
+assert_eq 3 "$quiet" "cache replaced without a version, step_barrier: 3 of 3 steps fail before any task starts"
+assert_eq "" "$(find "$BARRIER" -name '.barrier-*' | head -n 3)" "... and leave no temporary file in the barrier's directory"
+
+# --- the storm ----------------------------------------------------------
+# Two calibrations: three observations of one plan each, the step times
+# of tests/data/trainlogs/megatron.log scaled by 1, 1.03 and 0.98, and by
+# 1.3 times that (compute factors 0.85 and 1.13).
+run "$PIPETTE_BIN" plan --gpu h100 --model llama3-8b --global-batch 64 --seq-len 4096 \
+    --nodes 2 --tp 2 --pp 4 --dp 2 --format json
+printf '%s\n' "$OUT" >"$T_TMP/obs-plan.json"
+mkdir "$T_TMP/sa" "$T_TMP/sb"
+for k in 1.00 1.03 0.98; do
+    for s in a b; do
+        f=$k; [ $s = b ] && f=$(awk -v k="$k" 'BEGIN { print k * 1.3 }')
+        awk -v k="$f" '{
+            if (match($0, /elapsed time per iteration \(ms\): [0-9.]+/)) {
+                split(substr($0, RSTART, RLENGTH), a, ": ")
+                printf "%s%s: %.1f%s\n", substr($0, 1, RSTART - 1), a[1], a[2] * k, substr($0, RSTART + RLENGTH)
+            } else print }' "$SRC/tests/data/trainlogs/megatron.log" >"$T_TMP/log-$s-$k.log"
+        run "$PIPETTE_BIN" observe --plan "$T_TMP/obs-plan.json" --log "$T_TMP/log-$s-$k.log" --record "$T_TMP/s$s"
+    done
+done
+run "$PIPETTE_BIN" calibrate --from "$T_TMP/sa" --out "$T_TMP/cal-a.json"
+run "$PIPETTE_BIN" calibrate --from "$T_TMP/sb" --out "$T_TMP/cal-b.json"
+run cmp -s "$T_TMP/cal-a.json" "$T_TMP/cal-b.json"
+assert_rc 1 "the two calibrations differ"
+
+rm -rf "$W" "$BARRIER"
+mkdir -m 0755 "$W" "$BARRIER"
+"$PIPETTE_BIN" bandwidth merge -o "$W/bw.json" "$T_TMP/a.json" >/dev/null
+"$PIPETTE_BIN" calibrate --from "$T_TMP/sa" --out "$W/cal.json" >/dev/null
+plugstack_set pipette "required $PLUGIN gpu=H100 bandwidth=$W/bw.json calibration=$W/cal.json step_barrier=$BARRIER"
+# The writers, until told to stop: the cache every 20 ms and the
+# calibration every 50 ms, each alternating between its two contents, at
+# a higher priority than the 200 planners (on two cores they would
+# otherwise replace the files a few times a second, not 50).
+renice -n -10 $$ >/dev/null 2>&1 || true
+(
+    n=0
+    while [ ! -e "$T_TMP/stop" ]; do
+        for v in b a; do
+            t=$EPOCHREALTIME
+            "$PIPETTE_BIN" bandwidth merge -o "$W/bw.json" "$T_TMP/$v.json" >/dev/null 2>>"$T_TMP/writer.err" && n=$((n + 1))
+            echo "$t $EPOCHREALTIME" >>"$T_TMP/bw.times"
+            sleep 0.02
+        done
+    done
+    echo "$n" >"$T_TMP/bw.count"
+) &
+STORM_PIDS="$STORM_PIDS $!"
+(
+    n=0
+    while [ ! -e "$T_TMP/stop" ]; do
+        for v in b a; do
+            t=$EPOCHREALTIME
+            "$PIPETTE_BIN" calibrate --from "$T_TMP/s$v" --out "$W/cal.json" >/dev/null 2>>"$T_TMP/writer.err" && n=$((n + 1))
+            echo "$t $EPOCHREALTIME" >>"$T_TMP/cal.times"
+            sleep 0.05
+        done
+    done
+    echo "$n" >"$T_TMP/cal.count"
+) &
+STORM_PIDS="$STORM_PIDS $!"
+renice -n 0 $$ >/dev/null 2>&1 || true
+
+# 50 4-node steps at once (torchrun mode: one task per node).
+STEPS=50
+{
+    echo '#!/bin/bash'
+    echo "for i in \$(seq 1 $STEPS); do"
+    echo "    ( timeout $T_TIMEOUT srun --overlap -N$N -n$N --ntasks-per-node=1 --gpus-per-node=$G \\"
+    echo "        --pipette-model=llama3-8b --pipette-global-batch=64 --pipette-seq-len=2048 \\"
+    echo "        bash -c '$HASH_LINE' >$T_TMP/storm.\$i.out 2>$T_TMP/storm.\$i.err"
+    echo "      echo \"\$i \$?\" >>$T_TMP/storm.rc ) &"
+    echo "done"
+    echo "wait"
+} >"$T_TMP/storm.sh"
+chmod +x "$T_TMP/storm.sh"
+t0=$SECONDS
+slurm --timeout $((T_TIMEOUT * 2)) salloc -N"$N" --ntasks-per-node="$G" --gpus-per-node="$G" "$T_TMP/storm.sh"
+storm_s=$((SECONDS - t0))
+storm_job=$(grep -o 'Granted job allocation [0-9]*' <<<"$ERR" | grep -o '[0-9]*$')
+touch "$T_TMP/stop"
+# shellcheck disable=SC2086  # a list of pids
+wait $STORM_PIDS 2>/dev/null
+STORM_PIDS=""
+
+ran=0 split=0 ran_failed=0 failed=0
+for i in $(seq 1 "$STEPS"); do
+    rc=$(awk -v i="$i" '$1 == i { print $2 }' "$T_TMP/storm.rc" 2>/dev/null)
+    OUT=$(cat "$T_TMP/storm.$i.out" 2>/dev/null) RC=${rc:-none}
+    if one_plan; then
+        ran=$((ran + 1))
+        continue
+    fi
+    if [ "$RC" = 0 ]; then
+        split=$((split + 1))
+        fail "storm step $i: ran, but not one plan on all $N nodes" "$OUT"
+        continue
+    fi
+    failed=$((failed + 1))
+    [ -n "$OUT" ] && ran_failed=$((ran_failed + 1))
+    # Everything that tells why: the whole stderr, the tasks' output, and
+    # the step's lines in every slurmd log.
+    echo "       --- storm step $i failed (rc $RC); its stderr:"
+    sed 's/^/       | /' "$T_TMP/storm.$i.err" 2>/dev/null
+    if [ -n "$OUT" ]; then echo "       --- its tasks' output:"; sed 's/^/       | /' <<<"$OUT"; fi
+    step=$(grep -o "StepId=${storm_job:-none}\.[0-9]*" "$T_TMP/storm.$i.err" 2>/dev/null | head -n 1)
+    step=${step#StepId=}
+    if [ -n "$step" ]; then
+        echo "       --- the slurmd log lines of step $step:"
+        grep -h -F -e "[$step]" -e "StepId=$step " "$PIPETTE_SLURM_BASE"/log/slurmd-node*.log 2>/dev/null |
+            tail -n 40 | sed 's/^/       | /'
+    fi
+done
+bwn=$(cat "$T_TMP/bw.count" 2>/dev/null || echo 0)
+caln=$(cat "$T_TMP/cal.count" 2>/dev/null || echo 0)
+plans=$(cat "$T_TMP"/storm.*.out 2>/dev/null | awk '{print $2}' | sort -u | grep -c .)
+# The writers' pace: the median time from one replacement to the next.
+pace() { awk 'NR > 1 { print ($1 - prev) * 1000 } { prev = $1 }' "$1" 2>/dev/null | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) printf "%.0f", v[int((NR + 1) / 2)]; else printf "-" }'; }
+echo "       (storm: $STEPS steps in $storm_s s; the cache replaced $bwn times (one every $(pace "$T_TMP/bw.times") ms, median),"
+echo "        the calibration $caln times (one every $(pace "$T_TMP/cal.times") ms);"
+echo "        $ran ran on one plan, $failed failed, $ran_failed of those ran a task; $plans distinct plans)"
+assert_eq "" "$(head -n 5 "$T_TMP/writer.err" 2>/dev/null)" "storm: the writers never fail"
+assert_eq 0 "$split" "storm: every step that runs has one plan on all $N nodes"
+assert_eq 0 "$ran_failed" "storm: no step runs a task after failing"
+if [ $((ran * 100)) -ge $((STEPS * 95)) ]; then pass "storm: at least 95 % of the $STEPS steps run ($ran)"
+else fail "storm: at least 95 % of the $STEPS steps run" "$ran ran"; fi
+if [ "$bwn" -ge 20 ] && [ "$caln" -ge 10 ] && [ "$plans" -ge 2 ]; then
+    pass "storm: the inputs were replaced while the steps launched ($plans plans)"
+else
+    fail "storm: the inputs were replaced while the steps launched" "cache $bwn, calibration $caln, plans $plans"
+fi
 
 finish

@@ -555,7 +555,7 @@ START_TEST(test_atomic_save)
 	struct pipette_bwcache *small = load_ok(BW_DIR "/good-3.json"), *big, *back;
 	struct pipette_bw_gen g;
 	struct pipette_err err;
-	char path[128], *before, *after;
+	char path[128], vdir[160], *before, *after;
 	struct stat st;
 	size_t n1, n2;
 	pid_t pid;
@@ -595,6 +595,8 @@ START_TEST(test_atomic_save)
 	after = slurp(path, &n2);
 	ck_assert_uint_eq(n1, n2);
 	ck_assert(memcmp(before, after, n1) == 0);
+	/* the cache and its lock: the versions are kept after the new file
+	 * is written, before it is renamed (versions.h) */
 	ck_assert_int_eq(count_entries(tmpdir), 2);
 	free(after);
 	/* Saving onto a directory or a device, and into a missing directory:
@@ -606,12 +608,15 @@ START_TEST(test_atomic_save)
 	snprintf(path, sizeof(path), "%s/missing/cache.json", tmpdir);
 	ck_assert_int_eq(pipette_bwcache_save(small, path, &err), -1);
 	ck_assert_msg(strstr(err.msg, "cannot create the lock file"), "%s", err.msg);
-	/* A successful overwrite replaces the content, keeps one file. */
+	/* A successful overwrite replaces the content, keeps one file, and
+	 * the old and new contents as versions. */
 	snprintf(path, sizeof(path), "%s/cache.json", tmpdir);
 	ck_assert_int_eq(pipette_bwcache_save(big, path, &err), 0);
 	after = slurp(path, &n2);
 	ck_assert_uint_gt(n2, n1);
-	ck_assert_int_eq(count_entries(tmpdir), 2);
+	ck_assert_int_eq(count_entries(tmpdir), 3);
+	snprintf(vdir, sizeof(vdir), "%s.versions", path);
+	ck_assert_int_eq(count_entries(vdir), 2);
 	free(after);
 	free(before);
 	pipette_bwcache_destroy(small);
@@ -648,7 +653,7 @@ static void save_generated(const char *path, const char *prefix, int n, unsigned
 
 START_TEST(test_concurrent_merge)
 {
-	char out_path[128], part[N_MERGERS][128], name[32];
+	char out_path[128], part[N_MERGERS][128], name[32], vdir[160];
 	struct pipette_bwcache *bw;
 	pid_t pid[N_MERGERS];
 	int gate[2], k, i, status;
@@ -696,8 +701,13 @@ START_TEST(test_concurrent_merge)
 			ck_assert_msg(pipette_bwcache_node_index(bw, name) >= 0, "%s lost", name);
 		}
 	pipette_bwcache_destroy(bw);
-	/* the caches and their lock files, no temporary file */
-	ck_assert_int_eq(count_entries(tmpdir), 2 * (1 + N_MERGERS));
+	/* the caches and their lock files, no temporary file, and the
+	 * versions each merge kept of what it replaced (versions.h): the
+	 * first content and each merge's, all distinct, none swept (they are
+	 * younger than the grace period) */
+	ck_assert_int_eq(count_entries(tmpdir), 2 * (1 + N_MERGERS) + 1);
+	snprintf(vdir, sizeof(vdir), "%s.versions", out_path);
+	ck_assert_int_eq(count_entries(vdir), 1 + N_MERGERS);
 }
 END_TEST
 

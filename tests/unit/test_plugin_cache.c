@@ -36,6 +36,7 @@
 #include "fake_env.h"
 #include "plugin.h"
 #include "inputs/readfile.h"
+#include "inputs/versions.h"
 
 #define KEY_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define KEY_B "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -1021,6 +1022,70 @@ START_TEST(test_key_pins_what_it_hashed)
 }
 END_TEST
 
+/* Issue 28, item 7: a cache replaced by pipette's writer after srun pinned
+ * it.  Before, the node read the new cache and failed the step ("changed
+ * while the step started"); now it plans from the version of the pinned
+ * content the writer kept, the same records as before the replacement,
+ * with and without the plan cache, and says so in an I line.  Without a
+ * kept version (another tool replaced the file) the step still fails. */
+START_TEST(test_step_reads_pinned_version)
+{
+	char root[64], dir[] = "/tmp/pipette-ver-XXXXXX", bw[96], digest[PIPETTE_DIGEST_MAX];
+	char cmd[160], *a, *b, *p, *before, *text, *rest;
+	struct pipette_err err;
+	struct fixture f;
+	size_t len;
+	int cached;
+
+	make_root(root);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(bw, sizeof(bw), "%s/bw.json", dir);
+	a = slurp(UNIFORM, &len);
+	b = strdup(a);
+	ck_assert_ptr_nonnull(b);
+	p = strstr(b, "[null, 45, 45, 45]");
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "[null,  3, 45, 45]", 18);
+	for (cached = 0; cached < 2; cached++) {
+		fixture(&f, cached ? root : "", PIPETTE_LAUNCH_SRUN, 1);
+		strcpy(f.site.bandwidth, bw);
+		spit(bw, a, len, 0644);
+		ck_assert_int_eq(pipette_input_digest(&f.opts, &f.site, digest, sizeof(digest)), 0);
+		f.st.digest = digest;
+		text = step_run(&f.st);
+		before = without(text, "MI");
+		free(text);
+		ck_assert_msg(!strstr(before, "E "), "%s", before);
+		if (cached)
+			rm_rf(root), make_root(root);	/* plan again, not from the entry */
+		ck_assert_msg(pipette_versions_write_file(bw, "--out", b, len, 0644, 1 << 24, &err) == 0,
+			      "%s", err.msg);
+		text = step_run(&f.st);
+		rest = without(text, "MI");
+		ck_assert_str_eq(rest, before);
+		ck_assert_msg(strstr(text, "I bandwidth cache: planning from ") &&
+			      strstr(text, "/bw.json.versions/"), "%s", text);
+		free(text);
+		free(rest);
+		/* No version of the pinned content: the step fails as before. */
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s.versions'", bw);
+		ck_assert_int_eq(system(cmd), 0);
+		if (cached)
+			rm_rf(root), make_root(root);
+		text = step_run(&f.st);
+		ck_assert_msg(strstr(text, "E ") && strstr(text, "changed while the step started"),
+			      "%s", text);
+		free(text);
+		free(before);
+	}
+	free(a);
+	free(b);
+	unlink(bw);
+	rmdir(dir);
+	rm_rf(root);
+}
+END_TEST
+
 
 static void key_of(const struct pipette_step *st, char *out)
 {
@@ -1161,6 +1226,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_plan_file_on_hit);
 	tcase_add_test(tc, test_concurrent_steps_plan_once);
 	tcase_add_test(tc, test_key_pins_what_it_hashed);
+	tcase_add_test(tc, test_step_reads_pinned_version);
 	tcase_add_test(tc, test_key_covers_inputs);
 	tcase_add_test(tc, test_body_refuses_tampering);
 	suite_add_tcase(s, tc);

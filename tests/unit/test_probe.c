@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -352,6 +353,26 @@ END_TEST
 
 /* ---- merge into an existing cache ---- */
 
+/* Remove the version files in dir and dir itself; how many there were. */
+static int count_versions(const char *dir)
+{
+	char path[512];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			ck_assert_int_eq(unlink(path), 0);
+			n++;
+		}
+	closedir(d);
+	ck_assert_int_eq(rmdir(dir), 0);
+	return n;
+}
+
 START_TEST(test_merge_into_cache)
 {
 	char dir[] = "/tmp/test_probe_XXXXXX", path[256];
@@ -413,6 +434,10 @@ START_TEST(test_merge_into_cache)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/bw.json.lock", dir);
 	ck_assert_int_eq(unlink(path), 0);	/* the merge's lock file */
+	/* the versions the merge into the existing cache kept (versions.h):
+	 * the old content and the merged one */
+	snprintf(path, sizeof(path), "%s/bw.json.versions", dir);
+	ck_assert_int_eq(count_versions(path), 2);
 	ck_assert_int_eq(rmdir(dir), 0);
 	pipette_bwcache_destroy(old);
 	pipette_bwcache_destroy(src);
