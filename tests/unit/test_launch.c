@@ -456,8 +456,41 @@ static void check_nemo_value(const char *rest, const char *key, const char *v)
 	ck_abort_msg("%s=%s: not one of %.*s", key, v, (int)n, rest);
 }
 
-/* A NeMo override line: every KEY=VALUE names a key of nemo-keys.tsv;
- * sp-tp1-core: Megatron-Core raises on SP without TP. */
+/* A list value NeMo-Run's List[str] parser takes: a Python literal of
+ * double-quoted names, "[\"a\",\"b\"]" (launch-rules.tsv nemo-list-literal). */
+static void check_py_list(const char *key, const char *v)
+{
+	const char *q = v + 1;
+
+	ck_assert_msg(v[0] == '[' && v[strlen(v) - 1] == ']', "%s=%s: not a list", key, v);
+	while (*q != ']') {
+		size_t n;
+
+		ck_assert_msg(*q == '"', "%s=%s: an unquoted list element", key, v);
+		n = strcspn(q + 1, "\"");
+		ck_assert_msg(n > 0 && q[1 + n] == '"', "%s=%s", key, v);
+		q += n + 2;
+		ck_assert_msg(*q == ',' || *q == ']', "%s=%s", key, v);
+		q += *q == ',';
+	}
+}
+
+/* key with every [digits] made [] (nemo-keys.tsv lists indexed keys so). */
+static void unindex(const char *key, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *key && o + 1 < len; key++) {
+		out[o++] = *key;
+		if (*key == '[')
+			key += strspn(key + 1, "0123456789");
+	}
+	out[o] = '\0';
+}
+
+/* A NeMo override line: --factory RECIPE(...) and KEY=VALUE words, every
+ * key one of nemo-keys.tsv; sp-tp1-core: Megatron-Core raises on SP
+ * without TP. */
 static void check_nemo_line(const struct keyset *keys, const struct pipette_plan *p,
 			    const char *line)
 {
@@ -465,12 +498,21 @@ static void check_nemo_line(const struct keyset *keys, const struct pipette_plan
 
 	pipette_strlcpy(copy, line, sizeof(copy));
 	for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		char *eq = strchr(tok, '=');
+		char *eq = strchr(tok, '='), key[160];
 
+		if (!strcmp(tok, "--factory")) {
+			ck_assert(has(keys, tok));
+			tok = strtok_r(NULL, " ", &save);
+			ck_assert_msg(tok && strchr(tok, '(') && tok[strlen(tok) - 1] == ')', "%s", line);
+			continue;
+		}
 		ck_assert_msg(eq != NULL, "%s", line);
 		*eq = '\0';
-		ck_assert_msg(has(keys, tok), "%s is not a NeMo override key: %s", tok, line);
-		check_nemo_value(rest_of(keys, tok), tok, eq + 1);
+		unindex(tok, key, sizeof(key));
+		ck_assert_msg(has(keys, key), "%s is not a NeMo override key: %s", tok, line);
+		if (eq[1] == '[')
+			check_py_list(tok, eq + 1);
+		check_nemo_value(rest_of(keys, key), tok, eq + 1);
 		if (!strcmp(tok, "trainer.strategy.sequence_parallel") &&
 		    pipette_plan_config(p)->tp == 1)
 			ck_assert_str_eq(eq + 1, "False");
