@@ -128,10 +128,13 @@ static int command(const struct pipette_plan *plan, const char *trainer, int tor
 	struct pipette_args a = { buf, len, 0, 0 };
 	int rc = pipette_plan_launch_args(plan, args, sizeof(args));
 
-	if (rc) {
-		snprintf(why, wlen, "%s", rc == 1 && args[0] ? args : "the launch arguments do not fit");
+	if (rc == 1 && !args[0])
+		snprintf(why, wlen, "stack %s is estimate-only: it has no launch form",
+			 plan->stack.name);
+	else if (rc)
+		snprintf(why, wlen, "%s", rc == 1 ? args : "the launch arguments do not fit");
+	if (rc)
 		return 1;
-	}
 	if (!trainer && plan->stack.form == PIPETTE_FORM_TORCHTITAN &&
 	    pipette_plan_torchtitan_entry(plan, ep, sizeof(ep))) {
 		snprintf(why, wlen, "%s", ep);
