@@ -223,7 +223,7 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	buf[0] = '\0';
 	if (plan->stack.form == PIPETTE_FORM_TORCHTITAN || plan->stack.form == PIPETTE_FORM_NONE) {
 		snprintf(buf, len, "the plan was made for stack %s (%s), not Megatron-LM: plan "
-			 "with --stack megatron", plan->stack.name, plan->stack.what);
+			 "for the megatron stack", plan->stack.name, plan->stack.what);
 		return 1;
 	}
 	pipette_arg(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
