@@ -148,6 +148,13 @@ static int nemo_refuses(const struct pipette_plan *plan, char *buf, size_t len)
 	if (c->compress.pp_rank || c->compress.dp_rank || c->compress.fused_embedding)
 		return snprintf(buf, len, "stack %s: Optimus-CC compression exists only in its "
 				"Megatron-LM fork", st), 1;
+	/* the performance recipe's token-drop callback asserts the
+	 * all-to-all dispatcher (moe_token_drop.py:59-62) */
+	if (recipe_of(plan->model.name) && recipe_of(plan->model.name)->token_drop_cb >= 0 &&
+	    c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		return snprintf(buf, len, "stack %s: NeMo's %s recipe drops tokens in a callback "
+				"that asserts the alltoall dispatcher, not DeepEP: pin --dispatcher "
+				"alltoall", st, recipe_of(plan->model.name)->recipe), 1;
 	if (!recipe_of(plan->model.name))
 		return snprintf(buf, len, "stack %s: NeMo has no performance recipe for model %s "
 				"(the nemo form names one: llama2-7b, llama3-8b, llama3-70b, "
