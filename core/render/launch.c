@@ -29,8 +29,6 @@ static int form_args(const struct pipette_plan *plan, enum pipette_line_form for
 		     const char *trainer, char *args, size_t len, char *entry, size_t elen,
 		     const char **run)
 {
-	int rc;
-
 	if (form == PIPETTE_LINE_STACK && plan->stack.form == PIPETTE_FORM_NONE) {
 		snprintf(args, len, "stack %s is estimate-only: it has no launch form",
 			 plan->stack.name);
@@ -38,6 +36,7 @@ static int form_args(const struct pipette_plan *plan, enum pipette_line_form for
 	}
 	if (form == PIPETTE_LINE_STACK && plan->stack.form == PIPETTE_FORM_TORCHTITAN) {
 		char ep[256];
+		int rc;
 
 		if ((rc = pipette_plan_torchtitan_args(plan, args, len)))
 			return rc;
