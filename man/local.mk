@@ -14,13 +14,18 @@ EXTRA_DIST += man/README.md
 #     `pipette-probe --help` is named in its page; every option of
 #     plugin/options.c, plugstack key of plugin/args.c, input variable of
 #     plugin/parse.c and plugin/plugin.h and variable of the environment
-#     contract (core/render/env.c) is named in spank-pipette.8; every key the cache reader accepts
+#     contract (core/render/env.c), every Megatron-LM flag of core/render/megatron.c and every
+#     NeMo key of core/render/nemo.c is named in spank-pipette.8; every key the cache reader accepts
 #     (core/inputs/bwcache_parse.c) is named in pipette-bandwidth.5.
 # Names are compared with the pages' source after removing the roff escapes
 # \- and \fX.  Without groff (it comes with man-db, package groff-base) the
 # rendering is skipped with a message; the staleness checks still run.
 GROFF = groff
 MAN_PLAIN = sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g'
+# The string literals of a C file, its comments dropped: the flags the
+# Megatron renderer and the keys the NeMo renderer emit, which the plugin
+# exports (PIPETTE_MEGATRON_ARGS, PIPETTE_LAUNCH_ARGS).
+C_STRINGS = sed -e 's|/\*.*\*/||' -e '/^ \*/d' -e '/^\/\*/d' | grep -oE '"[^"]*"'
 # man_has PAGE NAME: the page names NAME, not followed by more of a name.
 MAN_HAS = man_has() { $(MAN_PLAIN) "$(srcdir)/man/$$1" | \
 	grep -qE -e "$$2([^A-Za-z0-9_-]|$$)" || { \
@@ -61,6 +66,14 @@ check-man: pipette$(EXEEXT) pipette-probe$(EXEEXT)
 	vars="$$vars `sed -n '/contract\[\] = {/,/};/p' "$(srcdir)/core/render/env.c" | grep -oE '"[A-Z_]+"' | tr -d '"'`"; \
 	test "`echo $$vars | wc -w`" -gt 20 || { echo "check-man: too few variables found in plugin/ and core/render/env.c"; fail=1; }; \
 	for v in $$vars MASTER_PORT; do man_has spank-pipette.8 "$$v" "the environment contract"; done; \
+	flags=`sed -n '1,/The FSDP sharding of a plan/p' "$(srcdir)/core/render/megatron.c" | $(C_STRINGS) | \
+	  grep -oE -e '--[a-z][a-z0-9_-]*' | sort -u`; \
+	test -n "$$flags" || { echo "check-man: no flags in core/render/megatron.c"; fail=1; }; \
+	for f in $$flags; do man_has spank-pipette.8 "$$f" core/render/megatron.c; done; \
+	keys=`cat "$(srcdir)/core/render/nemo.c" | $(C_STRINGS) | grep -oE '[a-z_]+([.][][a-z_0-9%]+)+=' | \
+	  sed 's/=$$//; s/.*[.]//' | sort -u`; \
+	test -n "$$keys" || { echo "check-man: no keys in core/render/nemo.c"; fail=1; }; \
+	for k in $$keys; do man_has spank-pipette.8 "$$k" core/render/nemo.c; done; \
 	keys=`sed -n '/keys\[\] = {/,/NULL };/p' "$(srcdir)/core/inputs/bwcache_parse.c" | grep -oE '"[a-z_]+"' | tr -d '"' | sort -u`; \
 	test -n "$$keys" || { echo "check-man: no keys in core/inputs/bwcache_parse.c"; fail=1; }; \
 	for k in $$keys; do man_has pipette-bandwidth.5 "$$k" core/inputs/bwcache_parse.c; done; \

@@ -28,7 +28,7 @@ int cli_error(const char *fmt, ...)
 int cli_parse_format(const char *s, unsigned allowed_mask, enum pipette_format *out)
 {
 	static const char *const names[] = { "table", "json", "env", "megatron", "nemo", "launch",
-						     "torchtitan" };
+						     "torchtitan", "sbatch" };
 	unsigned i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)

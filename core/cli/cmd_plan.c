@@ -84,11 +84,20 @@ static const char usage_text[] =
 "                           (pp:R[:epilogue],dp:R[:stages=K],emb; Optimus-CC)\n"
 "  --allow-compression      let the plan add Optimus-CC compression where it is\n"
 "                           predicted faster (it changes training numerics)\n"
-"  --format table|json|env|megatron|nemo|torchtitan|launch   (table;\n"
-"                           torchtitan: a recipe module, its --parallelism.*\n"
-"                           overrides and the v0.2.2 TOML; launch: the stack's\n"
-"                           own form: Megatron-LM arguments, NeMo recipe\n"
-"                           overrides or torchtitan overrides)\n"
+"  --format table|json|env|megatron|nemo|torchtitan|launch|sbatch   (table;\n"
+"                           megatron, nemo: the command line to run, shell-\n"
+"                           quoted, with CUDA_DEVICE_MAX_CONNECTIONS where the\n"
+"                           stack asserts it; launch: the same in the stack's\n"
+"                           own form (Megatron-LM, NeMo or torchtitan under\n"
+"                           torchrun); torchtitan: a recipe module, its\n"
+"                           --parallelism.* overrides and the v0.2.2 TOML;\n"
+"                           sbatch: a batch script that runs the plan without\n"
+"                           the plugin)\n"
+"  --trainer CMD            the training command the megatron, nemo, launch and\n"
+"                           sbatch formats run before the plan's arguments\n"
+"                           (python pretrain_gpt.py; nemo llm pretrain -y;\n"
+"                           -m torchtitan.train --module M --config C after\n"
+"                           torchrun)\n"
 "\n"
 "Exit status: 0 planned, 1 no configuration fits, 2 bad arguments or input.\n";
 
@@ -123,6 +132,7 @@ struct plan_opts {
 	long gpus_per_node, n_ids;
 	int gpu_ids[PIPETTE_MAX_GPUS];
 	enum pipette_format fmt;
+	const char *trainer;
 	int have_batch, have_seq;
 };
 
@@ -135,7 +145,7 @@ static const char *const value_options[] = {
 	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
 	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", "--recompute-modules",
 	"--dispatcher", "--ep-overlap", "--capacity-factor", "--imbalance", "--precision",
-	"--bf16-layers", "--nvlink-domain", NULL
+	"--bf16-layers", "--nvlink-domain", "--trainer", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -185,6 +195,12 @@ static int parse_text(struct plan_opts *o, const char *name, const char *v)
 
 	if (!strcmp(name, "--nodes")) {
 		o->nodes = v;
+		return 0;
+	}
+	if (!strcmp(name, "--trainer")) {
+		if (!v[0] || strchr(v, '\n'))
+			return cli_error("--trainer: expected a command on one line");
+		o->trainer = v;
 		return 0;
 	}
 	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
@@ -306,9 +322,9 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 		if (pipette_mapping_parse(v, &o->req.mapping, &err))
 			return cli_error("--mapping: %s", err.msg);
 	} else if (!strcmp(name, "--format")) {
-		if (cli_parse_format(v, 127, &o->fmt))
+		if (cli_parse_format(v, 255, &o->fmt))
 			return cli_error("--format: '%.32s': expected table, json, env, "
-					 "megatron, nemo, torchtitan or launch", v);
+					 "megatron, nemo, torchtitan, launch or sbatch", v);
 	} else {
 		return NOT_MINE;
 	}
@@ -362,6 +378,56 @@ static int parse(int argc, char **argv, struct plan_opts *o)
 	return required(o);
 }
 
+static const char *const format_names[] = { "table", "json", "env", "megatron", "nemo",
+					     "launch", "torchtitan", "sbatch" };
+
+/* A hostlist names the plan's nodes (the batch script pins them); a count
+ * names none. */
+static int names_nodes(const char *nodes)
+{
+	return nodes[strspn(nodes, "0123456789")] != '\0';
+}
+
+/* The plan in o's format: 0, -1 when writing failed, or
+ * PIPETTE_EXIT_USAGE when the format cannot say the plan (printed, with
+ * the stack and the setting). */
+static int write_format(const struct plan_opts *o, const struct pipette_plan *plan)
+{
+	static const enum pipette_line_form lines[] = {
+		[PIPETTE_FMT_MEGATRON] = PIPETTE_LINE_MEGATRON, [PIPETTE_FMT_NEMO] = PIPETTE_LINE_NEMO,
+		[PIPETTE_FMT_LAUNCH] = PIPETTE_LINE_STACK,
+	};
+	struct pipette_sbatch_opts so = { o->trainer, names_nodes(o->nodes) ? o->nodes : NULL, NULL };
+	char buf[8192];
+	int rc;
+
+	switch (o->fmt) {
+	case PIPETTE_FMT_JSON:
+		return pipette_plan_write_json(plan, stdout);
+	case PIPETTE_FMT_ENV:
+		return pipette_plan_write_env(plan, stdout);
+	case PIPETTE_FMT_MEGATRON:
+	case PIPETTE_FMT_NEMO:
+	case PIPETTE_FMT_LAUNCH:
+		rc = pipette_plan_launch_line(plan, lines[o->fmt], o->trainer, buf, sizeof(buf));
+		if (!rc)
+			return puts(buf) < 0 ? -1 : 0;
+		break;
+	case PIPETTE_FMT_TORCHTITAN:
+		if (!(rc = pipette_plan_torchtitan_check(plan, buf, sizeof(buf))))
+			return pipette_plan_write_torchtitan(plan, stdout);
+		break;
+	case PIPETTE_FMT_SBATCH:
+		rc = pipette_plan_write_sbatch(plan, &so, stdout, buf, sizeof(buf));
+		break;
+	default:
+		return pipette_plan_write_table(plan, stdout);
+	}
+	if (rc != 1)
+		return rc;
+	return cli_error("plan: --format %s: %s", format_names[o->fmt], buf);
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	struct plan_opts o;
@@ -369,7 +435,7 @@ int cmd_plan(int argc, char **argv)
 	struct pipette_plan *plan = NULL;
 	struct pipette_err err;
 	const struct pipette_gpu_spec *gpu;
-	char **names = NULL, args[4096];
+	char **names = NULL;
 	int n = 0, rc = parse(argc, argv, &o), G;
 
 	if (rc)
@@ -401,35 +467,9 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (*pipette_plan_warnings(plan) && o.fmt != PIPETTE_FMT_TABLE)
 		fprintf(stderr, "pipette: warning: %s\n", pipette_plan_warnings(plan));
-	switch (o.fmt) {
-	case PIPETTE_FMT_JSON:
-		rc = pipette_plan_write_json(plan, stdout);
-		break;
-	case PIPETTE_FMT_ENV:
-		rc = pipette_plan_write_env(plan, stdout);
-		break;
-	case PIPETTE_FMT_MEGATRON:
-	case PIPETTE_FMT_NEMO:
-	case PIPETTE_FMT_LAUNCH:
-		rc = o.fmt == PIPETTE_FMT_MEGATRON ? pipette_plan_megatron_args(plan, args, sizeof(args))
-		   : o.fmt == PIPETTE_FMT_NEMO ? pipette_plan_nemo_args(plan, args, sizeof(args))
-		   : pipette_plan_launch_args(plan, args, sizeof(args));
-		if (rc == 1) {	/* the plan's stack cannot say it: args says why */
-			rc = cli_error("plan: --format %s: %s", o.fmt == PIPETTE_FMT_LAUNCH
-				       ? "launch" : "megatron", args[0] ? args
-				       : "the stack is estimate-only and has no launch form");
-			goto out;
-		}
-		if (!rc)
-			rc = puts(args) < 0 ? -1 : 0;
-		break;
-	case PIPETTE_FMT_TORCHTITAN:
-		rc = pipette_plan_write_torchtitan(plan, stdout);
-		break;
-	default:
-		rc = pipette_plan_write_table(plan, stdout);
-		break;
-	}
+	rc = write_format(&o, plan);
+	if (rc > 0)
+		goto out;	/* refused, with the reason printed */
 	if (rc) {
 		rc = cli_error("plan: writing the output failed");
 		goto out;

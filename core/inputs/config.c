@@ -191,6 +191,15 @@ static int check_schedule(const struct pipette_config *c, struct pipette_err *er
 	} else if (c->vpp != 1 && !pipette_schedule_is_v(c->schedule)) {
 		return pipette_fail(err, "--vpp %d needs --schedule interleaved", c->vpp);
 	}
+	/* The zero-bubble fork's schedules run on its ZB runtime, which
+	 * asserts a pipeline: the V schedules turn enable_zero_bubble on and
+	 * that asserts PP > 1 (sail-sg/zero-bubble-pipeline-parallelism
+	 * @39f2c186 megatron/core/zbpp_utils.py:121-134). */
+	if (c->pp < 2 && pipette_config_stack(c)->id == PIPETTE_STACK_MEGATRON_ZB &&
+	    (c->schedule == PIPETTE_SCHED_ZB_H1 || c->schedule == PIPETTE_SCHED_V_MIN ||
+	     c->schedule == PIPETTE_SCHED_V_HALF || c->schedule == PIPETTE_SCHED_V_ZB))
+		return pipette_fail(err, "%s schedule: the zero-bubble fork asserts pipeline "
+				    "parallelism (pp > 1) for it", pipette_schedule_name(c->schedule));
 	if (pipette_schedule_is_dualpipe(c->schedule) && mb < 2L * c->pp)
 		return pipette_fail(err, "%s schedule: %ld micro-batches, fewer than 2 x pp = %d",
 				    pipette_schedule_name(c->schedule), mb, 2 * c->pp);
@@ -384,6 +393,12 @@ int pipette_config_check(const struct pipette_model *m,
 		if ((c->dp * c->cp * c->tp) % (c->ep * c->etp))
 			return pipette_fail(err, "--ep %d x etp %d must divide dp x cp x tp "
 					    "= %d", c->ep, c->etp, c->dp * c->cp * c->tp);
+		/* the zero-bubble fork's older rule: EP divides DP
+		 * (sail-sg/zero-bubble-pipeline-parallelism @39f2c186
+		 * megatron/core/parallel_state.py:509-516) */
+		if (pipette_config_stack(c)->id == PIPETTE_STACK_MEGATRON_ZB && c->dp % c->ep)
+			return pipette_fail(err, "--ep %d does not divide dp %d (the zero-bubble fork "
+					    "takes EP from the data-parallel ranks)", c->ep, c->dp);
 		if (c->ep > 1 && c->tp > 1 && !c->sequence_parallel)
 			return pipette_fail(err, "Megatron needs --sequence-parallel when "
 					    "tp > 1 and ep > 1");

@@ -180,5 +180,40 @@ int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *f);
 /* The plan in its stack's launch form (one of the three above); 1 for an
  * estimate-only stack, which has none. */
 int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len);
+/* torchtitan's form of a plan made for another stack: 0, or 1 with the
+ * stack and the setting torchtitan rejects in buf. */
+int pipette_plan_torchtitan_check(const struct pipette_plan *plan, char *buf, size_t len);
+/* What torchrun runs for a torchtitan plan ("-m torchtitan.train --module
+ * M --config C"), or 1 with why there is none. */
+int pipette_plan_torchtitan_entry(const struct pipette_plan *plan, char *buf, size_t len);
+
+/* CUDA_DEVICE_MAX_CONNECTIONS the plan's stack needs, 0 for none. */
+int pipette_plan_device_max_connections(const struct pipette_plan *plan);
+/* Shell quoting: the word w[0..n) as the shell reads it back unchanged
+ * (as is, or in single quotes), or every space-separated word of line. */
+void pipette_shell_word(struct pipette_args *a, const char *w, size_t n);
+void pipette_shell_words(struct pipette_args *a, const char *line);
+
+/* The runnable command line of a plan: CUDA_DEVICE_MAX_CONNECTIONS where
+ * the stack needs it, the trainer (NULL: the form's own) and the plan's
+ * arguments, each word shell-quoted.  0, 1 with why the form cannot say
+ * the plan in buf, -1 when buf is too small. */
+enum pipette_line_form { PIPETTE_LINE_MEGATRON, PIPETTE_LINE_NEMO, PIPETTE_LINE_STACK };
+int pipette_plan_launch_line(const struct pipette_plan *plan, enum pipette_line_form form,
+			     const char *trainer, char *buf, size_t len);
+
+/* A batch script that runs the plan without the plugin: #SBATCH lines,
+ * the plan's environment, srun (one task per GPU) or srun + torchrun (one
+ * per node) and the stack's command line.  trainer as above; nodelist
+ * non-NULL pins the job to the plan's nodes.  0, 1 with why not in why,
+ * -1 when writing failed. */
+struct pipette_sbatch_opts {
+	const char *trainer;
+	const char *nodelist;
+	const char *job_name;
+};
+int pipette_plan_write_sbatch(const struct pipette_plan *plan,
+			      const struct pipette_sbatch_opts *o, FILE *f, char *why,
+			      size_t why_len);
 
 #endif

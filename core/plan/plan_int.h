@@ -56,4 +56,9 @@ struct pipette_plan {
 void pipette_plan_layout(const struct pipette_plan *plan, struct pipette_args *a);
 int pipette_plan_uses_layout(const struct pipette_plan *plan);
 
+/* The trainers the launch forms run unless told otherwise (render/
+ * launch.c has their sources). */
+#define PIPETTE_MEGATRON_TRAINER "python pretrain_gpt.py"
+#define PIPETTE_NEMO_TRAINER "nemo llm pretrain -y"
+
 #endif

@@ -102,6 +102,15 @@ int pipette_request_resolve(const struct pipette_request *req, struct pipette_re
 	if (pipette_model_load(req->model, req->models_dir[0] ? req->models_dir : NULL, model,
 			       err))
 		return -1;
+	/* The fork predates multi-latent attention: no MLA module, no
+	 * --q-lora-rank or --kv-lora-rank in its arguments (sail-sg/
+	 * zero-bubble-pipeline-parallelism @39f2c186: neither megatron/
+	 * training/arguments.py nor megatron/core/transformer has them). */
+	if (stack->id == PIPETTE_STACK_MEGATRON_ZB && (model->q_lora_rank > 0 ||
+						       model->kv_lora_rank > 0))
+		return pipette_fail(err, "stack %s has no multi-latent attention (the zero-bubble "
+				    "fork predates MLA) but model %s uses it: plan with --stack "
+				    "megatron or nemo", stack->name, model->name);
 	if (model->tied_embeddings && !stack->tied_embeddings)
 		return pipette_fail(err, "stack %s needs untied embeddings (the zero-bubble fork "
 				    "asserts --untie-embeddings-and-output-weights) but model %s ties "

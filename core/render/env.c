@@ -76,6 +76,72 @@ static int put(char *v, size_t len, const char *fmt, ...)
 	return w >= 0 && (size_t)w < len ? 0 : -1;
 }
 
+/* CUDA_DEVICE_MAX_CONNECTIONS, 0 for unset.  Megatron-LM's validate_args
+ * asserts one hardware queue when TP or CP > 1 on GPUs before Blackwell,
+ * but for FSDP and the combined-1F1B EP overlap, where it only warns and
+ * 1 is still allowed (NVIDIA/Megatron-LM @d98e8a64 megatron/training/
+ * arguments.py:1453-1479; megatron-rules.tsv cdmc-tp-cp); the zero-bubble
+ * runtime asserts at least 8 (sail-sg/zero-bubble-pipeline-parallelism
+ * @39f2c186 megatron/core/zbpp_utils.py:94-101; megatron-schedules.md). */
+int pipette_plan_device_max_connections(const struct pipette_plan *plan)
+{
+	const struct pipette_config *c = &plan->cfg;
+
+	if (plan->stack.device_max_connections == 1 && (c->tp > 1 || c->cp > 1))
+		return 1;
+	return plan->stack.device_max_connections > 1 ? plan->stack.device_max_connections : 0;
+}
+
+/* Characters the shell takes literally in a word (POSIX 2.2: none of the
+ * metacharacters, quotes, expansions or glob characters). */
+static int shell_safe(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("_@%+=:,./-", ch));
+}
+
+void pipette_shell_word(struct pipette_args *a, const char *w, size_t n)
+{
+	size_t i;
+	int safe = n > 0;
+
+	for (i = 0; i < n; i++)
+		safe &= shell_safe((unsigned char)w[i]);
+	if (safe) {
+		pipette_arg(a, "%.*s", (int)n, w);
+		return;
+	}
+	/* single quotes keep everything but a single quote, written '\'' */
+	pipette_arg(a, "'");
+	for (i = 0; i < n; i++) {
+		if (w[i] == '\'')
+			pipette_arg(a, "'\\''");
+		else
+			pipette_arg(a, "%c", w[i]);
+	}
+	pipette_arg(a, "'");
+}
+
+void pipette_shell_words(struct pipette_args *a, const char *line)
+{
+	const char *p = line;
+	int first = 1;
+
+	while (*p) {
+		size_t n;
+
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		if (!n)
+			break;
+		if (!first)
+			pipette_arg(a, " ");
+		pipette_shell_word(a, p, n);
+		first = 0;
+		p += n;
+	}
+}
+
 /* The value of a job variable; 1 when the plan sets none. */
 static int job_value(const struct pipette_plan *plan, enum job_value which, char *v,
 		     size_t len)
@@ -138,15 +204,9 @@ static int job_value(const struct pipette_plan *plan, enum job_value which, char
 		/* 1: the stack has no launch form for this plan (unset) */
 		return pipette_plan_launch_args(plan, v, len);
 	case V_DEVICE_MAX_CONNECTIONS:
-		/* Megatron-Core asserts one hardware queue when TP or CP
-		 * communication must be ordered before the GEMMs it overlaps;
-		 * the zero-bubble runtime asserts at least 8
-		 * (tests/data/stacks/megatron-rules.tsv, megatron-schedules.md). */
-		if (plan->stack.device_max_connections == 1 && (c->tp > 1 || c->cp > 1))
-			return pipette_strlcpy(v, "1", len);
-		if (plan->stack.device_max_connections > 1)
-			return put(v, len, "%d", plan->stack.device_max_connections);
-		return 1;
+		if (!pipette_plan_device_max_connections(plan))
+			return 1;
+		return put(v, len, "%d", pipette_plan_device_max_connections(plan));
 	case V_TASK:
 		break;
 	}
@@ -293,11 +353,19 @@ int pipette_plan_task_env(const struct pipette_plan *plan, int node, int local_t
 
 /* ---- renderers ------------------------------------------------------------ */
 
+/* NAME='VALUE', the value single-quoted even where it need not be (the
+ * form pipette(1) documents), a single quote in it as '\''. */
 static int print_env_var(void *ctx, const char *name, const char *value)
 {
 	FILE *f = ctx;
+	const char *q;
 
-	return fprintf(f, "%s='%s'\n", name, value) < 0 ? -1 : 0;
+	if (fprintf(f, "%s='", name) < 0)
+		return -1;
+	for (q = value; *q; q++)
+		if ((*q == '\'' ? fputs("'\\''", f) : fputc(*q, f)) < 0)
+			return -1;
+	return fputs("'\n", f) < 0 ? -1 : 0;
 }
 
 int pipette_plan_write_env(const struct pipette_plan *plan, FILE *f)

@@ -209,8 +209,10 @@ static void compression_args(const struct pipette_config *c, struct pipette_args
 		pipette_arg(a, " --emb_comm_opt");
 }
 
-/* 0, or -1 when buf is too small.  What Megatron-Core would refuse of a
- * recipe is never planned (config.c check_precision). */
+/* 0, 1 when the plan was made for a stack that does not run Megatron-LM
+ * (buf says which and why), or -1 when buf is too small.  What
+ * Megatron-Core would refuse of a recipe is never planned (config.c
+ * check_precision). */
 int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_t len)
 {
 	const struct pipette_config *c = &plan->cfg;
@@ -219,6 +221,11 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 	if (!len)
 		return -1;
 	buf[0] = '\0';
+	if (plan->stack.form == PIPETTE_FORM_TORCHTITAN || plan->stack.form == PIPETTE_FORM_NONE) {
+		snprintf(buf, len, "the plan was made for stack %s (%s), not Megatron-LM: plan "
+			 "for the megatron stack", plan->stack.name, plan->stack.what);
+		return 1;
+	}
 	pipette_arg(&a, "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
 	    "--context-parallel-size %d", c->tp, c->pp, c->cp);
 	if (plan->model.experts) {

@@ -59,6 +59,8 @@ static const struct tt_recipe {
 	[PIPETTE_PREC_MXFP8] = { "MXFP8LinearConverter", "mx", "mxfp8_cublas" },
 };
 
+static int preset_mtp(const char *model);
+
 /* Whether the plan's recipe needs no converter, or HEAD has its one. */
 static int head_recipe(const struct pipette_config *c)
 {
@@ -182,6 +184,12 @@ int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, siz
 			 "module that sets it", pipette_precision_name(plan->cfg.precision));
 		return 1;
 	}
+	if (preset_mtp(plan->model.name) && plan->model.mtp_layers > 0) {
+		snprintf(buf, len, "torchtitan after v0.2.2 sets the %d MTP layers in the model spec, "
+			 "which is off the command line; --format torchtitan prints a recipe module "
+			 "that sets them", plan->model.mtp_layers);
+		return 1;
+	}
 	return overrides(plan, f, n, buf, len);
 }
 
@@ -220,13 +228,17 @@ static void write_toml_recipe(const struct pipette_plan *plan, FILE *out)
 /* HEAD: the model spec rebuilt with the recipe's converter, from the
  * flavor's registry entry for torchtitan's own configs, else by
  * converting the base config's model in place (nothing for BF16). */
-static void write_head_recipe(const struct pipette_plan *plan, const char *flavor, FILE *out)
+static void write_head_recipe(const struct pipette_plan *plan, const char *flavor,
+			      const char *mtp, FILE *out)
 {
 	const struct pipette_config *c = &plan->cfg;
 	const struct tt_recipe *r = &tt_recipes[c->precision];
 
-	if (c->precision == PIPETTE_PREC_BF16)
+	if (c->precision == PIPETTE_PREC_BF16) {
+		if (flavor && mtp[0])	/* the flavor with the plan's MTP layers */
+			fprintf(out, "    c.model_spec = model_registry(\"%s\"%s)\n", flavor, mtp);
 		return;
+	}
 	if (c->bf16_first + c->bf16_last >= plan->model.layers) {
 		/* an empty fqns would convert every Linear (mx.py:83) */
 		fprintf(out, "    # every layer stays BF16: no %s converter\n",
@@ -237,8 +249,8 @@ static void write_head_recipe(const struct pipette_plan *plan, const char *flavo
 		pipette_precision_name(c->precision), c->bf16_first,
 		plan->model.layers - c->bf16_last - 1);
 	if (flavor)
-		fprintf(out, "    c.model_spec = model_registry(\"%s\", converters=[%s.Config(\n",
-			flavor, r->head);
+		fprintf(out, "    c.model_spec = model_registry(\"%s\"%s, converters=[%s.Config(\n",
+			flavor, mtp, r->head);
 	else
 		fprintf(out, "    # converted in place: my_base's Linear layers must not be converted "
 			"already\n    c.model_spec.model = %s.Config(\n", r->head);
@@ -267,9 +279,16 @@ static void write_toml(const struct pipette_plan *plan, FILE *out)
 		"expert_parallel_degree = %d\npipeline_parallel_degree = %d\n",
 		pipette_config_dp_replicate(c), c->dp_shard, pipette_reshard_name(c->reshard),
 		c->tp, c->cp, c->ep, c->pp);
+	/* the embedding and the output layer weigh nothing in the split:
+	 * with v0.2.2's defaults of 1 each the stage count would be
+	 * ceil((layers + 2) / layers_per_stage), which PP need not divide
+	 * (pytorch/torchtitan @v0.2.2 torchtitan/config/job_config.py:377-393,
+	 * torchtitan/distributed/pipeline_parallel.py:66-92) */
 	if (c->pp > 1)
 		fprintf(out, "pipeline_parallel_schedule = \"%s\"\n"
 			"pipeline_parallel_layers_per_stage = %d\n"
+			"pipeline_parallel_first_stage_less_layers = 0\n"
+			"pipeline_parallel_last_stage_less_layers = 0\n"
 			"pipeline_parallel_microbatch_size = %d\n",
 			torch_schedule(c->schedule),
 			plan->model.layers / (c->pp * pipette_config_chunks(c)), c->micro_batch);
@@ -291,16 +310,21 @@ static void write_toml(const struct pipette_plan *plan, FILE *out)
 	write_toml_recipe(plan, out);
 }
 
-/* torchtitan's own config function and model flavor for pipette's Llama 3
- * presets (torchtitan/models/llama3/config_registry.py: llama3_8b,
- * llama3_70b, llama3_405b; __init__.py:363-365; torchtitan.md §1, §8),
- * or NULL. */
+/* torchtitan's own model module, config function and flavor for pipette's
+ * presets it has (pytorch/torchtitan @b5bcd76 torchtitan/models/llama3/
+ * config_registry.py: llama3_8b, llama3_70b, llama3_405b, __init__.py
+ * :363-365; torchtitan/models/deepseek_v3/config_registry.py:209
+ * deepseek_v3_671b, __init__.py:612-627, whose model_registry takes
+ * num_mtp_layers (0 by default; the debug config sets 1, :76-78);
+ * torchtitan.md §1, §8), or NULL. */
 static const struct tt_preset {
-	const char *model, *fn, *flavor;
+	const char *model, *module, *fn, *flavor;
+	int mtp;	/* model_registry takes num_mtp_layers */
 } tt_presets[] = {
-	{ "llama3-8b", "llama3_8b", "8B" },
-	{ "llama3-70b", "llama3_70b", "70B" },
-	{ "llama3-405b", "llama3_405b", "405B" },
+	{ "llama3-8b", "llama3", "llama3_8b", "8B", 0 },
+	{ "llama3-70b", "llama3", "llama3_70b", "70B", 0 },
+	{ "llama3-405b", "llama3", "llama3_405b", "405B", 0 },
+	{ "deepseek-v3", "deepseek_v3", "deepseek_v3_671b", "671B", 1 },
 };
 
 static const struct tt_preset *preset_of(const char *model)
@@ -313,6 +337,14 @@ static const struct tt_preset *preset_of(const char *model)
 	return NULL;
 }
 
+/* Whether the model's torchtitan preset takes num_mtp_layers. */
+static int preset_mtp(const char *model)
+{
+	const struct tt_preset *p = preset_of(model);
+
+	return p && p->mtp;
+}
+
 /* The recipe module for torchtitan after v0.2.2, and the same as
  * command-line overrides where they can say it. */
 static void write_head_module(const struct pipette_plan *plan, const struct tt_field *f, int n,
@@ -320,33 +352,87 @@ static void write_head_module(const struct pipette_plan *plan, const struct tt_f
 {
 	const struct tt_preset *pre = preset_of(plan->model.name);
 	const struct tt_recipe *r = &tt_recipes[plan->cfg.precision];
-	char args[2048];
+	char args[2048], mtp[32] = "";
 	int i, rc;
 
+	if (pre && pre->mtp && plan->model.mtp_layers > 0)
+		snprintf(mtp, sizeof(mtp), ", num_mtp_layers=%d", plan->model.mtp_layers);
 	fprintf(out, "# A recipe module for torchtitan after v0.2.2: torchrun ... -m "
 		"torchtitan.train --module <this module> --config pipette_plan\n");
 	if (pre)
-		fprintf(out, "from torchtitan.models.llama3.config_registry import %s as base\n",
-			pre->fn);
+		fprintf(out, "from torchtitan.models.%s.config_registry import %s as base\n",
+			pre->module, pre->fn);
 	else
 		fprintf(out, "# %s has no config function in torchtitan: import yours as base\n"
 			"from my_configs import my_base as base\n", plan->model.name);
 	fprintf(out, "from torchtitan.distributed.activation_checkpoint import FullAC, "
 		"SelectiveAC\n");
 	if (plan->cfg.precision != PIPETTE_PREC_BF16)
-		fprintf(out, "from torchtitan.components.quantization import %s\n%s", r->head,
-			pre ? "from torchtitan.models.llama3 import model_registry\n" : "");
+		fprintf(out, "from torchtitan.components.quantization import %s\n", r->head);
+	if (pre && (plan->cfg.precision != PIPETTE_PREC_BF16 || mtp[0]))
+		fprintf(out, "from torchtitan.models.%s import model_registry\n", pre->module);
 	fprintf(out, "\n\ndef pipette_plan():\n    c = base()\n");
 	for (i = 0; i < n; i++)
 		fprintf(out, "    c.%s.%s = %s\n", f[i].section, f[i].name, f[i].value);
-	write_head_recipe(plan, pre ? pre->flavor : NULL, out);
+	write_head_recipe(plan, pre ? pre->flavor : NULL, mtp, out);
 	fprintf(out, "    c.activation_checkpoint = %s\n    return c\n", head_ac(&plan->cfg));
 	rc = pipette_plan_torchtitan_args(plan, args, sizeof(args));
-	if (rc == 0)
-		fprintf(out, "\n# The same as overrides of --module llama3 --config %s "
-			"(accepted, frozen):\n# %s\n", pre ? pre->fn : "<yours>", args);
+	if (rc == 0 && !mtp[0])
+		fprintf(out, "\n# The same as overrides of --module %s --config %s "
+			"(accepted, frozen):\n# %s\n", pre ? pre->module : "<yours>",
+			pre ? pre->fn : "<yours>", args);
+	else if (rc == 0)
+		fprintf(out, "\n# No overrides: the %d MTP layers are set in the model spec, "
+			"which is off the command line.\n", plan->model.mtp_layers);
 	else if (rc == 1)
 		fprintf(out, "\n# No overrides: %s.\n", args);
+}
+
+/* The entry point torchrun runs for the plan: torchtitan's trainer with
+ * the preset's module and config function; 1 when torchtitan has none
+ * for the model (the caller must be told which). */
+int pipette_plan_torchtitan_entry(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct tt_preset *pre = preset_of(plan->model.name);
+
+	if (!pre) {
+		snprintf(buf, len, "torchtitan has no config function for model %s: name your "
+			 "entry point with --trainer", plan->model.name);
+		return 1;
+	}
+	snprintf(buf, len, "-m torchtitan.train --module %s --config %s", pre->module, pre->fn);
+	return 0;
+}
+
+/* A plan made for another stack is not rendered in torchtitan's form: its
+ * settings are ones torchtitan has no field for, or its predictions
+ * another stack's.  0, or 1 with the stack and the setting in buf. */
+int pipette_plan_torchtitan_check(const struct pipette_plan *plan, char *buf, size_t len)
+{
+	const struct pipette_config *c = &plan->cfg;
+	const char *st = plan->stack.name;
+
+	if (plan->stack.form == PIPETTE_FORM_TORCHTITAN)
+		return 0;
+	if (c->distributed_optimizer)
+		snprintf(buf, len, "stack %s: the distributed optimizer (ZeRO-1) has no torchtitan "
+			 "field (torchtitan shards with FSDP: plan with --stack torchtitan)", st);
+	else if (c->first_stage_layers || c->last_stage_layers)
+		snprintf(buf, len, "stack %s: uneven first/last stages (%d, %d layers) have no "
+			 "torchtitan field (its split is even: plan with --stack torchtitan)", st,
+			 c->first_stage_layers, c->last_stage_layers);
+	else if (!torch_schedule(c->schedule))
+		snprintf(buf, len, "stack %s: torchtitan cannot run the %s schedule", st,
+			 pipette_schedule_name(c->schedule));
+	else if (c->recompute == PIPETTE_RECOMPUTE_SELECTIVE && c->recompute_modules)
+		snprintf(buf, len, "stack %s: --recompute-modules are Megatron-Core's; torchtitan's "
+			 "selective checkpointing has no such field", st);
+	else if (c->etp > 1 || c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP)
+		snprintf(buf, len, "stack %s: expert TP and DeepEP are Megatron-Core's settings", st);
+	else
+		snprintf(buf, len, "stack %s: the plan's memory and timing are that stack's (%s): "
+			 "plan with --stack torchtitan", st, plan->stack.what);
+	return 1;
 }
 
 int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *out)
