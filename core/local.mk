@@ -38,7 +38,8 @@ core_libpipette_la_SOURCES += core/inputs/bwcache.c core/inputs/bwcache.h core/i
 	core/inputs/bwcache_io.c core/inputs/bwcache_parse.c core/inputs/bwmat.c core/inputs/bwscan.c \
 	core/inputs/bwgroup.c core/inputs/bwimport.c core/inputs/bwgen.c \
 	core/inputs/cluster.c core/inputs/cluster.h
-pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
+pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h \
+	core/cli/svg.c core/cli/svg.h
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/plan/search.c core/plan/search.h core/plan/mapping.c \
