@@ -299,6 +299,12 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err) ||
 	    job_of(root, src, o, err))
 		return -1;
+	/* the model's name, for the report's points: optional, and a long
+	 * one (a config.json path) is cut rather than refused */
+	o->model[0] = '\0';
+	if (json_object_object_get_ex(root, "model", &v) &&
+	    json_object_get_type(v) == json_type_string)
+		snprintf(o->model, sizeof(o->model), "%s", json_object_get_string(v));
 	if (!json_object_object_get_ex(root, "predicted", &pred) ||
 	    json_object_get_type(pred) != json_type_object)
 		return pipette_fail(err, "%s: predicted: expected an object", src);

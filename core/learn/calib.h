@@ -69,6 +69,7 @@ struct pipette_obs_stage {
 struct pipette_observation {
 	char name[256];		/* its file name in the store */
 	char gpu[64], stack[32];
+	char model[64];		/* the model's name, cut to fit ("" when none) */
 	/* Which job it is of: the plan's hash and the log's SHA-256 (hex;
 	 * "" in observations of earlier versions, which have none). */
 	char plan_hash[32], log_sha256[2 * 32 + 1];
