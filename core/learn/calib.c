@@ -446,6 +446,13 @@ static void note_skip(char **skipped, int *nskip, const char *msg)
 int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int *n,
 			 char **skipped, int *nskip, struct pipette_err *err)
 {
+	return pipette_obs_load_dir_progress(dir, obs, n, skipped, nskip, NULL, err);
+}
+
+int pipette_obs_load_dir_progress(const char *dir, struct pipette_observation **obs, int *n,
+				  char **skipped, int *nskip,
+				  const struct pipette_progress *progress, struct pipette_err *err)
+{
 	char **names;
 	int k, count, rv = 0;
 
@@ -460,6 +467,7 @@ int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int 
 	for (k = 0; k < count && !rv; k++) {
 		struct pipette_err e;
 
+		pipette_progress_report(progress, "reading observations", k, count);
 		/* A store shared by every user: a file that does not parse is
 		 * left out and named, never the end of the site's fit. */
 		if (obs_load(dir, names[k], &(*obs)[*n], &e))
