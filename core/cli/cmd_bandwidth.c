@@ -258,6 +258,10 @@ struct heat {
 	long switch_size;	/* --switch-size; 0: the cache's groups */
 	int domain_nodes;	/* nodes per NVLink domain; <= 1: none */
 	double *v;		/* scratch: block x block figures */
+	struct heat_stat {	/* per cell: its figures' median, least, greatest */
+		double med, lo, hi;
+		int k;		/* how many (0: none measured) */
+	} *stat;		/* cells x cells */
 };
 
 /* Cell (I, J): the median, least and greatest measured figure of its
@@ -313,28 +317,50 @@ static double heat_t(const struct heat *h, double gbps)
 	return (gbps - a) / (b - a);
 }
 
+/* Every cell's figures, and the range of what the cells show (their
+ * medians: the colour scale spans what is drawn). */
+static void heat_measure(struct heat *h, double *lo, double *hi)
+{
+	int I, J;
+
+	*lo = NAN;
+	*hi = NAN;
+	for (I = 0; I < h->cells; I++)
+		for (J = 0; J < h->cells; J++) {
+			struct heat_stat *c = &h->stat[(size_t)I * h->cells + J];
+
+			c->k = heat_cell(h, I, J, &c->med, &c->lo, &c->hi);
+			if (c->k && !(c->med >= *lo))
+				*lo = c->med;
+			if (c->k && !(c->med <= *hi))
+				*hi = c->med;
+		}
+}
+
 static void heat_matrix(FILE *f, const struct heat *h)
 {
 	int I, J;
 
+	/* whole pixels and crisp edges: no seams between neighbouring cells */
+	fputs("<g shape-rendering=\"crispEdges\">\n", f);
 	for (I = 0; I < h->cells; I++)
 		for (J = 0; J < h->cells; J++) {
-			double med = 0, lo = 0, hi = 0;
-			int k = heat_cell(h, I, J, &med, &lo, &hi);
+			const struct heat_stat *c = &h->stat[(size_t)I * h->cells + J];
 			char col[8];
 
 			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
 				"fill=\"%s\"", h->x0 + J * h->cell, h->y0 + I * h->cell, h->cell,
-				h->cell, k ? svg_viridis(heat_t(h, med), col) :
+				h->cell, c->k ? svg_viridis(heat_t(h, c->med), col) :
 				h->block == 1 && I == J ? "#ffffff" : "#bdbdbd");
-			if (!k) {
+			if (!c->k) {
 				fputs("/>\n", f);
 				continue;
 			}
 			fputc('>', f);
-			heat_tooltip(f, h, I, J, k, med, lo, hi);
+			heat_tooltip(f, h, I, J, c->k, c->med, c->lo, c->hi);
 			fputs("</rect>\n", f);
 		}
+	fputs("</g>\n", f);
 	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
 		"stroke=\"#000000\" stroke-width=\"0.8\"/>\n", h->x0, h->y0, h->side, h->side);
 }
@@ -348,34 +374,51 @@ static int heat_switch(const struct heat *h, int k)
 	return pipette_bwcache_node_group(h->bw, h->idx[k]);
 }
 
-/* Lines across the matrix before every node k where `kind` changes
- * (0: switch, 1: NVLink domain); none when they would crowd closer than
- * HEAT_MIN_GAP.  Returns 1 when drawn, 0 when there are none, -1 when
- * left out. */
-static int heat_bounds(FILE *f, const struct heat *h, int kind)
+/* Lines across the matrix between switches; none when they would crowd
+ * closer than HEAT_MIN_GAP.  Returns 1 when drawn, 0 when there are no
+ * switches, -1 when left out. */
+static int heat_switches(FILE *f, const struct heat *h)
 {
 	int k, count = 0;
 
 	for (k = 1; k < h->n; k++)
-		count += kind ? h->domain_nodes > 1 && k % h->domain_nodes == 0 :
-				heat_switch(h, k) != heat_switch(h, k - 1);
+		count += heat_switch(h, k) != heat_switch(h, k - 1);
 	if (!count)
 		return 0;
 	if (h->side / (count + 1) < HEAT_MIN_GAP)
 		return -1;
-	fprintf(f, "<g stroke=\"%s\" stroke-width=\"%s\"%s>\n", kind ? "#e7298a" : "#000000",
-		kind ? "1" : "0.8", kind ? " stroke-dasharray=\"4 3\"" : "");
+	fputs("<g stroke=\"#000000\" stroke-width=\"0.8\">\n", f);
 	for (k = 1; k < h->n; k++) {
-		double at;
+		double at = (double)k / h->block * h->cell;
 
-		if (kind ? !(h->domain_nodes > 1 && k % h->domain_nodes == 0) :
-			   heat_switch(h, k) == heat_switch(h, k - 1))
-			continue;
-		at = (double)k / h->block * h->cell;
-		fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>"
-			"<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n",
-			h->x0 + at, h->y0, h->x0 + at, h->y0 + h->side,
-			h->x0, h->y0 + at, h->x0 + h->side, h->y0 + at);
+		if (heat_switch(h, k) != heat_switch(h, k - 1))
+			fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>"
+				"<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n",
+				h->x0 + at, h->y0, h->x0 + at, h->y0 + h->side,
+				h->x0, h->y0 + at, h->x0 + h->side, h->y0 + at);
+	}
+	fputs("</g>\n", f);
+	return 1;
+}
+
+/* Each NVLink domain (runs of domain_nodes nodes in the order shown) as a
+ * dashed square on the diagonal, where its nodes meet; the same returns. */
+static int heat_domains(FILE *f, const struct heat *h)
+{
+	double per = h->cell / h->block;	/* px per node */
+	int k;
+
+	if (h->domain_nodes <= 1 || h->domain_nodes >= h->n)
+		return 0;
+	if (h->domain_nodes * per < HEAT_MIN_GAP)
+		return -1;
+	fputs("<g stroke=\"#e7298a\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\" "
+	      "fill=\"none\">\n", f);
+	for (k = 0; k < h->n; k += h->domain_nodes) {
+		int e = k + h->domain_nodes < h->n ? k + h->domain_nodes : h->n;
+
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n",
+			h->x0 + k * per, h->y0 + k * per, (e - k) * per, (e - k) * per);
 	}
 	fputs("</g>\n", f);
 	return 1;
@@ -458,15 +501,15 @@ static void heat_colourbar(FILE *f, const struct heat *h, int sw, int dom)
 	if (sw) {
 		ly += 18;
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" "
-			"stroke-width=\"1.4\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ly + 6,
+			"stroke-width=\"0.8\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ly + 6,
 			x + 18, ly + 6, x + 24, ly + 10,
 			sw > 0 ? "switch boundary" : "switches: too many to draw");
 	}
 	if (dom) {
 		ly += 18;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e7298a\" "
-			"stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\">"
-			"%s</text>\n", x, ly + 6, x + 18, ly + 6, x + 24, ly + 10,
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"12\" fill=\"none\" "
+			"stroke=\"#e7298a\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ly, x + 24, ly + 10,
 			dom > 0 ? "NVLink domain" : "NVLink domains: too small to draw");
 	}
 }
@@ -509,9 +552,9 @@ static void heat_head(FILE *f, const struct heat *h, const char *file, double w,
 
 /* Node x node heatmap (row = sender, column = receiver) on the viridis
  * scale, with a colour bar, switch and NVLink-domain boundaries. */
-static int write_svg(const char *path, const char *file, struct heat *h, double lo, double hi)
+static int write_svg(const char *path, const char *file, struct heat *h)
 {
-	double margin = 16, w, ht;
+	double margin = 16, w, ht, lo, hi;
 	FILE *f;
 	int k, sw, dom, rc = 0;
 
@@ -521,27 +564,32 @@ static int write_svg(const char *path, const char *file, struct heat *h, double 
 	margin = fmin(fmax(margin, 60), 160);
 	h->block = (h->n + HEAT_MAX_CELLS - 1) / HEAT_MAX_CELLS;
 	h->cells = (h->n + h->block - 1) / h->block;
-	h->cell = fmin(28, floor(HEAT_SIDE / h->cells * 4) / 4);
+	h->cell = fmin(28, floor(HEAT_SIDE / h->cells));
 	h->side = h->cell * h->cells;
 	h->x0 = margin + 10;
 	h->y0 = 50 + margin;
+	h->v = malloc(sizeof(double) * (size_t)h->block * (size_t)h->block);
+	h->stat = malloc(sizeof(*h->stat) * (size_t)h->cells * (size_t)h->cells);
+	f = h->v && h->stat ? fopen(path, "w") : NULL;
+	if (!f) {
+		free(h->v);
+		free(h->stat);
+		return h->v && h->stat ? cli_error("%s: cannot write: %m", path) :
+					 cli_error("out of memory");
+	}
+	heat_measure(h, &lo, &hi);
 	heat_scale(h, lo, hi);
-	if (!(h->v = malloc(sizeof(double) * (size_t)h->block * (size_t)h->block)))
-		return cli_error("out of memory");
 	w = h->x0 + h->side + 250;
 	ht = h->y0 + fmax(h->side, 200) + 90;
-	if (!(f = fopen(path, "w"))) {
-		free(h->v);
-		return cli_error("%s: cannot write: %m", path);
-	}
 	heat_head(f, h, file, w, ht);
 	heat_matrix(f, h);
-	sw = heat_bounds(f, h, 0);
-	dom = heat_bounds(f, h, 1);
+	sw = heat_switches(f, h);
+	dom = heat_domains(f, h);
 	heat_labels(f, h);
 	heat_colourbar(f, h, sw, dom);
 	fputs("</svg>\n", f);
 	free(h->v);
+	free(h->stat);
 	if (ferror(f))
 		rc = cli_error("%s: write error", path);
 	if (fclose(f) != 0 && !rc)
@@ -733,7 +781,7 @@ static int do_show(int argc, char **argv)
 	struct pipette_bw_defaults def;
 	struct pipette_err err;
 	struct link_row *links = NULL;
-	double *v = NULL, *all = NULL, med_all = NAN, lo = NAN, hi = NAN;
+	double *v = NULL, *all = NULL, med_all = NAN;
 	char **names = NULL, when[32], s1[40], s2[40], s3[40];
 	int *idx = NULL, n = 0, n_names = 0, n_links = 0, n_all = 0;
 	int i, j, rc = PIPETTE_EXIT_USAGE;
@@ -767,8 +815,6 @@ static int do_show(int argc, char **argv)
 		}
 	if (n_all) {
 		stats(all, n_all, s1, sizeof(s1));
-		lo = all[0];
-		hi = all[n_all - 1];
 		med_all = n_all % 2 ? all[n_all / 2] :
 			(all[n_all / 2 - 1] + all[n_all / 2]) / 2;
 	}
@@ -793,7 +839,7 @@ static int do_show(int argc, char **argv)
 		struct heat h = { .bw = bw, .idx = idx, .n = n, .switch_size = o.switch_size };
 
 		if (show_domain(bw, &o, idx, n, &h.domain_nodes) ||
-		    write_svg(o.svg, o.file, &h, lo, hi))
+		    write_svg(o.svg, o.file, &h))
 			goto out;
 	}
 	rc = PIPETTE_EXIT_OK;
