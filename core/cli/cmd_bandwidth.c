@@ -437,40 +437,41 @@ static void heat_label(FILE *f, const struct heat *h, double at, const char *tex
 	fputs("</text>\n", f);
 }
 
+/* The switches' names at their middles, every one while they are 24 px
+ * apart, else every k-th. */
+static void heat_switch_labels(FILE *f, const struct heat *h, int runs)
+{
+	int every = (int)ceil(24 / (h->side / runs)), start = 0, k;
+
+	for (runs = 0, k = 1; k <= h->n; k++) {
+		int g = heat_switch(h, start);
+		char name[64];
+
+		if (k < h->n && heat_switch(h, k) == g)
+			continue;
+		if (h->switch_size > 0 || !pipette_bwcache_group_name(h->bw, g))
+			snprintf(name, sizeof(name), "switch %d", g);
+		else
+			snprintf(name, sizeof(name), "%.60s", pipette_bwcache_group_name(h->bw, g));
+		if (runs++ % every == 0)
+			heat_label(f, h, (start + k) / 2.0, name);
+		start = k;
+	}
+}
+
 /* Axis labels: every node while they fit (12 px apart), else the
- * switches at their middles while they fit, else every k-th node. */
+ * switches while they are 6 px apart, else every k-th node. */
 static void heat_labels(FILE *f, const struct heat *h)
 {
 	double per = h->cell / h->block;	/* px per node */
-	int k, start, runs = 1, every;
-	char name[64];
+	int k, runs = 1, every = per >= 12 ? 1 : (int)ceil(40 / per);
 
-	if (per >= 12) {
-		for (k = 0; k < h->n; k++)
-			heat_label(f, h, k + 0.5, pipette_bwcache_node_name(h->bw, h->idx[k]));
-		return;
-	}
-	for (k = 1; k < h->n; k++)
+	for (k = 1; k < h->n && every > 1; k++)
 		runs += heat_switch(h, k) != heat_switch(h, k - 1);
-	if (heat_switch(h, 0) >= 0 && runs > 1 && h->side / runs >= 6) {
-		/* every switch while they are 24 px apart, else every k-th */
-		every = (int)ceil(24 / (h->side / runs));
-		for (runs = 0, start = 0, k = 1; k <= h->n; k++) {
-			int g = heat_switch(h, start);
-
-			if (k < h->n && heat_switch(h, k) == g)
-				continue;
-			if (h->switch_size > 0 || !pipette_bwcache_group_name(h->bw, g))
-				snprintf(name, sizeof(name), "switch %d", g);
-			else
-				snprintf(name, sizeof(name), "%.60s", pipette_bwcache_group_name(h->bw, g));
-			if (runs++ % every == 0)
-				heat_label(f, h, (start + k) / 2.0, name);
-			start = k;
-		}
+	if (every > 1 && heat_switch(h, 0) >= 0 && runs > 1 && h->side / runs >= 6) {
+		heat_switch_labels(f, h, runs);
 		return;
 	}
-	every = (int)ceil(40 / per);
 	for (k = 0; k < h->n; k += every)
 		heat_label(f, h, k + 0.5, pipette_bwcache_node_name(h->bw, h->idx[k]));
 }
