@@ -89,6 +89,8 @@ static void range(struct panel *p, const struct point *pt, int n)
 	}
 	if (!n)
 		lo = 0, hi = 1;
+	/* at least a factor of 1.25, so that the +-10% lines show */
+	lo = fmin(lo, hi / 1.25);
 	p->log = lo > 0 && hi / lo > LOG_SPAN;
 	if (p->log) {
 		p->nticks = svg_log_ticks(lo, hi, p->tick, 32);
@@ -153,6 +155,8 @@ static void guides(FILE *out, const struct panel *p)
 	for (k = 0; k < 3; k++) {
 		double x1 = fmax(p->lo, p->lo / f[k]), x2 = fmin(p->hi, p->hi / f[k]);
 
+		if (!(x2 > x1))
+			continue;	/* the line misses a range narrower than the band */
 		fprintf(out, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' "
 			"stroke-dasharray='%s'/>\n", px(p, x1), py(p, x1 * f[k]), px(p, x2),
 			py(p, x2 * f[k]), k ? "#888" : "#333", k ? "5 3" : "none");
@@ -322,9 +326,13 @@ static void model_legend(FILE *out, const struct models *md, double y)
 		fprintf(out, "<circle cx='%.1f' cy='%.1f' r='4.5' fill='%s' stroke='#333' "
 			"stroke-width='0.4'/><text x='%.1f' y='%.1f'>", x + 5, y + 6,
 			model_colour[k], x + 14, y + 10);
+		char count[24];
+		int len = snprintf(count, sizeof(count), " (%d)", md->count[k]);
+
 		svg_escaped(out, md->name[k][0] ? md->name[k] : "not recorded");
-		fprintf(out, " (%d)</text>\n", md->count[k]);
-		x += 14 + 7.0 * (double)strlen(md->name[k][0] ? md->name[k] : "not recorded") + 44;
+		fprintf(out, "%s</text>\n", count);
+		len += (int)strlen(md->name[k][0] ? md->name[k] : "not recorded");
+		x += 14 + 7.0 * len + 24;	/* 7 px a character at 12 px */
 	}
 }
 
