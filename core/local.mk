@@ -7,7 +7,7 @@ noinst_LTLIBRARIES += core/libpipette.la
 core_libpipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(NETTLE_CFLAGS)
 core_libpipette_la_LIBADD = $(JSONC_LIBS) $(NETTLE_LIBS) -lm
 core_libpipette_la_SOURCES = \
-	core/inputs/error.c core/inputs/error.h core/inputs/limits.h core/inputs/rng.h core/inputs/json.c core/inputs/json.h \
+	core/inputs/error.c core/inputs/error.h core/inputs/limits.h core/inputs/progress.h core/inputs/rng.h core/inputs/json.c core/inputs/json.h \
 	core/inputs/readfile.c core/inputs/readfile.h core/inputs/versions.c core/inputs/versions.h \
 	core/inputs/model.c core/inputs/model.h \
 	core/inputs/hardware.c core/inputs/hardware.h \
@@ -28,7 +28,7 @@ pipette_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(SLURM_CPPFLAGS)
 pipette_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) $(SLURM_LDFLAGS) $(SLURM_LIBS) -lm
 pipette_SOURCES = \
 	core/cli/main.c core/cli/cli.h core/cli/args.c \
-	core/cli/cmd_list.c core/cli/cmd_estimate.c
+	core/cli/cmd_list.c core/cli/cmd_estimate.c core/cli/progress.c core/cli/progress.h
 
 # Pipeline schedule timeline as SVG (schedule.h).
 core_libpipette_la_SOURCES += core/render/timeline_svg.c
@@ -38,7 +38,8 @@ core_libpipette_la_SOURCES += core/inputs/bwcache.c core/inputs/bwcache.h core/i
 	core/inputs/bwcache_io.c core/inputs/bwcache_parse.c core/inputs/bwmat.c core/inputs/bwscan.c \
 	core/inputs/bwgroup.c core/inputs/bwimport.c core/inputs/bwgen.c \
 	core/inputs/cluster.c core/inputs/cluster.h
-pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h
+pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h \
+	core/cli/svg.c core/cli/svg.h
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/plan/search.c core/plan/search.h core/plan/mapping.c \

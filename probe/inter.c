@@ -594,7 +594,9 @@ static int root_run(const struct pipette_probe_inter_cfg *cfg, struct peer *pp,
 			    wanted(cfg, pp[k].name, pp[q].name))
 				done++;
 		}
-		if (cfg->progress)
+		if (cfg->tty.fn)
+			pipette_progress_report(&cfg->tty, "pairs measured", done, total);
+		else if (cfg->progress)
 			fprintf(cfg->progress, "pipette-probe: round %d of %d done, "
 				"%ld of %ld pairs measured, %.1f s\n", round + 1, R,
 				done, total, pipette_probe_now() - t_start);

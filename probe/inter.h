@@ -24,6 +24,7 @@
 
 #include "args.h"
 #include "inputs/error.h"
+#include "inputs/progress.h"
 
 struct pipette_probe_link_ops {
 	const char *tool;	/* provenance, e.g. "pipette-probe tcp" */
@@ -75,6 +76,10 @@ struct pipette_probe_inter_cfg {
 	int n_only;
 	const struct pipette_probe_link_ops *ops;
 	FILE *progress;		/* rank 0's progress lines; NULL = quiet */
+	/* Rank 0 on a terminal: the rounds as one line redrawn in place
+	 * (core/cli/progress.h) instead of a line per round; fn NULL: the
+	 * lines, for the job's log. */
+	struct pipette_progress tty;
 };
 
 /* Run the tournament.  On rank 0, *out receives the result (also when

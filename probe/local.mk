@@ -26,7 +26,8 @@ probe_libprobe_la_LIBADD += $(NCCL_LIBS)
 endif
 
 bin_PROGRAMS += pipette-probe
-pipette_probe_SOURCES = probe/main.c core/cli/hostlist.c core/cli/hostlist.h
+pipette_probe_SOURCES = probe/main.c core/cli/hostlist.c core/cli/hostlist.h \
+	core/cli/progress.c core/cli/progress.h
 pipette_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/probe -I$(top_srcdir)/core/cli $(SLURM_CPPFLAGS)
 pipette_probe_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 pipette_probe_LDADD = probe/libprobe.la core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) $(SLURM_LDFLAGS) $(SLURM_LIBS) -lm

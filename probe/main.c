@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "hostlist.h"
+#include "progress.h"
 #include "gpu.h"
 #include "inter.h"
 #include "results.h"
@@ -147,6 +148,7 @@ static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 	struct pipette_probe_result *r = NULL;
 	struct pipette_bwcache *bw = NULL;
 	struct pipette_err e;
+	struct cli_progress tty;
 	char **only = NULL;
 	int n_only = 0, rc = EXIT_FAILED, i;
 
@@ -180,7 +182,12 @@ static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 		}
 		cfg.ops = nccl;
 	}
-	if (pipette_probe_inter_run(&cfg, &r, &e)) {
+	if (t.rank == 0)
+		cli_progress_start(&tty, "pipette-probe", &cfg.tty);
+	i = pipette_probe_inter_run(&cfg, &r, &e);
+	if (t.rank == 0)
+		cli_progress_end(&tty);
+	if (i) {
 		fail(EXIT_FAILED, &e);
 		goto out;
 	}

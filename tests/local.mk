@@ -290,6 +290,10 @@ tests_unit_test_readfile_LDADD = $(TEST_LDADD)
 # layers (README, "Architecture"), and no function is longer than 120
 # lines.  `make graph` redraws doc/core-layers.svg (Graphviz: dot and tred,
 # Debian package graphviz; not needed to build or test).
+# Every SVG rendered by librsvg (tests/svg.sh), and the progress line on
+# terminals only (tests/progress.sh, under util-linux's script).
+TESTS += tests/svg.sh tests/progress.sh
+EXTRA_DIST += tests/svg.sh tests/progress.sh
 TESTS += tests/layers.sh tests/funclen.sh
 EXTRA_DIST += tests/layers.sh tests/funclen.sh tests/golden/run.sh doc/core-layers.svg
 graph:

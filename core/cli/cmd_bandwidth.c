@@ -12,6 +12,7 @@
 #include "inputs/hardware.h"
 #include "hostlist.h"
 #include "inputs/limits.h"
+#include "svg.h"
 
 /* Figures older than this are used with a warning; `--stale-days`
  * changes it.  A site policy, not a measurement: links degrade and get
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: pipette bandwidth validate FILE... [--stale-days D] [--now TIME]\n"
 "       pipette bandwidth show FILE [--nodes LIST] [--worst K] [--svg OUT]\n"
+"                              [--switch-size S] [--nvlink-domain N] [--gpu TYPE]\n"
 "                              [--stale-days D] [--now TIME]\n"
 "       pipette bandwidth import --from pipette-legacy|nccl-tests IN... -o OUT\n"
 "                              [--pair A,B] [--bytes N] [--tool NAME]\n"
@@ -45,6 +47,10 @@ static void usage(FILE *f)
 "          reason)\n"
 "show      per-node min/median/max of outgoing, incoming and intra-node\n"
 "          bandwidth and the worst links; --svg draws the node x node heatmap\n"
+"          (viridis, GB/s; beyond 256 nodes each cell is the median of a\n"
+"          block of node pairs) with lines between switches (the cache's\n"
+"          groups, or runs of --switch-size nodes) and NVLink domains\n"
+"          (--nvlink-domain GPUs, or the --gpu type's domain)\n"
 "import    convert Pipette's {\"gpus\",\"bandwidth\"} JSON or nccl-tests text\n"
 "          output; an nccl-tests file holds one node pair, named by its\n"
 "          '#  Rank N ... on HOST device D' lines or by --pair A,B (one file);\n"
@@ -230,85 +236,372 @@ static int cmp_link(const void *pa, const void *pb)
 	return (x->b > y->b) - (x->b < y->b);
 }
 
-static void svg_text(FILE *f, const char *s)
+/* ---- the heatmap (show --svg) ------------------------------------- */
+
+#define HEAT_MAX_CELLS 256	/* cells per side: beyond, nodes share a cell */
+#define HEAT_SIDE 768.0		/* px: the matrix's side at most */
+#define HEAT_MIN_GAP 6.0	/* px: boundaries closer than this are left out */
+#define HEAT_LOG_SPAN 8.0	/* greatest / least figure beyond which the scale is log */
+
+struct heat {
+	const struct pipette_bwcache *bw;
+	const int *idx;		/* the nodes shown, cache indices */
+	int n, block, cells;	/* nodes per cell (a side), cells per side */
+	double cell, side;	/* px */
+	double x0, y0;		/* the matrix's top-left corner */
+	/* The colour scale, GB/s: linear over round ticks, or logarithmic
+	 * (1-2-5 ticks) when the figures span more than HEAT_LOG_SPAN, as
+	 * NVLink inside a domain and the network between nodes do. */
+	int log;
+	double tick[32];
+	int nticks;
+	long switch_size;	/* --switch-size; 0: the cache's groups */
+	int domain_nodes;	/* nodes per NVLink domain; <= 1: none */
+	double *v;		/* scratch: block x block figures */
+	struct heat_stat {	/* per cell: its figures' median, least, greatest */
+		double med, lo, hi;
+		int k;		/* how many (0: none measured) */
+	} *stat;		/* cells x cells */
+};
+
+/* Cell (I, J): the median, least and greatest measured figure of its
+ * node pairs (off the diagonal); returns how many there are. */
+static int heat_cell(const struct heat *h, int I, int J, double *med, double *lo, double *hi)
 {
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '>')
-			fputs("&gt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
+	int i, j, k = 0, i1 = (I + 1) * h->block, j1 = (J + 1) * h->block;
+
+	for (i = I * h->block; i < i1 && i < h->n; i++)
+		for (j = J * h->block; j < j1 && j < h->n; j++) {
+			struct pipette_bw_figure f;
+
+			if (i != j && pipette_bwcache_inter(h->bw, h->idx[i], h->idx[j], &f) == 1)
+				h->v[k++] = f.gbps;
+		}
+	if (!k)
+		return 0;
+	qsort(h->v, (size_t)k, sizeof(double), cmp_double);
+	*lo = h->v[0];
+	*hi = h->v[k - 1];
+	*med = k % 2 ? h->v[k / 2] : (h->v[k / 2 - 1] + h->v[k / 2]) / 2;
+	return k;
+}
+
+static void heat_tooltip(FILE *f, const struct heat *h, int I, int J, int k, double med,
+			 double lo, double hi)
+{
+	const struct pipette_bwcache *bw = h->bw;
+	int a1 = (I + 1) * h->block - 1, b1 = (J + 1) * h->block - 1;
+
+	if (h->block == 1) {
+		fprintf(f, "<title>%s -&gt; %s: %.2f GB/s</title>",
+			pipette_bwcache_node_name(bw, h->idx[I]),
+			pipette_bwcache_node_name(bw, h->idx[J]), med);
+		return;
+	}
+	fprintf(f, "<title>%s..%s -&gt; %s..%s: median %.2f GB/s (least %.2f, greatest %.2f; "
+		"%d pairs)</title>", pipette_bwcache_node_name(bw, h->idx[I * h->block]),
+		pipette_bwcache_node_name(bw, h->idx[a1 < h->n ? a1 : h->n - 1]),
+		pipette_bwcache_node_name(bw, h->idx[J * h->block]),
+		pipette_bwcache_node_name(bw, h->idx[b1 < h->n ? b1 : h->n - 1]), med, lo, hi, k);
+}
+
+/* The cells, coloured by their median on the viridis scale; grey where
+ * nothing is measured, white on the diagonal of single nodes. */
+/* A figure's place on the colour scale, 0 to 1. */
+static double heat_t(const struct heat *h, double gbps)
+{
+	double a = h->tick[0], b = h->tick[h->nticks - 1];
+
+	if (h->log)
+		return log(gbps / a) / log(b / a);
+	return (gbps - a) / (b - a);
+}
+
+/* Every cell's figures, and the range of what the cells show (their
+ * medians: the colour scale spans what is drawn). */
+static void heat_measure(struct heat *h, double *lo, double *hi)
+{
+	int I, J;
+
+	*lo = NAN;
+	*hi = NAN;
+	for (I = 0; I < h->cells; I++)
+		for (J = 0; J < h->cells; J++) {
+			struct heat_stat *c = &h->stat[(size_t)I * h->cells + J];
+
+			c->k = heat_cell(h, I, J, &c->med, &c->lo, &c->hi);
+			if (c->k && !(c->med >= *lo))
+				*lo = c->med;
+			if (c->k && !(c->med <= *hi))
+				*hi = c->med;
+		}
+}
+
+static void heat_matrix(FILE *f, const struct heat *h)
+{
+	int I, J;
+
+	/* whole pixels and crisp edges: no seams between neighbouring cells */
+	fputs("<g shape-rendering=\"crispEdges\">\n", f);
+	for (I = 0; I < h->cells; I++)
+		for (J = 0; J < h->cells; J++) {
+			const struct heat_stat *c = &h->stat[(size_t)I * h->cells + J];
+			char col[8];
+
+			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+				"fill=\"%s\"", h->x0 + J * h->cell, h->y0 + I * h->cell, h->cell,
+				h->cell, c->k ? svg_viridis(heat_t(h, c->med), col) :
+				h->block == 1 && I == J ? "#ffffff" : "#bdbdbd");
+			if (!c->k) {
+				fputs("/>\n", f);
+				continue;
+			}
+			fputc('>', f);
+			heat_tooltip(f, h, I, J, c->k, c->med, c->lo, c->hi);
+			fputs("</rect>\n", f);
+		}
+	fputs("</g>\n", f);
+	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
+		"stroke=\"#000000\" stroke-width=\"0.8\"/>\n", h->x0, h->y0, h->side, h->side);
+}
+
+/* The switch (or group) of the node shown at position k: --switch-size
+ * runs in the order shown, else the cache's groups (-1: none). */
+static int heat_switch(const struct heat *h, int k)
+{
+	if (h->switch_size > 0)
+		return (int)(k / h->switch_size);
+	return pipette_bwcache_node_group(h->bw, h->idx[k]);
+}
+
+/* Lines across the matrix between switches; none when they would crowd
+ * closer than HEAT_MIN_GAP.  Returns 1 when drawn, 0 when there are no
+ * switches, -1 when left out. */
+static int heat_switches(FILE *f, const struct heat *h)
+{
+	int k, count = 0;
+
+	for (k = 1; k < h->n; k++)
+		count += heat_switch(h, k) != heat_switch(h, k - 1);
+	if (!count)
+		return 0;
+	if (h->side / (count + 1) < HEAT_MIN_GAP)
+		return -1;
+	fputs("<g stroke=\"#000000\" stroke-width=\"0.8\">\n", f);
+	for (k = 1; k < h->n; k++) {
+		double at = (double)k / h->block * h->cell;
+
+		if (heat_switch(h, k) != heat_switch(h, k - 1))
+			fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>"
+				"<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n",
+				h->x0 + at, h->y0, h->x0 + at, h->y0 + h->side,
+				h->x0, h->y0 + at, h->x0 + h->side, h->y0 + at);
+	}
+	fputs("</g>\n", f);
+	return 1;
+}
+
+/* Each NVLink domain (runs of domain_nodes nodes in the order shown) as a
+ * dashed square on the diagonal, where its nodes meet; the same returns. */
+static int heat_domains(FILE *f, const struct heat *h)
+{
+	double per = h->cell / h->block;	/* px per node */
+	int k;
+
+	if (h->domain_nodes <= 1 || h->domain_nodes >= h->n)
+		return 0;
+	if (h->domain_nodes * per < HEAT_MIN_GAP)
+		return -1;
+	fputs("<g stroke=\"#e7298a\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\" "
+	      "fill=\"none\">\n", f);
+	for (k = 0; k < h->n; k += h->domain_nodes) {
+		int e = k + h->domain_nodes < h->n ? k + h->domain_nodes : h->n;
+
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n",
+			h->x0 + k * per, h->y0 + k * per, (e - k) * per, (e - k) * per);
+	}
+	fputs("</g>\n", f);
+	return 1;
+}
+
+/* One label on both axes at node position `at` (fractional, centred). */
+static void heat_label(FILE *f, const struct heat *h, double at, const char *text)
+{
+	double p = at / h->block * h->cell;
+
+	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\">", h->x0 - 4, h->y0 + p + 3);
+	svg_escaped(f, text);
+	fprintf(f, "</text><text transform=\"translate(%.2f,%.2f) rotate(-90)\">",
+		h->x0 + p + 3, h->y0 - 4);
+	svg_escaped(f, text);
+	fputs("</text>\n", f);
+}
+
+/* The switches' names at their middles, every one while they are 24 px
+ * apart, else every k-th. */
+static void heat_switch_labels(FILE *f, const struct heat *h, int runs)
+{
+	int every = (int)ceil(24 / (h->side / runs)), start = 0, k;
+
+	for (runs = 0, k = 1; k <= h->n; k++) {
+		int g = heat_switch(h, start);
+		char name[64];
+
+		if (k < h->n && heat_switch(h, k) == g)
+			continue;
+		if (h->switch_size > 0 || !pipette_bwcache_group_name(h->bw, g))
+			snprintf(name, sizeof(name), "switch %d", g);
 		else
-			fputc(*s, f);
+			snprintf(name, sizeof(name), "%.60s", pipette_bwcache_group_name(h->bw, g));
+		if (runs++ % every == 0)
+			heat_label(f, h, (start + k) / 2.0, name);
+		start = k;
 	}
 }
 
-/* Node x node heatmap: row = sender, column = receiver; red = slowest,
- * green = fastest measured figure, grey = unmeasured. */
-static int write_svg(const char *path, const struct pipette_bwcache *bw,
-		     const int *idx, int n, double lo, double hi, const char *title)
+/* Axis labels: every node while they fit (12 px apart), else the
+ * switches while they are 6 px apart, else every k-th node. */
+static void heat_labels(FILE *f, const struct heat *h)
 {
-	int cell = n <= 16 ? 28 : n <= 64 ? 10 : n <= 256 ? 4 : 2;
-	int labels = n <= 64, margin = labels ? 110 : 20, top = 50;
-	int w = margin + n * cell + 20, h = top + margin + n * cell + 40;
-	FILE *f = fopen(path, "w");
-	int i, j;
+	double per = h->cell / h->block;	/* px per node */
+	int k, runs = 1, every = per >= 12 ? 1 : (int)ceil(40 / per);
 
-	if (!f)
-		return cli_error("%s: cannot write: %m", path);
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		"height=\"%d\" font-family=\"sans-serif\" font-size=\"10\">\n", w, h);
-	fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">");
-	svg_text(f, title);
-	fprintf(f, "</text>\n<text x=\"10\" y=\"38\">row sends to column; GB/s "
-		"from %.2f (red) to %.2f (green); grey = unmeasured</text>\n", lo, hi);
-	for (i = 0; i < n; i++) {
-		if (labels) {
-			fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
-				margin - 4, top + margin + i * cell + cell / 2 + 3);
-			svg_text(f, pipette_bwcache_node_name(bw, idx[i]));
-			fprintf(f, "</text>\n<text transform=\"translate(%d,%d) "
-				"rotate(-90)\">", margin + i * cell + cell / 2 + 3,
-				top + margin - 4);
-			svg_text(f, pipette_bwcache_node_name(bw, idx[i]));
-			fprintf(f, "</text>\n");
-		}
-		for (j = 0; j < n; j++) {
-			struct pipette_bw_figure fig;
-			const char *fill = "#dddddd";
-			char col[48];
-
-			if (i != j && pipette_bwcache_inter(bw, idx[i], idx[j], &fig) == 1) {
-				double t = hi > lo ? (fig.gbps - lo) / (hi - lo) : 1.0;
-
-				snprintf(col, sizeof(col), "hsl(%d,70%%,45%%)",
-					 (int)lround(120.0 * t));
-				fill = col;
-			} else if (i == j) {
-				fill = "#ffffff";
-			}
-			fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-				"fill=\"%s\"", margin + j * cell, top + margin + i * cell,
-				cell, cell, fill);
-			if (i != j && fill[0] == 'h')
-				fprintf(f, "><title>%s -&gt; %s: %.2f GB/s</title></rect>\n",
-					pipette_bwcache_node_name(bw, idx[i]),
-					pipette_bwcache_node_name(bw, idx[j]), fig.gbps);
-			else
-				fprintf(f, "/>\n");
-		}
+	for (k = 1; k < h->n && every > 1; k++)
+		runs += heat_switch(h, k) != heat_switch(h, k - 1);
+	if (every > 1 && heat_switch(h, 0) >= 0 && runs > 1 && h->side / runs >= 6) {
+		heat_switch_labels(f, h, runs);
+		return;
 	}
-	fprintf(f, "</svg>\n");
-	if (fclose(f) != 0)
-		return cli_error("%s: write error", path);
-	return 0;
+	for (k = 0; k < h->n; k += every)
+		heat_label(f, h, k + 0.5, pipette_bwcache_node_name(h->bw, h->idx[k]));
+}
+
+/* The colour bar in GB/s at round values, and what grey and the lines mean. */
+static void heat_colourbar(FILE *f, const struct heat *h, int sw, int dom)
+{
+	double x = h->x0 + h->side + 24, y = h->y0, ht = fmax(h->side, 200), ly;
+	int k;
+
+	fputs("<defs><linearGradient id=\"viridis\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n", f);
+	svg_viridis_stops(f);
+	fputs("</linearGradient></defs>\n", f);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">GB/s%s</text>\n"
+		"<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"%.1f\" fill=\"url(#viridis)\" "
+		"stroke=\"#000000\" stroke-width=\"0.5\"/>\n", x, y - 8,
+		h->log ? " (log scale)" : "", x, y, ht);
+	for (k = 0; k < h->nticks; k++) {
+		double yy = y + ht - heat_t(h, h->tick[k]) * ht;
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#000000\"/>"
+			"<text x=\"%.1f\" y=\"%.2f\">%g</text>\n", x + 18, yy, x + 23, yy, x + 26,
+			yy + 3.5, h->tick[k]);
+	}
+	ly = y + ht + 24;
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"12\" fill=\"#bdbdbd\"/>"
+		"<text x=\"%.1f\" y=\"%.1f\">unmeasured</text>\n", x, ly, x + 24, ly + 10);
+	if (sw) {
+		ly += 18;
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" "
+			"stroke-width=\"0.8\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ly + 6,
+			x + 18, ly + 6, x + 24, ly + 10,
+			sw > 0 ? "switch boundary" : "switches: too many to draw");
+	}
+	if (dom) {
+		ly += 18;
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"12\" fill=\"none\" "
+			"stroke=\"#e7298a\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ly, x + 24, ly + 10,
+			dom > 0 ? "NVLink domain" : "NVLink domains: too small to draw");
+	}
+}
+
+static void heat_scale(struct heat *h, double lo, double hi)
+{
+	struct svg_ticks t;
+	int k;
+
+	h->log = lo > 0 && hi / lo > HEAT_LOG_SPAN;
+	if (h->log) {
+		h->nticks = svg_log_ticks(lo, hi, h->tick, 32);
+		return;
+	}
+	svg_nice_ticks(isnan(lo) ? 0 : lo, isnan(hi) ? 1 : hi, 6, &t);
+	for (k = 0; k < 32 && t.first + k * t.step <= t.last + t.step / 2; k++)
+		h->tick[k] = t.first + k * t.step;
+	h->nticks = k;
+}
+
+static void heat_head(FILE *f, const struct heat *h, const char *file, double w, double ht)
+{
+	const char *base = strrchr(file, '/');
+
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/"
+		"2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		"font-family=\"sans-serif\" font-size=\"10\">\n<rect width=\"100%%\" height=\"100%%\" "
+		"fill=\"#ffffff\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\">Inter-node bandwidth, "
+		"%d nodes (", w, ht, w, ht, h->n);
+	svg_escaped(f, base ? base + 1 : file);
+	fputs(")</text>\n<text x=\"10\" y=\"37\" font-size=\"11\" fill=\"#444444\">row sends to "
+	      "column; ", f);
+	if (h->block == 1)
+		fputs("one cell per node pair", f);
+	else
+		fprintf(f, "each cell the median of %d x %d node pairs (its tooltip: least and "
+			"greatest)", h->block, h->block);
+	fputs("</text>\n", f);
+}
+
+/* Node x node heatmap (row = sender, column = receiver) on the viridis
+ * scale, with a colour bar, switch and NVLink-domain boundaries. */
+static int write_svg(const char *path, const char *file, struct heat *h)
+{
+	double margin = 16, w, ht, lo, hi;
+	FILE *f;
+	int k, sw, dom, rc = 0;
+
+	for (k = 0; k < h->n && h->n <= 4 * HEAT_MAX_CELLS; k++)
+		margin = fmax(margin, 10 + 6.0 * (double)strlen(pipette_bwcache_node_name(h->bw,
+										    h->idx[k])));
+	margin = fmin(fmax(margin, 60), 160);
+	h->block = (h->n + HEAT_MAX_CELLS - 1) / HEAT_MAX_CELLS;
+	h->cells = (h->n + h->block - 1) / h->block;
+	h->cell = fmin(28, floor(HEAT_SIDE / h->cells));
+	h->side = h->cell * h->cells;
+	h->x0 = margin + 10;
+	h->y0 = 50 + margin;
+	h->v = malloc(sizeof(double) * (size_t)h->block * (size_t)h->block);
+	h->stat = malloc(sizeof(*h->stat) * (size_t)h->cells * (size_t)h->cells);
+	f = h->v && h->stat ? fopen(path, "w") : NULL;
+	if (!f) {
+		free(h->v);
+		free(h->stat);
+		return h->v && h->stat ? cli_error("%s: cannot write: %m", path) :
+					 cli_error("out of memory");
+	}
+	heat_measure(h, &lo, &hi);
+	heat_scale(h, lo, hi);
+	w = h->x0 + h->side + 250;
+	ht = h->y0 + fmax(h->side, 200) + 90;
+	heat_head(f, h, file, w, ht);
+	heat_matrix(f, h);
+	sw = heat_switches(f, h);
+	dom = heat_domains(f, h);
+	heat_labels(f, h);
+	heat_colourbar(f, h, sw, dom);
+	fputs("</svg>\n", f);
+	free(h->v);
+	free(h->stat);
+	if (ferror(f))
+		rc = cli_error("%s: write error", path);
+	if (fclose(f) != 0 && !rc)
+		rc = cli_error("%s: write error", path);
+	return rc;
 }
 
 struct show_opts {
 	struct stale_opt so;
-	const char *file, *nodes_spec, *svg;
-	long worst;
+	const char *file, *nodes_spec, *svg, *gpu;
+	long worst, switch_size, nvlink_domain;
 };
 
 static int show_parse(int argc, char **argv, struct show_opts *o)
@@ -318,8 +611,9 @@ static int show_parse(int argc, char **argv, struct show_opts *o)
 
 	o->so.days = BW_STALE_DAYS;
 	o->so.now = time(NULL);
-	o->file = o->nodes_spec = o->svg = NULL;
+	o->file = o->nodes_spec = o->svg = o->gpu = NULL;
 	o->worst = 10;
+	o->switch_size = o->nvlink_domain = 0;
 	for (i = 1; i < argc; i++) {
 		int r = 0;
 
@@ -337,6 +631,17 @@ static int show_parse(int argc, char **argv, struct show_opts *o)
 		} else if (is_opt(argv[i], "--worst")) {
 			if ((r = cli_int("--worst", need(argc, argv, &i), 0, 1000000, &o->worst)))
 				return r;
+		} else if (is_opt(argv[i], "--switch-size")) {
+			if ((r = cli_int("--switch-size", need(argc, argv, &i), 1, PIPETTE_MAX_NODES,
+					 &o->switch_size)))
+				return r;
+		} else if (is_opt(argv[i], "--nvlink-domain")) {
+			if ((r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN,
+					 &o->nvlink_domain)))
+				return r;
+		} else if (is_opt(argv[i], "--gpu")) {
+			if (!(o->gpu = need(argc, argv, &i)))
+				return cli_error("--gpu needs a GPU type");
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return cli_error("bandwidth show: unknown option %.64s", argv[i]);
 		} else if (o->file) {
@@ -348,6 +653,39 @@ static int show_parse(int argc, char **argv, struct show_opts *o)
 	}
 	if (!o->file)
 		return cli_error("bandwidth show: no file given");
+	if (!o->svg && (o->switch_size || o->nvlink_domain || o->gpu))
+		return cli_error("bandwidth show: --switch-size, --nvlink-domain and --gpu draw "
+				 "boundaries in the heatmap: they go with --svg");
+	return 0;
+}
+
+/* Nodes per NVLink domain for the heatmap: --nvlink-domain GPUs (else the
+ * --gpu type's domain) over the GPUs per node (the first node's intra
+ * matrix, else the type's board); 0 when neither option is given. */
+static int show_domain(const struct pipette_bwcache *bw, const struct show_opts *o,
+		       const int *idx, int n, int *nodes)
+{
+	const struct pipette_gpu_spec *spec = NULL;
+	struct pipette_err err;
+	long domain = o->nvlink_domain;
+	int g = n ? pipette_bwcache_node_gpus(bw, idx[0]) : 0;
+
+	*nodes = 0;
+	if (o->gpu && !(spec = pipette_gpu_lookup(o->gpu, &err)))
+		return cli_error("--gpu: %s", err.msg);
+	if (!g && spec)
+		g = spec->gpus_per_node;
+	if (!domain && spec)
+		domain = spec->nvlink_domain_gpus;
+	if (!domain)
+		return 0;
+	if (!g)
+		return cli_error("--nvlink-domain %ld: the cache has no intra-node matrix to tell "
+				 "the GPUs per node; name the type with --gpu", domain);
+	if (domain % g)
+		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
+				 domain, g);
+	*nodes = (int)(domain / g);
 	return 0;
 }
 
@@ -444,7 +782,7 @@ static int do_show(int argc, char **argv)
 	struct pipette_bw_defaults def;
 	struct pipette_err err;
 	struct link_row *links = NULL;
-	double *v = NULL, *all = NULL, med_all = NAN, lo = NAN, hi = NAN;
+	double *v = NULL, *all = NULL, med_all = NAN;
 	char **names = NULL, when[32], s1[40], s2[40], s3[40];
 	int *idx = NULL, n = 0, n_names = 0, n_links = 0, n_all = 0;
 	int i, j, rc = PIPETTE_EXIT_USAGE;
@@ -478,8 +816,6 @@ static int do_show(int argc, char **argv)
 		}
 	if (n_all) {
 		stats(all, n_all, s1, sizeof(s1));
-		lo = all[0];
-		hi = all[n_all - 1];
 		med_all = n_all % 2 ? all[n_all / 2] :
 			(all[n_all / 2 - 1] + all[n_all / 2]) / 2;
 	}
@@ -501,11 +837,10 @@ static int do_show(int argc, char **argv)
 		show_worst(bw, links, n_links, o.worst, med_all);
 	warn_stale(bw, o.file, (const char *const *)names, n_names, o.so.now, o.so.days);
 	if (o.svg) {
-		char title[256];
+		struct heat h = { .bw = bw, .idx = idx, .n = n, .switch_size = o.switch_size };
 
-		snprintf(title, sizeof(title), "%s: inter-node bandwidth, %d nodes",
-			 o.file, n);
-		if (write_svg(o.svg, bw, idx, n, lo, hi, title))
+		if (show_domain(bw, &o, idx, n, &h.domain_nodes) ||
+		    write_svg(o.svg, o.file, &h))
 			goto out;
 	}
 	rc = PIPETTE_EXIT_OK;

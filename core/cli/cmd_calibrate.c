@@ -10,6 +10,7 @@
 #include "learn/calib.h"
 #include "cli.h"
 #include "inputs/hardware.h"
+#include "progress.h"
 #include "inputs/json.h"
 
 static const char usage_text[] =
@@ -46,10 +47,15 @@ static void say_repeats(const char *dir, const char *names, int n)
 int cli_obs_load(const char *opt, const char *dir, struct pipette_observation **obs, int *n)
 {
 	struct pipette_err err;
+	struct pipette_progress tell;
+	struct cli_progress progress;
 	char *skipped = NULL;
-	int nskip = 0;
+	int nskip = 0, rc;
 
-	if (pipette_obs_load_dir(dir, obs, n, &skipped, &nskip, &err))
+	cli_progress_start(&progress, "pipette", &tell);
+	rc = pipette_obs_load_dir_progress(dir, obs, n, &skipped, &nskip, &tell, &err);
+	cli_progress_end(&progress);
+	if (rc)
 		return cli_error("%s: %s", opt, err.msg);
 	if (nskip) {
 		fprintf(stderr, "pipette: warning: %s: %d file(s) left out, not observations "

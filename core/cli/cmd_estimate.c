@@ -614,8 +614,14 @@ int cmd_estimate(int argc, char **argv)
 	}
 	if (o.timeline) {
 		FILE *f = fopen(o.timeline, "w");
+		struct pipette_timeline_info ti = { m.name, &o.cfg, tm.dp_comm_s, 0,
+						    tm.embed_sync_s, tm.optimizer_s, tm.iteration_s };
 
-		if (!f || pipette_sched_write_svg(pipette_timer_sched(timer), f, m.name, &err)) {
+		/* what the step adds past the pipeline besides the embedding
+		 * sync and the optimizer is the DP sync's tail (timing.c) */
+		ti.dp_tail_s = fmax(0, tm.iteration_s - tm.makespan_s - tm.embed_sync_s -
+				    tm.optimizer_s);
+		if (!f || pipette_sched_write_timeline_svg(pipette_timer_sched(timer), &ti, f, &err)) {
 			cli_error("--timeline %s: %s", o.timeline, f ? err.msg : "cannot create");
 			if (f)
 				fclose(f);

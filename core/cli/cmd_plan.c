@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "inputs/limits.h"
 #include "estimate/memory.h"
 #include "plan/plan.h"
@@ -436,7 +437,8 @@ int cmd_plan(int argc, char **argv)
 	struct pipette_err err;
 	const struct pipette_gpu_spec *gpu;
 	char **names = NULL;
-	int n = 0, rc = parse(argc, argv, &o), G;
+	struct cli_progress progress;
+	int n = 0, rc = parse(argc, argv, &o), G, prc;
 
 	if (rc)
 		return rc > 0 ? rc : PIPETTE_EXIT_OK;
@@ -459,7 +461,10 @@ int cmd_plan(int argc, char **argv)
 	cs.node_names = (const char *const *)names;
 	cs.gpus_per_node = G;
 	cs.gpu_ids = o.n_ids ? o.gpu_ids : NULL;
-	if (pipette_plan_compute(&o.req, &cs, &plan, &err)) {
+	cli_progress_start(&progress, "pipette", &o.req.progress);
+	prc = pipette_plan_compute(&o.req, &cs, &plan, &err);
+	cli_progress_end(&progress);
+	if (prc) {
 		rc = pipette_err_code(&err) == PIPETTE_E_NOFIT ? PIPETTE_EXIT_NOFIT
 							       : PIPETTE_EXIT_USAGE;
 		cli_error("%s", err.msg);

@@ -137,9 +137,30 @@ int pipette_sched_event(const struct pipette_sched *s, long i,
 /* Index i (0-based) of rank r's op list: lets callers walk one rank's list. */
 long pipette_sched_rank_op(const struct pipette_sched *s, int r, long i);
 
-/* Write the last simulation's timeline as a standalone SVG document: one
- * row per rank, F/B/W blocks with micro-batch numbers, transfers, a time
- * axis in ms and a legend (core/render/timeline_svg.c).  `title` may be NULL. */
+/* What a timeline says besides the schedule; every field is optional
+ * (NULL or 0: left out). */
+struct pipette_timeline_info {
+	const char *model;			/* the title's first words */
+	const struct pipette_config *cfg;	/* the configuration, in the title */
+	/* The step after the pipeline (s): the data-parallel gradient sync,
+	 * dp_comm_s in all, of which dp_tail_s runs past the pipeline's
+	 * makespan (the rest hides under the cool-down), then the embedding
+	 * sync and the optimizer step; iteration_s is the whole step. */
+	double dp_comm_s, dp_tail_s, embed_sync_s, optimizer_s, iteration_s;
+};
+
+/* Write the last simulation's timeline as a standalone SVG document
+ * (core/render/timeline_svg.c): a title with the configuration and the
+ * bubble share, one row per rank with F/B/W blocks (micro-batch numbers
+ * where they fit, tooltips) and its busy share, transfers, the DP sync and
+ * optimizer step after the pipeline, a time axis and a legend.  A long
+ * run (blocks narrower than a few pixels) is windowed: the warm-up, a
+ * window of the steady state and the cool-down on one time scale, with
+ * break marks saying how much is left out.  `info` may be NULL. */
+int pipette_sched_write_timeline_svg(const struct pipette_sched *s,
+				     const struct pipette_timeline_info *info, FILE *out,
+				     struct pipette_err *err);
+/* The same with only a title (NULL: "pipeline timeline"). */
 int pipette_sched_write_svg(const struct pipette_sched *s, FILE *out,
 			    const char *title, struct pipette_err *err);
 

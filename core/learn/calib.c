@@ -299,6 +299,12 @@ static int obs_parse(struct json_object *root, const char *src, struct pipette_o
 	    pipette_json_string(root, "stack", src, o->stack, sizeof(o->stack), err) ||
 	    job_of(root, src, o, err))
 		return -1;
+	/* the model's name, for the report's points: optional, and a long
+	 * one (a config.json path) is cut rather than refused */
+	o->model[0] = '\0';
+	if (json_object_object_get_ex(root, "model", &v) &&
+	    json_object_get_type(v) == json_type_string)
+		snprintf(o->model, sizeof(o->model), "%s", json_object_get_string(v));
 	if (!json_object_object_get_ex(root, "predicted", &pred) ||
 	    json_object_get_type(pred) != json_type_object)
 		return pipette_fail(err, "%s: predicted: expected an object", src);
@@ -440,6 +446,13 @@ static void note_skip(char **skipped, int *nskip, const char *msg)
 int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int *n,
 			 char **skipped, int *nskip, struct pipette_err *err)
 {
+	return pipette_obs_load_dir_progress(dir, obs, n, skipped, nskip, NULL, err);
+}
+
+int pipette_obs_load_dir_progress(const char *dir, struct pipette_observation **obs, int *n,
+				  char **skipped, int *nskip,
+				  const struct pipette_progress *progress, struct pipette_err *err)
+{
 	char **names;
 	int k, count, rv = 0;
 
@@ -454,6 +467,7 @@ int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int 
 	for (k = 0; k < count && !rv; k++) {
 		struct pipette_err e;
 
+		pipette_progress_report(progress, "reading observations", k, count);
 		/* A store shared by every user: a file that does not parse is
 		 * left out and named, never the end of the site's fit. */
 		if (obs_load(dir, names[k], &(*obs)[*n], &e))

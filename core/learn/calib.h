@@ -21,6 +21,7 @@
 #define PIPETTE_CALIB_H
 
 #include "inputs/error.h"
+#include "inputs/progress.h"
 
 /* The factors of one GPU type and stack; 1, 1 and < 0 (the stack's own
  * reserve) when the site has none. */
@@ -69,6 +70,7 @@ struct pipette_obs_stage {
 struct pipette_observation {
 	char name[256];		/* its file name in the store */
 	char gpu[64], stack[32];
+	char model[64];		/* the model's name, cut to fit ("" when none) */
 	/* Which job it is of: the plan's hash and the log's SHA-256 (hex;
 	 * "" in observations of earlier versions, which have none). */
 	char plan_hash[32], log_sha256[2 * 32 + 1];
@@ -88,6 +90,10 @@ struct pipette_observation {
 #define PIPETTE_OBS_MAX_FILES 100000
 int pipette_obs_load_dir(const char *dir, struct pipette_observation **obs, int *n,
 			 char **skipped, int *nskip, struct pipette_err *err);
+/* The same, telling `progress` (NULL: nobody) each file it reads. */
+int pipette_obs_load_dir_progress(const char *dir, struct pipette_observation **obs, int *n,
+				  char **skipped, int *nskip,
+				  const struct pipette_progress *progress, struct pipette_err *err);
 void pipette_obs_free(struct pipette_observation *obs, int n);
 /* The store's unit is a job: of the observations of one plan and log (the
  * same plan_hash and log_sha256), keep the first in name order and leave

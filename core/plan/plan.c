@@ -374,6 +374,7 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 	if (!p->gpu || check_precisions(p, err))
 		return -1;
 	if (req->bandwidth[0]) {
+		pipette_progress_report(&req->progress, "reading the bandwidth cache", 0, 0);
 		if (pipette_bwcache_load(req->bandwidth, bw, err))
 			return -1;
 		if (req->pin_bandwidth_sha256[0] &&
@@ -389,6 +390,7 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 				return pipette_fail(err, "out of memory");
 		}
 	}
+	pipette_progress_report(&req->progress, "building the cluster's links", 0, 0);
 	*cl = pipette_cluster_create((const char *const *)p->names, p->nodes, p->G,
 				     p->gpu_ids, p->gpu, *bw, 0, err);
 	if (!*cl) {
@@ -425,6 +427,8 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.stack = &p->stack;
 	in.allow_compression = req->allow_compression;
 	in.top_k = req->top_k > MAP_TOP ? req->top_k : MAP_TOP;
+	in.progress = req->progress;
+	pipette_progress_report(&req->progress, "enumerating configurations", 0, 0);
 	if (pipette_search_run(&in, sr, err))
 		return -1;
 	p->sstats = sr->stats;
@@ -473,6 +477,7 @@ static int map_and_rank(struct pipette_plan *p, const struct pipette_cluster *cl
 		if (i >= n_map || (i > 0 && sr->top[i].lower_bound_s >= best_mapped))
 			continue;
 		mo.cutoff = i > 0 ? best_mapped : 0;
+		pipette_progress_report(&p->req.progress, "placing ranks on GPUs", i, n_map);
 		if (pipette_mapping_search(t, &p->model, p->gpu, &e->cfg, cl, &mo, s, &ms[i],
 					   err))
 			goto out;

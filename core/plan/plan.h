@@ -10,6 +10,7 @@
 
 #include "inputs/config.h"
 #include "inputs/error.h"
+#include "inputs/progress.h"
 #include "inputs/readfile.h"
 
 #define PIPETTE_PATH_MAX 1024
@@ -62,6 +63,11 @@ struct pipette_request {
 	char pin_bandwidth_sha256[PIPETTE_HASH_HEX + 1];
 	char pin_model_sha256[PIPETTE_HASH_HEX + 1];
 	char pin_calibration_sha256[PIPETTE_HASH_HEX + 1];
+	/* Told how the plan comes along (progress.h): the inputs read, the
+	 * configurations estimated, the ranks placed.  fn NULL (the
+	 * default, and always in the plugin): nothing is told.  No part of
+	 * the plan depends on it. */
+	struct pipette_progress progress;
 };
 
 /* The cluster the plan is for: Slurm node names, in any order (the plan

@@ -736,6 +736,7 @@ int pipette_search_run(const struct pipette_search_input *in,
 			break;
 		}
 		out->stats.evaluated++;
+		pipette_progress_report(&in->progress, "estimating configurations", i, s.n);
 		if (pipette_time_estimate(t, in->model, in->gpu, &c->cfg, cl, NULL, 0,
 					  &c->time, &e2)) {
 			/* The estimator could not simulate it: never recommend

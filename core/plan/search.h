@@ -39,6 +39,7 @@
 #include "inputs/hardware.h"
 #include "estimate/memory.h"
 #include "inputs/model.h"
+#include "inputs/progress.h"
 #include "estimate/timing.h"
 
 /* What dominated the peak stage of a configuration that did not fit. */
@@ -78,6 +79,9 @@ struct pipette_search_input {
 	/* Transformer layers at the model's ends kept in BF16 under a
 	 * low-precision recipe, on every configuration. */
 	int bf16_first, bf16_last;
+	/* Told each full estimate ("estimating configurations", i of the
+	 * candidates); fn NULL: nothing is told. */
+	struct pipette_progress progress;
 };
 
 struct pipette_candidate {

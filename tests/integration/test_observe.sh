@@ -90,10 +90,12 @@ assert_match "step time: measured [0-9.]+ s \(median of 30 steady steps, 10 warm
 
 run "$PIPETTE_BIN" observe --report "$STORE" --svg "$T_TMP/report.svg"
 assert_rc 0 "observe --report draws the store"
-assert_eq "${#FIXES[@]}" "$(grep -c "fill='#4e79a7' fill-opacity" "$T_TMP/report.svg")" \
+assert_eq "${#FIXES[@]}" "$(grep -c "class='obs-step'" "$T_TMP/report.svg")" \
     "the report has one step-time point per job"
-assert_eq "${#FIXES[@]}" "$(grep -c "fill='#f28e2b' fill-opacity" "$T_TMP/report.svg")" \
+assert_eq "${#FIXES[@]}" "$(grep -c "class='obs-mem'" "$T_TMP/report.svg")" \
     "... and one memory point per stage that reported its peak"
+assert_eq "${#FIXES[@]}" "$(grep -c "<title>job [0-9a-f]\{16\} (.*): llama3-8b on H100.*; step time predicted" \
+    "$T_TMP/report.svg")" "... each step-time point names its job and model"
 run "$PIPETTE_BIN" observe --report "$STORE"
 assert_rc 2 "observe --report without --svg is a usage error"
 

@@ -817,6 +817,66 @@ START_TEST(test_svg)
 }
 END_TEST
 
+/* 256 micro-batches of 1F1B on 4 ranks (t_F 1, t_B 2, links 0.1): the
+ * full axis would give each block 1200 px / ~775 s = 1.5 px per second,
+ * under the renderer's 6 px per block, so the timeline is windowed: two
+ * breaks each labelled "... left out", only the blocks inside the three
+ * windows drawn (fewer than the 2 x 4 x 256 operations, all inside the
+ * plot's 80..1280 px), the simulation's own bubble share in the title,
+ * and the step after the pipeline: the DP sync hidden under the
+ * cool-down and past it, and the optimizer step. */
+START_TEST(test_svg_windowed)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r;
+	struct pipette_timeline_info info;
+	struct pipette_err err;
+	struct times t;
+	char *buf = NULL, want[64], *q;
+	size_t len = 0;
+	long rects = 0, breaks = 0;
+	FILE *f;
+	int i;
+
+	uniform(&t, 4, 1, 2, 0);
+	for (i = 0; i < 3; i++)
+		t.cf[i] = t.cb[i] = 0.1;
+	run(s, PIPETTE_SCHED_1F1B, 4, 1, 256, &t, &r);
+	memset(&info, 0, sizeof(info));
+	info.model = "test-model";
+	info.dp_comm_s = 30;
+	info.dp_tail_s = 5;
+	info.optimizer_s = 2;
+	info.iteration_s = r.makespan + 7;
+	f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(pipette_sched_write_timeline_svg(s, &info, f, &err), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	for (q = buf; (q = strstr(q, "<rect x=\"")); q++) {
+		double x, w;
+		char *tail = strstr(q, ">");
+
+		if (!tail || strncmp(tail, "><title>rank", 12))
+			continue;
+		ck_assert_int_eq(sscanf(q, "<rect x=\"%lf\" y=\"%*f\" width=\"%lf\"", &x, &w), 2);
+		ck_assert(x >= 80 - 1e-9 && x + w <= 1280 + 0.01);
+		rects++;
+	}
+	ck_assert_int_gt(rects, 0);
+	ck_assert_int_lt(rects, r.n_ops);
+	for (q = buf; (q = strstr(q, " left out</text>")); q++)
+		breaks++;
+	ck_assert_int_eq(breaks, 2);
+	snprintf(want, sizeof(want), "bubble %.1f%%", 100 * r.bubble);
+	ck_assert_msg(strstr(buf, want), "no '%s' in the title", want);
+	ck_assert_ptr_nonnull(strstr(buf, "DP gradient sync, hidden under the cool-down"));
+	ck_assert_ptr_nonnull(strstr(buf, "DP gradient sync past the pipeline: 5.000 s"));
+	ck_assert_ptr_nonnull(strstr(buf, "optimizer step: 2.000 s"));
+	free(buf);
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 /* torch.distributed.pipelining's name of a schedule pipette runs as torch
  * does, or -1 (LoopedBFS and the rest: torch-schedules.md §4). */
 static int torch_kind(const char *name)
@@ -1270,6 +1330,7 @@ int main(void)
 	tcase_add_test(tc, test_errors_and_reuse);
 	tcase_add_test(tc, test_shape_cache);
 	tcase_add_test(tc, test_svg);
+	tcase_add_test(tc, test_svg_windowed);
 	tcase_add_test(tc, test_torch_orders);
 	tcase_add_test(tc, test_torch_schedules);
 	tcase_add_loop_test(tc, test_steady_equals_full, 0, PIPETTE_SCHED_COUNT);
