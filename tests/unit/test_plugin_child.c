@@ -151,14 +151,15 @@ static int spin(void *arg, FILE *out)
 
 START_TEST(test_child_cpu_limit)
 {
-	struct pipette_child_limits l = limits(256, 1, 30);
+	/* The wall-clock limit well above the CPU limit: on a loaded machine
+	 * a second of CPU can take tens of seconds, and the message says
+	 * which limit stopped the child. */
+	struct pipette_child_limits l = limits(256, 1, 50);
 	struct pipette_err err;
 	char *text = NULL;
 	size_t len;
-	double t0 = now_s();
 
 	ck_assert_int_eq(pipette_child_run(&l, spin, NULL, &text, &len, &err), -1);
-	ck_assert_double_lt(now_s() - t0, 10.0);
 	ck_assert_msg(strstr(err.msg, "more than 1 s of CPU time") &&
 		      strstr(err.msg, "plan_cpu"), "%s", err.msg);
 }

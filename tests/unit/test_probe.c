@@ -472,7 +472,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("probe");
 	TCase *tc = tcase_create("probe");
 
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 180);	/* the schedules of every n: seconds alone, a minute under a loaded make check */
 	tcase_add_test(tc, test_schedule_all_n);
 	tcase_add_test(tc, test_schedule_by_hand);
 	tcase_add_test(tc, test_fit_exact);
