@@ -257,7 +257,11 @@ assert_eq 0 "$split" "storm: every step that runs has one plan on all $N nodes"
 assert_eq 0 "$ran_failed" "storm: no step runs a task after failing"
 if [ $((ran * 100)) -ge $((STEPS * 95)) ]; then pass "storm: at least 95 % of the $STEPS steps run ($ran)"
 else fail "storm: at least 95 % of the $STEPS steps run" "$ran ran"; fi
-if [ "$bwn" -ge 20 ] && [ "$caln" -ge 10 ] && [ "$plans" -ge 2 ]; then
+# The writers' pace is the machine's (printed above; under the sanitizers
+# a replacement takes about a second): what must hold is that both files
+# were replaced during the storm and the steps pinned more than one
+# content.
+if [ "$bwn" -ge 4 ] && [ "$caln" -ge 4 ] && [ "$plans" -ge 2 ]; then
     pass "storm: the inputs were replaced while the steps launched ($plans plans)"
 else
     fail "storm: the inputs were replaced while the steps launched" "cache $bwn, calibration $caln, plans $plans"
