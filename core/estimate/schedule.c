@@ -1824,6 +1824,16 @@ static void simulate_ops(struct pipette_sched *s, int full)
 	sim_span(s, at, o->n);
 }
 
+int pipette_sched_prepare(struct pipette_sched *s, const struct pipette_sched_input *in,
+			  struct pipette_err *err)
+{
+	if (!s || !in)
+		return pipette_fail(err, "schedule: missing workspace or input");
+	if (!in->t_f || !in->t_b)
+		return pipette_fail(err, "schedule: t_f and t_b are required");
+	return set_shape(s, in, err);
+}
+
 int pipette_sched_simulate(struct pipette_sched *s,
 			   const struct pipette_sched_input *in,
 			   struct pipette_sched_result *out,

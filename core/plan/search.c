@@ -151,8 +151,8 @@ static int consider(struct search *s, const struct pipette_config *c)
 		count_nofit(s->st, c, &mem);
 		return 0;
 	}
-	pipette_memory_estimate(s->in->model, s->in->gpu, c, s->in->mem_fraction, NULL,
-				NULL, &mem);
+	pipette_memory_estimate_rest(s->in->model, s->in->gpu, c, s->in->mem_fraction,
+				     &mem.peak, &mem);
 	if (!mem.fits) {
 		count_nofit(s->st, c, &mem);
 		return 0;
@@ -711,7 +711,7 @@ int pipette_search_run(const struct pipette_search_input *in,
 		struct pipette_time tm;
 
 		reduced(in->model, &s.cand[i].cfg, &r);
-		if (pipette_time_estimate(t, in->model, in->gpu, &r, ideal, NULL, 0, &tm, &e2)) {
+		if (pipette_time_bound(t, in->model, in->gpu, &r, ideal, &tm, &e2)) {
 			/* no bound: estimate it early rather than never */
 			s.cand[i].lower_bound_s = 0;
 			continue;
