@@ -73,34 +73,6 @@ int pipette_name_index(const char *s, const char *const *names, int n)
 	return -1;
 }
 
-/* The layouts as sets of schedule bits: each test is one mask (the
- * search and the memory model ask them per candidate and per layer). */
-#define SCHED_BIT(k) (1u << (k))
-#define SCHED_DUALPIPE (SCHED_BIT(PIPETTE_SCHED_DUALPIPE_V) | SCHED_BIT(PIPETTE_SCHED_DUALPIPE))
-#define SCHED_V (SCHED_BIT(PIPETTE_SCHED_V_MIN) | SCHED_BIT(PIPETTE_SCHED_V_HALF) | \
-		 SCHED_BIT(PIPETTE_SCHED_V_ZB) | SCHED_BIT(PIPETTE_SCHED_ZBV) | SCHED_DUALPIPE)
-#define SCHED_LOOPED (SCHED_BIT(PIPETTE_SCHED_INTERLEAVED) | SCHED_BIT(PIPETTE_SCHED_INTERLEAVED_ZB))
-
-static int sched_in(enum pipette_schedule_kind k, unsigned set)
-{
-	return (unsigned)k < PIPETTE_SCHED_COUNT && (SCHED_BIT(k) & set);
-}
-
-int pipette_schedule_is_v(enum pipette_schedule_kind k)
-{
-	return sched_in(k, SCHED_V);
-}
-
-int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k)
-{
-	return sched_in(k, SCHED_DUALPIPE);
-}
-
-int pipette_schedule_is_looped(enum pipette_schedule_kind k)
-{
-	return sched_in(k, SCHED_LOOPED);
-}
-
 int pipette_schedule_splits_w(enum pipette_schedule_kind k)
 {
 	return k != PIPETTE_SCHED_1F1B && k != PIPETTE_SCHED_INTERLEAVED &&
