@@ -249,20 +249,104 @@ static void fsdp_state(const struct pipette_model *m, const struct pipette_confi
 	out->optimizer_bytes = st->optim_bytes * sharded;
 }
 
+/* A layer's parameters on this GPU, by kind (dense or MoE: the only way
+ * pipette_model_layer_params depends on the layer): dense (attention,
+ * MLP, router and shared experts, split over TP, and the norms) and
+ * routed experts (split over EP x ETP). */
+struct layer_kind {
+	double dense, expert, norms;
+};
+
+static void layer_kind(const struct pipette_model *m, const struct pipette_config *c, int layer,
+		       struct layer_kind *k)
+{
+	struct pipette_layer_params lp;
+
+	pipette_model_layer_params(m, layer, &lp);
+	k->dense = (lp.attn + lp.mlp) / c->tp + lp.norms;
+	k->expert = lp.experts / ((double)c->ep * c->etp);
+	k->norms = lp.norms;
+}
+
+static int moe_layer(const struct pipette_model *m, int layer)
+{
+	return m->experts && pipette_model_is_moe_layer(m, layer);
+}
+
+/* x added n times from 0, in order: what a loop over n layers of one kind
+ * sums, bit for bit. */
+static double repeat_sum(double x, int n)
+{
+	double sum = 0;
+
+	while (n-- > 0)
+		sum += x;
+	return sum;
+}
+
+/* Layers of [first, first + n) in low precision (pipette_config_layer_lowp). */
+static int lowp_layers(const struct pipette_model *m, const struct pipette_config *c,
+		       int first, int n)
+{
+	int lo = first > c->bf16_first ? first : c->bf16_first;
+	int hi = first + n < m->layers - c->bf16_last ? first + n : m->layers - c->bf16_last;
+
+	return c->precision != PIPETTE_PREC_BF16 && hi > lo ? hi - lo : 0;
+}
+
+/* The n layers from `first`, summed layer by layer in order (the sums
+ * are the same, bit for bit, as adding each layer's own figures): their
+ * dense and expert parameters, the largest layer, and the linear
+ * weights of the low-precision ones.  Without experts every layer is of
+ * one kind. */
+static void layers_params(const struct pipette_model *m, const struct pipette_config *c,
+			  int first, int n, double *dense, double *expert, double *largest,
+			  double *lowp)
+{
+	struct layer_kind kinds[2];
+	double d = 0, e = 0, big = 0, lw = 0;
+	int have[2] = { 0, 0 }, any_lowp = c->precision != PIPETTE_PREC_BF16, l;
+
+	if (!m->experts) {
+		if (n > 0) {
+			layer_kind(m, c, first, &kinds[0]);
+			d = repeat_sum(kinds[0].dense, n);
+			e = repeat_sum(kinds[0].expert, n);
+			big = fmax(0.0, kinds[0].dense + kinds[0].expert);
+			lw = repeat_sum(kinds[0].dense + kinds[0].expert - kinds[0].norms,
+					lowp_layers(m, c, first, n));
+		}
+		*dense = d, *expert = e, *largest = big, *lowp = lw;
+		return;
+	}
+	for (l = first; l < first + n; l++) {
+		int moe = pipette_model_is_moe_layer(m, l);
+		const struct layer_kind *k = &kinds[moe];
+		double lpar;
+
+		if (!have[moe]) {
+			layer_kind(m, c, l, &kinds[moe]);
+			have[moe] = 1;
+		}
+		d += k->dense;
+		e += k->expert;
+		lpar = k->dense + k->expert;
+		if (lpar > big)
+			big = lpar;
+		if (any_lowp && pipette_config_layer_lowp(m, c, l))
+			lw += lpar - k->norms;
+	}
+	*dense = d, *expert = e, *largest = big, *lowp = lw;
+}
+
+/* The stage's own parameters beyond its layers: the embedding, the
+ * output layer, the final norm and the MTP modules. */
 static void stage_params(const struct pipette_model *m, const struct pipette_config *c,
 			 int stage, double *dense, double *expert)
 {
 	struct pipette_layer_params lp;
-	int first = pipette_config_stage_first_layer(m, c, stage);
-	int n = pipette_config_stage_layers(m, c, stage), l;
 	double emb = pipette_model_embedding_params(m) / c->tp;
 
-	*dense = *expert = 0;
-	for (l = first; l < first + n; l++) {
-		pipette_model_layer_params(m, l, &lp);
-		*dense += (lp.attn + lp.mlp) / c->tp + lp.norms;
-		*expert += lp.experts / ((double)c->ep * c->etp);
-	}
 	if (stage == 0)
 		*dense += emb;
 	if (stage == pipette_config_last_rank(c)) {
@@ -321,24 +405,54 @@ static double stage_layer_activations(const struct pipette_model *m,
 				      const struct pipette_config *c, int first, int n)
 {
 	double kinds[2][2], act = 0;
-	int have[2][2] = { { 0, 0 }, { 0, 0 } }, l;
+	int have[2][2] = { { 0, 0 }, { 0, 0 } }, l, full = c->recompute == PIPETTE_RECOMPUTE_FULL;
 
+	if (!m->experts && !full)	/* one kind */
+		return n > 0 ? repeat_sum(pipette_memory_layer_activations(m, c, first), n) : 0;
 	for (l = first; l < first + n; l++) {
-		int moe = pipette_model_is_moe_layer(m, l);
-		int keep = !pipette_config_layer_recomputed(c, l - first) &&
-			   c->recompute == PIPETTE_RECOMPUTE_FULL;
+		int moe = moe_layer(m, l);
+		int keep = full && !pipette_config_layer_recomputed(c, l - first);
 
 		if (!have[moe][keep]) {
-			struct pipette_config kept = *c;
+			struct pipette_config kept;
 
-			if (keep)
+			if (keep) {
+				kept = *c;
 				kept.recompute = PIPETTE_RECOMPUTE_NONE;
-			kinds[moe][keep] = pipette_memory_layer_activations(m, &kept, l);
+			}
+			kinds[moe][keep] = pipette_memory_layer_activations(m, keep ? &kept : c, l);
 			have[moe][keep] = 1;
 		}
 		act += kinds[moe][keep];
 	}
 	return act;
+}
+
+/* Full recomputation's backward recomputes one layer at a time: the
+ * largest layer's activations for one micro-batch, as the stack keeps
+ * them while recomputing.  A layer's figure depends on it only through
+ * its kind (MoE or dense) and its precision (low or BF16), so each kind
+ * is computed once. */
+static double worst_recomputed_layer(const struct pipette_model *m,
+				     const struct pipette_config *c, int first, int n)
+{
+	struct pipette_config full = *c;
+	double kinds[2][2], worst = 0;
+	int have[2][2] = { { 0, 0 }, { 0, 0 } }, any_lowp = c->precision != PIPETTE_PREC_BF16, l;
+
+	full.recompute = pipette_config_stack(c)->selective_ops ? PIPETTE_RECOMPUTE_NONE
+								: PIPETTE_RECOMPUTE_SELECTIVE;
+	for (l = first; l < first + n; l++) {
+		int moe = moe_layer(m, l), lowp = any_lowp && pipette_config_layer_lowp(m, c, l);
+
+		if (have[moe][lowp])
+			continue;
+		kinds[moe][lowp] = pipette_memory_layer_activations(m, &full, l);
+		have[moe][lowp] = 1;
+		if (kinds[moe][lowp] > worst)
+			worst = kinds[moe][lowp];
+	}
+	return worst;
 }
 
 /* Bytes per linear weight of a low-precision layer beyond its BF16
@@ -370,13 +484,13 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 			  double inflight, struct pipette_stage_memory *out)
 {
 	const struct pipette_stack *st = pipette_config_stack(c);
-	double dense, expert, act = 0, worst = 0, s = (double)c->seq_len / c->cp, transient;
+	double dense, expert, act = 0, s = (double)c->seq_len / c->cp, transient;
 	double b = c->micro_batch, t = c->tp;
 	double dp_opt = c->distributed_optimizer ? (double)c->dp * c->cp : 1.0;
 	double edp_opt = c->distributed_optimizer
 		? (double)c->dp * c->cp * c->tp / ((double)c->ep * c->etp) : 1.0;
 	int first = pipette_config_stage_first_layer(m, c, stage);
-	int n = pipette_config_stage_layers(m, c, stage), l;
+	int n = pipette_config_stage_layers(m, c, stage);
 	double lowp_params = 0;	/* linear weights of the stage's low-precision layers */
 
 	memset(out, 0, sizeof(*out));
@@ -387,20 +501,10 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 	out->layers = n;
 	out->inflight = inflight;
 
+	layers_params(m, c, first, n, &dense, &expert, &out->layer_params, &lowp_params);
 	stage_params(m, c, stage, &dense, &expert);
 	out->stage_params = dense + expert;
 	out->expert_params = expert;
-	for (l = first; l < first + n; l++) {
-		struct pipette_layer_params lp;
-		double lpar;
-
-		pipette_model_layer_params(m, l, &lp);
-		lpar = (lp.attn + lp.mlp) / c->tp + lp.norms + lp.experts / ((double)c->ep * c->etp);
-		if (lpar > out->layer_params)
-			out->layer_params = lpar;
-		if (pipette_config_layer_lowp(m, c, l))
-			lowp_params += lpar - lp.norms;
-	}
 	if (pipette_config_fsdp(c)) {
 		fsdp_state(m, c, stage, out);
 	} else {
@@ -418,20 +522,8 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 
 	act = stage_layer_activations(m, c, first, n);
 	act *= inflight;
-	if (c->recompute == PIPETTE_RECOMPUTE_FULL) {
-		/* Backward recomputes one layer at a time: add the largest
-		 * layer's full activations for one micro-batch. */
-		struct pipette_config full = *c;
-
-		full.recompute = st->selective_ops ? PIPETTE_RECOMPUTE_NONE
-						   : PIPETTE_RECOMPUTE_SELECTIVE;
-		for (l = first; l < first + n; l++) {
-			double a = pipette_memory_layer_activations(m, &full, l);
-			if (a > worst)
-				worst = a;
-		}
-		act += worst;
-	}
+	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
+		act += worst_recomputed_layer(m, c, first, n);
 	if (stage == 0)	/* token ids (int64) and, for GPT, the dropout mask */
 		act += inflight * s * b * (8.0 + (gpt_style(m) ? m->hidden : 0)) / t;
 	if (stage == pipette_config_last_rank(c))
@@ -447,20 +539,23 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 			   out->activations_bytes + out->other_bytes + out->reserve_bytes;
 }
 
-void pipette_memory_estimate(const struct pipette_model *m,
-			     const struct pipette_gpu_spec *gpu,
-			     const struct pipette_config *c, double mem_fraction,
-			     const double *inflight,
-			     struct pipette_stage_memory *per_stage,
-			     struct pipette_memory *out)
+static void estimate(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
+		     const struct pipette_config *c, double mem_fraction, const double *inflight,
+		     const struct pipette_stage_memory *stage0,
+		     struct pipette_stage_memory *per_stage, struct pipette_memory *out)
 {
-	struct pipette_stage_memory st;
+	struct pipette_stage_memory st, first;
 	int s;
 
+	if (stage0)
+		first = *stage0;	/* it may lie in *out */
 	memset(out, 0, sizeof(*out));
 	out->peak_stage = -1;
 	for (s = 0; s < c->pp; s++) {
-		pipette_memory_stage(m, gpu, c, s, inflight ? inflight[s] : -1.0, &st);
+		if (s == 0 && stage0)
+			st = first;
+		else
+			pipette_memory_stage(m, gpu, c, s, inflight ? inflight[s] : -1.0, &st);
 		if (per_stage)
 			per_stage[s] = st;
 		if (out->peak_stage < 0 || st.total_bytes > out->peak_bytes) {
@@ -472,4 +567,23 @@ void pipette_memory_estimate(const struct pipette_model *m,
 	out->capacity_bytes = gpu->hbm_bytes;
 	out->limit_bytes = mem_fraction * gpu->hbm_bytes;
 	out->fits = out->peak_bytes <= out->limit_bytes;
+}
+
+void pipette_memory_estimate(const struct pipette_model *m,
+			     const struct pipette_gpu_spec *gpu,
+			     const struct pipette_config *c, double mem_fraction,
+			     const double *inflight,
+			     struct pipette_stage_memory *per_stage,
+			     struct pipette_memory *out)
+{
+	estimate(m, gpu, c, mem_fraction, inflight, NULL, per_stage, out);
+}
+
+void pipette_memory_estimate_rest(const struct pipette_model *m,
+				  const struct pipette_gpu_spec *gpu,
+				  const struct pipette_config *c, double mem_fraction,
+				  const struct pipette_stage_memory *stage0,
+				  struct pipette_memory *out)
+{
+	estimate(m, gpu, c, mem_fraction, NULL, stage0, NULL, out);
 }

@@ -80,4 +80,13 @@ void pipette_memory_estimate(const struct pipette_model *m,
 			     struct pipette_stage_memory *per_stage,
 			     struct pipette_memory *out);
 
+/* pipette_memory_estimate with the schedule's analytic in-flight counts,
+ * stage 0 given as pipette_memory_stage priced it (inflight < 0): the
+ * search prices stage 0 first and the others only when it fits. */
+void pipette_memory_estimate_rest(const struct pipette_model *m,
+				  const struct pipette_gpu_spec *gpu,
+				  const struct pipette_config *c, double mem_fraction,
+				  const struct pipette_stage_memory *stage0,
+				  struct pipette_memory *out);
+
 #endif

@@ -200,9 +200,15 @@ struct sched_order {
  * slots pushed out the plan's long pipelines (the 8-node plan of issue
  * 30 built its 4 shapes of 110,000 to 330,000 ops 7 times; 6 with these
  * slots, 2.266e9 instructions in all, now 2.184e9). */
-#define SCHED_CACHE 3
+#define SCHED_CACHE 8
 #define SCHED_SMALL 4
 #define SCHED_SMALL_OPS 16384
+/* The shared slots hold at most this many ops in all (20 bytes each:
+ * 40 MiB), the least recently used going first: the search's evaluations
+ * go back and forth between a dozen long pipelines (issue 30's 16-node
+ * megatron-2022 plan at batch 4096 built 52 of 10^4..10^6 ops where 25
+ * were distinct with 3 slots). */
+#define SCHED_CACHE_OPS (2L << 20)
 
 struct pipette_sched {
 	struct sched_order o;	/* the current shape */
@@ -354,7 +360,7 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 
 #define RIDX(s, r, i) ((size_t)(i) * (size_t)(s)->o.p + (size_t)(r))
 
-static int vstage(const struct pipette_sched *s, int r, int c)
+static inline int vstage(const struct pipette_sched *s, int r, int c)
 {
 	if (pipette_schedule_is_looped(s->o.kind))
 		return c * s->o.p + r;
@@ -729,7 +735,7 @@ static int build_v_block(struct pipette_sched *s, int r, long *len,
 #define KEY(type, st, mb) (((long)(mb) * s->o.S + (st)) * 3 + (type))
 
 /* Dependency of (type, stage, mb): its key in pos_tab, or -1 for none. */
-static long dep_key(const struct pipette_sched *s, int type, int st, long mb)
+static inline long dep_key(const struct pipette_sched *s, int type, int st, long mb)
 {
 	if (type == OP_F) {
 		if (st == 0)
@@ -1363,7 +1369,7 @@ fail:
 /* Does op i of the global order repeat op i - P: the same rank and key,
  * and what it reads (its dependency and its rank's previous op, prev)
  * P positions later too. */
-static int repeats(const struct sched_order *o, const int32_t *prev, long i, long P)
+static inline int repeats(const struct sched_order *o, const int32_t *prev, long i, long P)
 {
 	const struct gop *a = &o->gops[i], *b = &o->gops[i - P];
 
@@ -1509,6 +1515,28 @@ static void swap_order(struct sched_order *a, struct sched_order *b)
 	*b = t;
 }
 
+/* Free the least recently used shared slots until they and the current
+ * order hold at most SCHED_CACHE_OPS ops (their arrays' capacity). */
+static void cache_budget(struct pipette_sched *s)
+{
+	for (;;) {
+		size_t held = s->o.cap_ops;
+		int i, lru = -1;
+
+		for (i = 0; i < SCHED_CACHE; i++) {
+			if (!s->cache[i].valid)
+				continue;
+			held += s->cache[i].cap_ops;
+			if (lru < 0 || s->cache[i].used < s->cache[lru].used)
+				lru = i;
+		}
+		if (held <= (size_t)SCHED_CACHE_OPS || lru < 0)
+			return;
+		free_order(&s->cache[lru]);
+		memset(&s->cache[lru], 0, sizeof(s->cache[lru]));
+	}
+}
+
 /* Keep the current order in the cache, in the least recently used slot
  * of its class (an empty one first); s->o gets the order it pushes out.
  * A small order's arrays shrink to it, so that the small slots stay
@@ -1520,6 +1548,8 @@ static void stash(struct pipette_sched *s)
 
 	if (!s->o.valid)
 		return;
+	if (!small)
+		cache_budget(s);
 	for (i = lo + 1; i < hi; i++)
 		if (!s->cache[i].valid ||
 		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
@@ -1822,6 +1852,16 @@ static void simulate_ops(struct pipette_sched *s, int full)
 		}
 	}
 	sim_span(s, at, o->n);
+}
+
+int pipette_sched_prepare(struct pipette_sched *s, const struct pipette_sched_input *in,
+			  struct pipette_err *err)
+{
+	if (!s || !in)
+		return pipette_fail(err, "schedule: missing workspace or input");
+	if (!in->t_f || !in->t_b)
+		return pipette_fail(err, "schedule: t_f and t_b are required");
+	return set_shape(s, in, err);
 }
 
 int pipette_sched_simulate(struct pipette_sched *s,

@@ -117,6 +117,12 @@ int pipette_sched_simulate(struct pipette_sched *s,
 			   struct pipette_sched_result *out,
 			   struct pipette_err *err);
 
+/* Check the input and build its operation order as pipette_sched_simulate
+ * does, without simulating: 0 where a simulation would run, -1 (err as
+ * it would say) where it would fail.  The order stays in the workspace. */
+int pipette_sched_prepare(struct pipette_sched *s, const struct pipette_sched_input *in,
+			  struct pipette_err *err);
+
 /* One operation of the last simulation, with the transfer that fed it. */
 struct pipette_sched_event {
 	int rank;

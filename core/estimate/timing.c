@@ -1881,6 +1881,24 @@ static void pp_transfers(struct pipette_timer *t, const struct placement *pl,
 	}
 }
 
+/* The pipeline's schedule input of the stage and link times set. */
+static void sched_input(struct pipette_timer *t, const struct pipette_config *c,
+			struct pipette_sched_input *in)
+{
+	int p = c->pp, v = pipette_config_chunks(c);
+
+	memset(in, 0, sizeof(*in));
+	in->kind = c->schedule;
+	in->p = p;
+	in->v = v;
+	in->m = pipette_config_microbatches(c);
+	in->t_f = t->t_f;
+	in->t_b = t->t_b;
+	in->t_w = t->t_w;
+	in->comm_f = p * v > 1 ? t->comm_f : NULL;
+	in->comm_b = p * v > 1 ? t->comm_b : NULL;
+}
+
 /* The pipeline's critical path: simulate the schedule as events over the
  * per-stage and per-link times.  Sets the makespan, the busiest stage's
  * compute and bubble and, with detail, what the PP transfers add (a second
@@ -1891,20 +1909,10 @@ static int simulate_pipeline(struct pipette_timer *t, const struct pipette_confi
 			     double *dp_tail, struct pipette_err *err)
 {
 	int p = c->pp, v = pipette_config_chunks(c), s;
-	long mb = pipette_config_microbatches(c);
 	struct pipette_sched_input in;
 	struct pipette_sched_result res;
 
-	memset(&in, 0, sizeof(in));
-	in.kind = c->schedule;
-	in.p = p;
-	in.v = v;
-	in.m = mb;
-	in.t_f = t->t_f;
-	in.t_b = t->t_b;
-	in.t_w = t->t_w;
-	in.comm_f = p * v > 1 ? t->comm_f : NULL;
-	in.comm_b = p * v > 1 ? t->comm_b : NULL;
+	sched_input(t, c, &in);
 	/* Without detail nothing reads the events: a pipeline simulated
 	 * before, input for input, is not simulated again (schedmemo.h). */
 	if (detail || !pipette_sched_memo_find(t->memo, &in, &res)) {
@@ -1995,19 +2003,83 @@ static void site_correct(const struct pipette_gpu_spec *gpu, struct pipette_time
 			      out->pp_exposed_s + out->dp_exposed_s + out->embed_sync_s;
 }
 
-int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
-			  const struct pipette_gpu_spec *gpu,
-			  const struct pipette_config *c,
-			  const struct pipette_cluster *cluster,
-			  const int *gpu_of_rank, int detail,
-			  struct pipette_time *out, struct pipette_err *err)
+/* What the stages' loop of an estimate yields beyond *out. */
+struct stages_sum {
+	int busiest;
+	double dp_exposed, in_pipe_dp;
+};
+
+/* Every stage's times, DP and optimizer step; the busiest stage's into
+ * out.  For a bound (pipette_time_bound) only the stage times. */
+static void stages_times(struct pipette_timer *t, const struct placement *pl,
+			 const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
+			 const struct pipette_config *c, const struct pp_msgs *pm, int bound,
+			 struct pipette_time *out, struct stages_sum *sum)
+{
+	long mb = pipette_config_microbatches(c);
+	double best_busy = -1;
+	int s, sharded = pipette_config_shard_group(c) > 1;
+
+	sum->busiest = 0;
+	sum->dp_exposed = sum->in_pipe_dp = 0;
+	for (s = 0; s < c->pp; s++) {
+		struct stage_times st;
+		struct pipette_stage_memory sm;
+		struct fsdp_cost fc = { 0, 0, 0, 0, 0 };
+		double dp_t, dp_exp, opt;
+
+		stage_layers(t, pl, m, c, s, &st);
+		if (sharded || !bound)
+			pipette_memory_stage(m, gpu, c, s, 1.0, &sm);
+		if (sharded) {
+			stage_fsdp(t, pl, c, s, pipette_config_stage_layers(m, c, s), &sm, &st, &fc);
+			st.f += fc.f;
+			st.b += fc.b;
+			st.dpc = fc.f + fc.b;
+		}
+		stage_chunks(t, m, gpu, c, s, pm, &st);
+		if ((st.f + st.b + st.w) * mb > best_busy) {
+			best_busy = (st.f + st.b + st.w) * mb;
+			sum->busiest = s;
+			out->tp_comm_s = st.tpc * mb;
+			out->cp_comm_s = st.cpc * mb;
+			out->ep_comm_s = st.epc * mb;
+			out->ep_hidden_s = st.eph * mb;
+			sum->in_pipe_dp = st.dpc * mb;
+			out->stage_f_s = st.f;
+			out->stage_b_s = st.b;
+			out->stage_w_s = st.w;
+		}
+		if (bound)
+			continue;
+		if (sharded) {
+			t->dp_rs[s] = fc.tail;
+			t->dp_win[s] = 0;
+			dp_t = fc.total;
+			dp_exp = fc.once;
+		} else {
+			dp_t = stage_dp(t, pl, m, c, s, &sm, &st, &dp_exp);
+		}
+		if (dp_exp > sum->dp_exposed)
+			sum->dp_exposed = dp_exp;
+		if (dp_t > out->dp_comm_s)
+			out->dp_comm_s = dp_t;
+		opt = optimizer_step_s(gpu, c, &sm);
+		if (opt > out->optimizer_s)
+			out->optimizer_s = opt;
+	}
+}
+
+static int estimate(struct pipette_timer *t, const struct pipette_model *m,
+		    const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+		    const struct pipette_cluster *cluster, const int *gpu_of_rank, int detail,
+		    int bound, struct pipette_time *out, struct pipette_err *err)
 {
 	struct placement pl = { cluster, gpu, gpu_of_rank, pipette_cluster_gpus_per_node(cluster), -1 };
 	int p = c->pp, v = pipette_config_chunks(c), world = pipette_config_world(c);
-	long mb = pipette_config_microbatches(c);
 	struct pp_msgs pm;
-	int s, busiest = 0;
-	double best_busy = -1, dp_exposed = 0, dp_tail, in_pipe_dp = 0;
+	struct stages_sum sum;
+	double dp_tail;
 
 	memset(out, 0, sizeof(*out));
 	if (pl.G > 0 && !(pl.G & (pl.G - 1)))
@@ -2019,60 +2091,27 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 		return pipette_fail(err, "out of memory");
 	t->estimates++;
 	pp_messages(m, gpu, c, &pm);
+	stages_times(t, &pl, m, gpu, c, &pm, bound, out, &sum);
+	pp_transfers(t, &pl, c, &pm, sum.busiest, out);
+	if (bound) {
+		/* the pipeline is not simulated, but fails where it would */
+		struct pipette_sched_input in;
 
-	for (s = 0; s < p; s++) {
-		struct stage_times st;
-		struct pipette_stage_memory sm;
-		struct fsdp_cost fc = { 0, 0, 0, 0, 0 };
-		double dp_t, dp_exp, opt;
-		int sharded = pipette_config_shard_group(c) > 1;
-
-		stage_layers(t, &pl, m, c, s, &st);
-		pipette_memory_stage(m, gpu, c, s, 1.0, &sm);
-		if (sharded) {
-			stage_fsdp(t, &pl, c, s, pipette_config_stage_layers(m, c, s), &sm, &st, &fc);
-			st.f += fc.f;
-			st.b += fc.b;
-			st.dpc = fc.f + fc.b;
-		}
-		stage_chunks(t, m, gpu, c, s, &pm, &st);
-		if ((st.f + st.b + st.w) * mb > best_busy) {
-			best_busy = (st.f + st.b + st.w) * mb;
-			busiest = s;
-			out->tp_comm_s = st.tpc * mb;
-			out->cp_comm_s = st.cpc * mb;
-			out->ep_comm_s = st.epc * mb;
-			out->ep_hidden_s = st.eph * mb;
-			in_pipe_dp = st.dpc * mb;
-			out->stage_f_s = st.f;
-			out->stage_b_s = st.b;
-			out->stage_w_s = st.w;
-		}
-		if (sharded) {
-			t->dp_rs[s] = fc.tail;
-			t->dp_win[s] = 0;
-			dp_t = fc.total;
-			dp_exp = fc.once;
-		} else {
-			dp_t = stage_dp(t, &pl, m, c, s, &sm, &st, &dp_exp);
-		}
-		if (dp_exp > dp_exposed)
-			dp_exposed = dp_exp;
-		if (dp_t > out->dp_comm_s)
-			out->dp_comm_s = dp_t;
-		opt = optimizer_step_s(gpu, c, &sm);
-		if (opt > out->optimizer_s)
-			out->optimizer_s = opt;
+		sched_input(t, c, &in);
+		if (pipette_sched_prepare(t->sched, &in, err))
+			return -1;
+		out->embed_sync_s = embed_sync_s(t, &pl, m, c);
+		site_correct(gpu, out);
+		return 0;
 	}
-	pp_transfers(t, &pl, c, &pm, busiest, out);
-	if (simulate_pipeline(t, c, busiest, detail, out, &dp_tail, err))
+	if (simulate_pipeline(t, c, sum.busiest, detail, out, &dp_tail, err))
 		return -1;
-	dp_exposed += dp_tail;
+	sum.dp_exposed += dp_tail;
 	/* FSDP's per-micro-batch exposure is inside the makespan already */
-	out->compute_s -= in_pipe_dp;
-	out->dp_exposed_s = dp_exposed + in_pipe_dp;
+	out->compute_s -= sum.in_pipe_dp;
+	out->dp_exposed_s = sum.dp_exposed + sum.in_pipe_dp;
 	out->embed_sync_s = embed_sync_s(t, &pl, m, c);
-	out->iteration_s = out->makespan_s + dp_exposed + out->embed_sync_s + out->optimizer_s;
+	out->iteration_s = out->makespan_s + sum.dp_exposed + out->embed_sync_s + out->optimizer_s;
 	out->exposed_comm_s = out->tp_comm_s + out->cp_comm_s + out->ep_comm_s +
 			      out->pp_exposed_s + out->dp_exposed_s + out->embed_sync_s;
 	site_correct(gpu, out);
@@ -2083,4 +2122,22 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 	out->mfu = out->tflops_per_gpu /
 		   dtype_peak(gpu, pipette_precision_facts(c->precision)->gemm);
 	return 0;
+}
+
+int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu,
+			  const struct pipette_config *c,
+			  const struct pipette_cluster *cluster,
+			  const int *gpu_of_rank, int detail,
+			  struct pipette_time *out, struct pipette_err *err)
+{
+	return estimate(t, m, gpu, c, cluster, gpu_of_rank, detail, 0, out, err);
+}
+
+int pipette_time_bound(struct pipette_timer *t, const struct pipette_model *m,
+		       const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+		       const struct pipette_cluster *cluster, struct pipette_time *out,
+		       struct pipette_err *err)
+{
+	return estimate(t, m, gpu, c, cluster, NULL, 0, 1, out, err);
 }

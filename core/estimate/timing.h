@@ -72,6 +72,16 @@ int pipette_time_estimate(struct pipette_timer *t, const struct pipette_model *m
 			  const int *gpu_of_rank, int detail,
 			  struct pipette_time *out, struct pipette_err *err);
 
+/* What a lower bound of the search reads, as pipette_time_estimate (on
+ * the default placement, without detail) would compute it: the busiest
+ * stage's per-micro-batch times stage_f_s, stage_b_s, stage_w_s and
+ * embed_sync_s; the other fields are not estimated.  It fails where the
+ * estimate would, without simulating the pipeline. */
+int pipette_time_bound(struct pipette_timer *t, const struct pipette_model *m,
+		       const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+		       const struct pipette_cluster *cluster, struct pipette_time *out,
+		       struct pipette_err *err);
+
 /* Keep the links of every rank grid estimated on `cluster` under the
  * default placement (gpu_of_rank NULL), for a search that evaluates many
  * configurations on one cluster; NULL turns it off and frees the cache.

@@ -102,11 +102,20 @@ int pipette_config_last_rank(const struct pipette_config *c)
 	return pipette_schedule_is_v(c->schedule) ? 0 : c->pp - 1;
 }
 
+/* Layers of each middle virtual stage of an uneven split over n. */
+static int middle_layers(const struct pipette_model *m, const struct pipette_config *c, int n)
+{
+	int stages = n - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+	int layers = m->layers - (c->first_stage_layers > 0 ? c->first_stage_layers : 0) -
+		     (c->last_stage_layers > 0 ? c->last_stage_layers : 0);
+
+	return stages > 0 ? layers / stages : 0;
+}
+
 int pipette_config_vstage_layers(const struct pipette_model *m,
 				 const struct pipette_config *c, int vs)
 {
 	int n = c->pp * pipette_config_chunks(c);
-	int middle_stages, middle_layers;
 
 	if (n == 1)
 		return m->layers;
@@ -116,30 +125,43 @@ int pipette_config_vstage_layers(const struct pipette_model *m,
 		return c->first_stage_layers > 0 ? c->first_stage_layers : 0;
 	if (vs == n - 1 && c->last_stage_layers)
 		return c->last_stage_layers > 0 ? c->last_stage_layers : 0;
-	middle_stages = n - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
-	middle_layers = m->layers - (c->first_stage_layers > 0 ? c->first_stage_layers : 0) -
-			(c->last_stage_layers > 0 ? c->last_stage_layers : 0);
-	return middle_stages > 0 ? middle_layers / middle_stages : 0;
+	return middle_layers(m, c, n);
 }
 
+/* The sum of the rank's virtual stages' layers, without a call per
+ * chunk (the search asks it per candidate): every chunk holds a middle
+ * stage's layers but virtual stage 0, on rank 0, and the last, on the
+ * last rank (pipette_config_last_rank), which differ in an uneven split. */
 int pipette_config_stage_layers(const struct pipette_model *m,
 				const struct pipette_config *c, int stage)
 {
-	int k, n = 0;
+	int chunks = pipette_config_chunks(c), n = c->pp * chunks, mid, sum;
 
-	for (k = 0; k < pipette_config_chunks(c); k++)
-		n += pipette_config_vstage_layers(m, c, pipette_config_virtual_stage(c, stage, k));
-	return n;
+	if (n == 1)
+		return m->layers;
+	if (!c->first_stage_layers && !c->last_stage_layers)
+		return chunks * (m->layers / n);
+	mid = middle_layers(m, c, n);
+	sum = chunks * mid;
+	if (stage == 0 && c->first_stage_layers)
+		sum += (c->first_stage_layers > 0 ? c->first_stage_layers : 0) - mid;
+	if (stage == pipette_config_last_rank(c) && c->last_stage_layers)
+		sum += (c->last_stage_layers > 0 ? c->last_stage_layers : 0) - mid;
+	return sum;
 }
 
+/* The virtual stages before rank s's first one are 0..target-1: none is
+ * the last (target <= pp - 1 < pp x chunks - 1 when there is more than
+ * one), so all but stage 0 are middle stages of the same size. */
 int pipette_config_stage_first_layer(const struct pipette_model *m,
 				     const struct pipette_config *c, int stage)
 {
-	int vs, first = 0, target = pipette_config_virtual_stage(c, stage, 0);
+	int target = pipette_config_virtual_stage(c, stage, 0);
 
-	for (vs = 0; vs < target; vs++)
-		first += pipette_config_vstage_layers(m, c, vs);
-	return first;
+	if (target <= 0)
+		return 0;
+	return pipette_config_vstage_layers(m, c, 0) +
+	       (target - 1) * pipette_config_vstage_layers(m, c, 1);
 }
 
 static int check_uneven(const struct pipette_model *m,

@@ -73,23 +73,6 @@ int pipette_name_index(const char *s, const char *const *names, int n)
 	return -1;
 }
 
-int pipette_schedule_is_v(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_V_MIN || k == PIPETTE_SCHED_V_HALF ||
-	       k == PIPETTE_SCHED_V_ZB || k == PIPETTE_SCHED_ZBV ||
-	       pipette_schedule_is_dualpipe(k);
-}
-
-int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_DUALPIPE_V || k == PIPETTE_SCHED_DUALPIPE;
-}
-
-int pipette_schedule_is_looped(enum pipette_schedule_kind k)
-{
-	return k == PIPETTE_SCHED_INTERLEAVED || k == PIPETTE_SCHED_INTERLEAVED_ZB;
-}
-
 int pipette_schedule_splits_w(enum pipette_schedule_kind k)
 {
 	return k != PIPETTE_SCHED_1F1B && k != PIPETTE_SCHED_INTERLEAVED &&

@@ -47,10 +47,38 @@ const char *pipette_schedule_name(enum pipette_schedule_kind k);
 /* Layouts: the V (rank r holds stages r and 2p-1-r), looped (chunk k of
  * rank r is stage k*p + r), and whether the backward's weight gradient
  * is a separate operation. */
-int pipette_schedule_is_v(enum pipette_schedule_kind k);
+#define PIPETTE_SCHED_BIT(k) (1u << (k))
+#define PIPETTE_SCHED_DUALPIPES (PIPETTE_SCHED_BIT(PIPETTE_SCHED_DUALPIPE_V) | \
+				 PIPETTE_SCHED_BIT(PIPETTE_SCHED_DUALPIPE))
+#define PIPETTE_SCHED_VS (PIPETTE_SCHED_BIT(PIPETTE_SCHED_V_MIN) | \
+			  PIPETTE_SCHED_BIT(PIPETTE_SCHED_V_HALF) | \
+			  PIPETTE_SCHED_BIT(PIPETTE_SCHED_V_ZB) | \
+			  PIPETTE_SCHED_BIT(PIPETTE_SCHED_ZBV) | PIPETTE_SCHED_DUALPIPES)
+#define PIPETTE_SCHED_LOOPED (PIPETTE_SCHED_BIT(PIPETTE_SCHED_INTERLEAVED) | \
+			      PIPETTE_SCHED_BIT(PIPETTE_SCHED_INTERLEAVED_ZB))
+
+/* One mask test each, inline: the search, the memory model and the
+ * schedule builder ask them per candidate, per layer and per operation. */
+static inline int pipette_schedule_in(enum pipette_schedule_kind k, unsigned set)
+{
+	return (unsigned)k < PIPETTE_SCHED_COUNT && (PIPETTE_SCHED_BIT(k) & set);
+}
+
+static inline int pipette_schedule_is_v(enum pipette_schedule_kind k)
+{
+	return pipette_schedule_in(k, PIPETTE_SCHED_VS);
+}
+
 /* DualPipeV or DualPipe (the same order here). */
-int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k);
-int pipette_schedule_is_looped(enum pipette_schedule_kind k);
+static inline int pipette_schedule_is_dualpipe(enum pipette_schedule_kind k)
+{
+	return pipette_schedule_in(k, PIPETTE_SCHED_DUALPIPES);
+}
+
+static inline int pipette_schedule_is_looped(enum pipette_schedule_kind k)
+{
+	return pipette_schedule_in(k, PIPETTE_SCHED_LOOPED);
+}
 int pipette_schedule_splits_w(enum pipette_schedule_kind k);
 int pipette_schedule_parse(const char *s, enum pipette_schedule_kind *out,
 			   struct pipette_err *err);

@@ -406,7 +406,8 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 /* The configuration search under Megatron's order (search.h): the best
  * few, ranked by their block-order time. */
 static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
-		  struct pipette_search_result *sr, struct pipette_err *err)
+		  struct pipette_timer *t, struct pipette_search_result *sr,
+		  struct pipette_err *err)
 {
 	const struct pipette_request *req = &p->req;
 	struct pipette_search_input in;
@@ -429,6 +430,7 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.top_k = req->top_k > MAP_TOP ? req->top_k : MAP_TOP;
 	in.progress = req->progress;
 	pipette_progress_report(&req->progress, "enumerating configurations", 0, 0);
+	in.timer = t;	/* the mapping reuses the pipelines it built */
 	if (pipette_search_run(&in, sr, err))
 		return -1;
 	p->sstats = sr->stats;
@@ -639,14 +641,18 @@ int pipette_plan_compute(const struct pipette_request *req,
 		goto out;
 	}
 	pipette_site_factors_init(&p->site);
-	if (copy_cluster_spec(p, cs, err) || load_inputs(p, req, &bw, &cl, err) ||
-	    search(p, cl, &sr, err))
+	if (copy_cluster_spec(p, cs, err) || load_inputs(p, req, &bw, &cl, err))
 		goto out;
-	t = pipette_timer_create();
+	if (!(t = pipette_timer_create())) {
+		pipette_fail(err, "out of memory");
+		goto out;
+	}
+	if (search(p, cl, t, &sr, err))
+		goto out;
 	p->ranked = calloc((size_t)sr.n_top, sizeof(*p->ranked));
 	p->world = pipette_config_world(&sr.top[0].cfg);
 	best_sigma = calloc((size_t)p->world, sizeof(int));
-	if (!t || !p->ranked || !best_sigma) {
+	if (!p->ranked || !best_sigma) {
 		pipette_fail(err, "out of memory");
 		goto out;
 	}

@@ -151,8 +151,8 @@ static int consider(struct search *s, const struct pipette_config *c)
 		count_nofit(s->st, c, &mem);
 		return 0;
 	}
-	pipette_memory_estimate(s->in->model, s->in->gpu, c, s->in->mem_fraction, NULL,
-				NULL, &mem);
+	pipette_memory_estimate_rest(s->in->model, s->in->gpu, c, s->in->mem_fraction,
+				     &mem.peak, &mem);
 	if (!mem.fits) {
 		count_nofit(s->st, c, &mem);
 		return 0;
@@ -649,6 +649,83 @@ static void reduced(const struct pipette_model *m, const struct pipette_config *
 	r->global_batch = mb * r->dp * r->micro_batch;
 }
 
+/* A candidate's reduced configuration, by which the bounds are shared. */
+struct reduced_ref {
+	struct pipette_config r;
+	long i;
+};
+
+/* Reduced configurations equal in every field: pipette_config_cmp's and
+ * the global batch (the search's input fixes the others); then the
+ * candidate, for a deterministic order. */
+static int cmp_reduced(const void *pa, const void *pb)
+{
+	const struct reduced_ref *a = pa, *b = pb;
+	int d = pipette_config_cmp(&a->r, &b->r);
+
+	if (d)
+		return d;
+	if (a->r.global_batch != b->r.global_batch)
+		return a->r.global_batch < b->r.global_batch ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Every candidate's lower bound: the busiest stage computes its m
+ * micro-batches one at a time, so the makespan is at least m times its
+ * per-micro-batch time (estimated on the reduced configuration, on a
+ * small ideal cluster), plus the embedding sync.  Candidates whose
+ * reduced configurations are equal share one estimate (those differing
+ * in dp, the distributed optimizer, the shard degree or a count of
+ * micro-batches past 2p), as they would compute the same one.  Where it
+ * cannot be estimated the bound is 0 (estimated early rather than
+ * never). */
+static int lower_bounds(struct search *s, struct pipette_search_stats *st,
+			struct pipette_timer *t, struct pipette_err *err)
+{
+	const struct pipette_search_input *in = s->in;
+	int G = pipette_cluster_gpus_per_node(in->cluster), max_world = 1;
+	struct reduced_ref *ref = malloc((size_t)s->n * sizeof(*ref));
+	struct pipette_cluster *ideal = NULL;
+	struct pipette_time tm;
+	struct pipette_err e2;
+	long i, j;
+	int ok = 0;
+
+	if (!ref)
+		return pipette_fail(err, "out of memory");
+	for (i = 0; i < s->n; i++) {
+		reduced(in->model, &s->cand[i].cfg, &ref[i].r);
+		ref[i].i = i;
+		if (pipette_config_world(&ref[i].r) > max_world)
+			max_world = pipette_config_world(&ref[i].r);
+	}
+	if (!(ideal = ideal_cluster(in->cluster, (max_world + G - 1) / G, err))) {
+		free(ref);
+		return -1;
+	}
+	qsort(ref, (size_t)s->n, sizeof(*ref), cmp_reduced);
+	/* the bounds of one rank grid share its links (MoE keeps dp) */
+	pipette_timer_cache_links(t, ideal);
+	for (j = 0; j < s->n; j++) {
+		struct pipette_candidate *c = &s->cand[ref[j].i];
+
+		if (j == 0 || pipette_config_cmp(&ref[j - 1].r, &ref[j].r) != 0 ||
+		    ref[j - 1].r.global_batch != ref[j].r.global_batch)
+			ok = !pipette_time_bound(t, in->model, in->gpu, &ref[j].r, ideal, &tm, &e2);
+		if (!ok) {
+			c->lower_bound_s = 0;
+			continue;
+		}
+		c->lower_bound_s = (double)pipette_config_microbatches(&c->cfg) *
+			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s;
+		st->bounded++;
+	}
+	pipette_timer_cache_links(t, NULL);
+	pipette_cluster_destroy(ideal);
+	free(ref);
+	return 0;
+}
+
 static int insert_top(struct pipette_search_result *out, int k,
 		      const struct pipette_candidate *c)
 {
@@ -677,10 +754,9 @@ int pipette_search_run(const struct pipette_search_input *in,
 {
 	const struct pipette_cluster *cl = in->cluster;
 	int G = pipette_cluster_gpus_per_node(cl), world = pipette_cluster_node_count(cl) * G;
-	int k = in->top_k > 0 ? in->top_k : 1, rv = -1, max_world = 1;
+	int k = in->top_k > 0 ? in->top_k : 1, rv = -1;
 	struct search s = { in, &out->stats, NULL, 0, 0, err };
-	struct pipette_cluster *ideal = NULL;
-	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_timer *t = in->timer ? in->timer : pipette_timer_create();
 	struct pipette_err e2;
 	long i;
 
@@ -695,33 +771,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 	if (enumerate(&s, world, G * pipette_cluster_domain_nodes(cl)))
 		goto out;
 	/* Lower bounds on one small ideal cluster. */
-	for (i = 0; i < s.n; i++) {
-		struct pipette_config r;
-
-		reduced(in->model, &s.cand[i].cfg, &r);
-		if (pipette_config_world(&r) > max_world)
-			max_world = pipette_config_world(&r);
-	}
-	if (s.n && !(ideal = ideal_cluster(cl, (max_world + G - 1) / G, err)))
+	if (s.n && lower_bounds(&s, &out->stats, t, err))
 		goto out;
-	/* the bounds of one rank grid share its links (MoE keeps dp) */
-	pipette_timer_cache_links(t, ideal);
-	for (i = 0; i < s.n; i++) {
-		struct pipette_config r;
-		struct pipette_time tm;
-
-		reduced(in->model, &s.cand[i].cfg, &r);
-		if (pipette_time_estimate(t, in->model, in->gpu, &r, ideal, NULL, 0, &tm, &e2)) {
-			/* no bound: estimate it early rather than never */
-			s.cand[i].lower_bound_s = 0;
-			continue;
-		}
-		/* The busiest stage computes m micro-batches one at a time:
-		 * the makespan is at least that busy time. */
-		s.cand[i].lower_bound_s = (double)pipette_config_microbatches(&s.cand[i].cfg) *
-			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s;
-		out->stats.bounded++;
-	}
 	/* Many candidates share a rank grid: read its links once. */
 	pipette_timer_cache_links(t, cl);
 	if (s.n > 1)	/* qsort wants a non-NULL base even for 0 items */
@@ -764,8 +815,10 @@ out:
 	if (rv)
 		pipette_search_result_free(out);
 	free(s.cand);
-	pipette_cluster_destroy(ideal);
-	pipette_timer_destroy(t);
+	if (in->timer)
+		pipette_timer_cache_links(t, NULL);
+	else
+		pipette_timer_destroy(t);
 	return rv;
 }
 

@@ -82,6 +82,11 @@ struct pipette_search_input {
 	/* Told each full estimate ("estimating configurations", i of the
 	 * candidates); fn NULL: nothing is told. */
 	struct pipette_progress progress;
+	/* The timer the search estimates with (NULL: one of its own).  A
+	 * caller that goes on to estimate the search's best configurations
+	 * passes its own, so that the pipelines the search built are not
+	 * built again; the search leaves no link cache set in it. */
+	struct pipette_timer *timer;
 };
 
 struct pipette_candidate {
