@@ -683,6 +683,13 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 			struct pipette_timer *t, struct pipette_err *err)
 {
 	const struct pipette_search_input *in = s->in;
+	/* A site's calibration scales the estimate the bound is compared with
+	 * (timing.c site_correct: compute by a, the rest by b, so it is at
+	 * least min(a, b) times the model's time): the bound scales with the
+	 * smaller factor below 1, or it could prune the winner. */
+	double a = in->gpu->site_compute > 0 ? in->gpu->site_compute : 1.0;
+	double b = in->gpu->site_comm > 0 ? in->gpu->site_comm : 1.0;
+	double site_floor = fmin(1.0, fmin(a, b));
 	int G = pipette_cluster_gpus_per_node(in->cluster), max_world = 1;
 	struct reduced_ref *ref = malloc((size_t)s->n * sizeof(*ref));
 	struct pipette_cluster *ideal = NULL;
@@ -716,8 +723,8 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 			c->lower_bound_s = 0;
 			continue;
 		}
-		c->lower_bound_s = (double)pipette_config_microbatches(&c->cfg) *
-			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s;
+		c->lower_bound_s = site_floor * ((double)pipette_config_microbatches(&c->cfg) *
+			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s);
 		st->bounded++;
 	}
 	pipette_timer_cache_links(t, NULL);

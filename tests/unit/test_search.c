@@ -84,6 +84,37 @@ START_TEST(test_valid_and_sorted)
 }
 END_TEST
 
+/* With a site calibration that makes compute faster than the model's
+ * (factor 0.5), the pruned search (top 1) still finds the best of the
+ * unpruned one (every candidate kept): the lower bounds scale with the
+ * calibration as the estimates they are compared with do. */
+START_TEST(test_bound_with_calibration)
+{
+	struct pipette_cluster *cl = nominal(4, 8);
+	struct pipette_search_input in;
+	struct pipette_search_result one, all;
+	struct pipette_gpu_spec fast;
+	struct pipette_model m;
+	struct pipette_err err;
+
+	input(&in, &m, "llama3-8b", cl, 64, 4096, 1);
+	fast = *in.gpu;
+	fast.site_compute = 0.5;
+	fast.site_comm = 1.0;
+	in.gpu = &fast;
+	ck_assert_int_eq(pipette_search_run(&in, &one, &err), 0);
+	in.top_k = 100000;
+	ck_assert_int_eq(pipette_search_run(&in, &all, &err), 0);
+	ck_assert_int_eq(all.stats.pruned_bound, 0);
+	ck_assert_double_eq(one.top[0].time.iteration_s, all.top[0].time.iteration_s);
+	ck_assert_int_eq(pipette_candidate_cmp(&one.top[0], &all.top[0]), 0);
+	ck_assert(one.top[0].lower_bound_s <= one.top[0].time.iteration_s);
+	pipette_search_result_free(&one);
+	pipette_search_result_free(&all);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* Pins are kept: tp 4, 1F1B, micro batch 2, no distributed optimizer. */
 START_TEST(test_pins)
 {
@@ -236,6 +267,7 @@ int main(void)
 	tcase_add_test(tc, test_uneven_split);
 	tcase_add_test(tc, test_infeasible);
 	tcase_add_test(tc, test_tie_break);
+	tcase_add_test(tc, test_bound_with_calibration);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
