@@ -388,8 +388,13 @@ int trial_self(char *const *args, const char *out_path, char *err_buf, size_t le
 
 	if (err_buf && pipe(ep))
 		return -1;
-	if ((pid = fork()) < 0)
+	if ((pid = fork()) < 0) {
+		if (err_buf) {
+			close(ep[0]);
+			close(ep[1]);
+		}
 		return -1;
+	}
 	if (pid == 0) {
 		if (out_path) {
 			int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

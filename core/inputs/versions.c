@@ -64,8 +64,15 @@ static int keep_one(int dfd, const char *dir, const char *hex, const void *data,
 	struct stat st;
 	int fd, e = 0;
 
+	/* A node reads a version only when nobody but its owner can write it
+	 * (pipette_versions_find): the version drops the group's and others'
+	 * write bits a cache of a writing group has. */
+	mode &= ~022u;
 	if (fstatat(dfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_uid == geteuid()) {
+		if ((st.st_mode & 022) && fchmodat(dfd, hex, st.st_mode & 07755, 0))
+			return pipette_fail(err, "%s: %s/%s: cannot set its mode: %s", what, dir,
+					    hex, strerror(errno));
 		if (utimensat(dfd, hex, NULL, AT_SYMLINK_NOFOLLOW))
 			return pipette_fail(err, "%s: %s/%s: cannot set its time: %s", what, dir, hex,
 					    strerror(errno));

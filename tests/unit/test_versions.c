@@ -117,6 +117,27 @@ START_TEST(test_replacement_keeps_both)
 }
 END_TEST
 
+/* A cache its group may write (0664): the versions are kept without the
+ * group's write bit, so that a node reads them. */
+START_TEST(test_group_writable_cache)
+{
+	char a[PIPETTE_VERSION_HEX + 1], found[256];
+	struct pipette_err err = { .msg = "" };
+	struct stat st;
+
+	ck_assert_int_eq(pipette_versions_write_file(path, "--out", "one\n", 4, 0664, 1 << 20,
+						     &err), 0);
+	ck_assert_int_eq(chmod(path, 0664), 0);
+	ck_assert_int_eq(pipette_versions_write_file(path, "--out", "two\n", 4, 0664, 1 << 20,
+						     &err), 0);
+	name_of("one\n", a);
+	ck_assert_msg(pipette_versions_find(path, a, found, sizeof(found), &err) == 1, "%s",
+		      err.msg);
+	ck_assert_int_eq(stat(found, &st), 0);
+	ck_assert_int_eq(st.st_mode & 022, 0);
+}
+END_TEST
+
 /* A file some other tool wrote keeps its content when pipette replaces it. */
 START_TEST(test_foreign_file_kept)
 {
@@ -244,6 +265,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_first_write_keeps_nothing);
 	tcase_add_test(tc, test_replacement_keeps_both);
+	tcase_add_test(tc, test_group_writable_cache);
 	tcase_add_test(tc, test_foreign_file_kept);
 	tcase_add_test(tc, test_grace_period_sweep);
 	tcase_add_test(tc, test_planted_versions_refused);
