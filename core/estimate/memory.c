@@ -400,30 +400,33 @@ static double loss_bytes(const struct pipette_model *m, const struct pipette_con
 /* One micro-batch's activations of the n layers from `first`: a stage's
  * dense layers store the same, and so do its MoE layers, so each kind,
  * recomputed or not (every k-th layer recomputed, the others keep
- * everything), is computed once. */
+ * everything) and low-precision or not (a recipe's BF16 end layers save
+ * BF16 inputs), is computed once. */
 static double stage_layer_activations(const struct pipette_model *m,
 				      const struct pipette_config *c, int first, int n)
 {
-	double kinds[2][2], act = 0;
-	int have[2][2] = { { 0, 0 }, { 0, 0 } }, l, full = c->recompute == PIPETTE_RECOMPUTE_FULL;
+	double kinds[2][2][2], act = 0;
+	int have[2][2][2] = { { { 0 } } }, l, full = c->recompute == PIPETTE_RECOMPUTE_FULL;
+	int mixed = c->precision != PIPETTE_PREC_BF16 && (c->bf16_first || c->bf16_last);
 
-	if (!m->experts && !full)	/* one kind */
+	if (!m->experts && !full && !mixed)	/* one kind */
 		return n > 0 ? repeat_sum(pipette_memory_layer_activations(m, c, first), n) : 0;
 	for (l = first; l < first + n; l++) {
-		int moe = moe_layer(m, l);
+		int moe = moe_layer(m, l), lowp = pipette_config_layer_lowp(m, c, l);
 		int keep = full && !pipette_config_layer_recomputed(c, l - first);
 
-		if (!have[moe][keep]) {
+		if (!have[moe][keep][lowp]) {
 			struct pipette_config kept;
 
 			if (keep) {
 				kept = *c;
 				kept.recompute = PIPETTE_RECOMPUTE_NONE;
 			}
-			kinds[moe][keep] = pipette_memory_layer_activations(m, keep ? &kept : c, l);
-			have[moe][keep] = 1;
+			kinds[moe][keep][lowp] = pipette_memory_layer_activations(m, keep ? &kept : c,
+										   l);
+			have[moe][keep][lowp] = 1;
 		}
-		act += kinds[moe][keep];
+		act += kinds[moe][keep][lowp];
 	}
 	return act;
 }

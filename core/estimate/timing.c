@@ -1594,10 +1594,11 @@ static void stage_layers(struct pipette_timer *t, const struct placement *pl,
 {
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	struct group_links tp, cp, ep;
-	/* [moe][recomputed]: with every-k-th-layer recomputation a stage
-	 * has layers of both kinds */
-	struct layer_times kinds[2][2];
-	int have[2][2] = { { 0, 0 }, { 0, 0 } };
+	/* [moe][recomputed][low precision]: with every-k-th-layer
+	 * recomputation, or BF16 end layers of a low-precision recipe, a
+	 * stage has layers of more than one kind */
+	struct layer_times kinds[2][2][2];
+	int have[2][2][2] = { { { 0 } } };
 	int first = pipette_config_stage_first_layer(m, c, s);
 	int n = pipette_config_stage_layers(m, c, s), l;
 
@@ -1609,17 +1610,18 @@ static void stage_layers(struct pipette_timer *t, const struct placement *pl,
 		int is_moe = pipette_model_is_moe_layer(m, l);
 		int rec = c->recompute != PIPETTE_RECOMPUTE_FULL ||
 			  pipette_config_layer_recomputed(c, l - first);
+		int lowp = pipette_config_layer_lowp(m, c, l);
 		struct layer_times lt;
 
-		if (!have[is_moe][rec]) {
+		if (!have[is_moe][rec][lowp]) {
 			struct pipette_config kind = *c;
 
 			if (!rec)
 				kind.recompute = PIPETTE_RECOMPUTE_NONE;
-			layer_times(m, pl->gpu, &kind, l, &tp, &cp, &ep, &kinds[is_moe][rec]);
-			have[is_moe][rec] = 1;
+			layer_times(m, pl->gpu, &kind, l, &tp, &cp, &ep, &kinds[is_moe][rec][lowp]);
+			have[is_moe][rec][lowp] = 1;
 		}
-		lt = kinds[is_moe][rec];
+		lt = kinds[is_moe][rec][lowp];
 		if (lt.ep_f + lt.ep_b > 0) {
 			double keep = ep_exposed_share(c, s, &lt);
 

@@ -60,6 +60,39 @@ static double first_stage_layer_activations(const struct pipette_model *m,
 	return per * inflight;
 }
 
+/* A low-precision recipe with BF16 end layers: a stage holding both kinds
+ * stores each layer as its own kind (the BF16 layers save BF16 inputs),
+ * not every layer as its first (test_timing: the same for its time). */
+START_TEST(test_bf16_end_layers_in_stage)
+{
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	struct pipette_stack st;
+	struct pipette_model m;
+	struct pipette_config c, bf;
+	struct pipette_stage_memory lowp, mixed;
+	int l;
+	double per = 0;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "", &st, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = &st;
+	c.global_batch = 1;
+	c.seq_len = 4096;
+	c.precision = PIPETTE_PREC_FP8_CURRENT;
+	pipette_memory_stage(&m, g, &c, 0, -1.0, &lowp);
+	bf = c;
+	bf.bf16_last = 4;
+	pipette_memory_stage(&m, g, &bf, 0, -1.0, &mixed);
+	for (l = 0; l < m.layers; l++)
+		per += pipette_memory_layer_activations(&m, &bf, l) -
+		       pipette_memory_layer_activations(&m, &c, l);
+	ck_assert(per > 0);	/* the 4 BF16 layers save more */
+	ck_assert_double_eq_tol(mixed.activations_bytes - lowp.activations_bytes, per,
+				1e-6 * per);
+}
+END_TEST
+
 /* Korthikanti et al. (MLSys'23) Fig. 1, as transcribed in Calculon
  * (calculon-ai/calculon @caa4b11 calculon/llm/validation.py:61-97),
  * s = 2048, a in heads, t = 8:
@@ -659,6 +692,7 @@ int main(void)
 	tcase_add_test(tc, test_sac_ops_hand);
 	tcase_add_test(tc, test_recompute_modules_hand);
 	tcase_add_test(tc, test_precision_terms_hand);
+	tcase_add_test(tc, test_bf16_end_layers_in_stage);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -143,6 +143,38 @@ static double tiny_stage(const char *stack, const char *opts, enum pipette_recom
 	return tm.stage_f_s + tm.stage_b_s + tm.stage_w_s;
 }
 
+/* A low-precision recipe's BF16 end layers run at BF16's rate: a stage
+ * holding both kinds is slower than the same stage all in FP8 (each layer
+ * timed as its own kind, not every layer as its first). */
+START_TEST(test_bf16_end_layers_timed)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stack st;
+	struct pipette_cluster *cl = nominal(1, 1, "h100");
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_err err;
+	struct pipette_time lowp, mixed;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve("megatron", "", &st, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = &st;
+	c.seq_len = 4096;
+	c.global_batch = 1;
+	c.precision = PIPETTE_PREC_FP8_CURRENT;
+	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
+					    NULL, 0, &lowp, &err) == 0, "%s", err.msg);
+	c.bf16_last = 4;
+	ck_assert_msg(pipette_time_estimate(t, &m, pipette_gpu_lookup("h100", NULL), &c, cl,
+					    NULL, 0, &mixed, &err) == 0, "%s", err.msg);
+	ck_assert(mixed.stage_f_s + mixed.stage_b_s + mixed.stage_w_s >
+		  1.01 * (lowp.stage_f_s + lowp.stage_b_s + lowp.stage_w_s));
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* A layer whose kernels take less than the host needs to issue them runs
  * at the host's pace: torchtitan's 32 layers at 128 tokens take at least
  * 32 floors (per-op SAC eager: 10.87 ms, compiled 2.90 ms; stack.c), while
@@ -786,6 +818,7 @@ int main(void)
 	tcase_add_test(tc, test_intra_node_ring);
 	tcase_add_test(tc, test_mapped_estimates_reused);
 	tcase_add_test(tc, test_host_floor);
+	tcase_add_test(tc, test_bf16_end_layers_timed);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
