@@ -156,9 +156,15 @@ static int gather(const struct pipette_barrier *b, int dfd, FILE *out, struct pi
 		if (rc == 0) {
 			snprintf(absent, sizeof(absent), "fail\t%s: did not plan within %ld s "
 				 "(plugstack step_barrier)\n", b->nodes[i], (b->wait_ms + 999) / 1000);
-			if (decide(dfd, b->key, i, b->node_id, absent) < 0)
+			rc = decide(dfd, b->key, i, b->node_id, absent);
+			if (rc < 0)
 				return pipette_fail(err, "step_barrier %s: %s", b->root,
 						    strerror(errno));
+			/* decided by another node: a network file system may
+			 * show it a moment later; look again after a tick, not
+			 * at once */
+			if (rc == 1)
+				nanosleep(&tick, NULL);
 			continue;	/* read what was decided */
 		}
 		if (!strcmp(text, "ok\n")) {
