@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,6 +337,7 @@ int trial_run(const struct trial_ctx *x, struct trial_cand *c)
 	double t0 = trial_now();
 	char **argv;
 	int argc = 0, fd, status = 0, have = 0, oom = 0;
+	off_t seen = -1;	/* the log's size when last read */
 	pid_t pid;
 
 	if (!(argv = trial_argv(x, c, &argc)))
@@ -356,8 +358,17 @@ int trial_run(const struct trial_ctx *x, struct trial_cand *c)
 	c->exit_status = -1;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
+		struct stat lst;
 
-		have = read_log(x, c, &ss, &oom, &err) == 0;
+		/* read again only when the log grew (its size taken before
+		 * the read: what is written meanwhile is read next time), and
+		 * once at the end */
+		off_t now = w != pid && stat(c->log, &lst) == 0 ? lst.st_size : -1;
+
+		if (now < 0 || now != seen) {
+			seen = now;
+			have = read_log(x, c, &ss, &oom, &err) == 0;
+		}
 		if (w == pid) {
 			ended(c, status, have, oom, &ss, &err);
 			break;
