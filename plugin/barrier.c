@@ -20,8 +20,7 @@
  * wait is bounded (the caller's, plan_timeout and the launch skew), and
  * the child that waits is killed past it: slurmstepd never waits on the
  * file system itself. */
-#define _GNU_SOURCE	/* O_NOFOLLOW, fdopendir */
-#include <dirent.h>
+#define _GNU_SOURCE	/* O_NOFOLLOW */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,29 +107,17 @@ static int read_record(int dfd, const char *key, int node, unsigned uid, char *t
 	return 1;
 }
 
+/* A record (or its temporary file) of a step long over. */
+static long record_age(const char *name, void *ctx)
+{
+	(void)ctx;
+	return strncmp(name, "barrier-", 8) && strncmp(name, ".barrier-", 9) ? -1 : STALE_S;
+}
+
 /* Remove this user's records of steps long over.  Best effort. */
 static void sweep(int dfd)
 {
-	time_t now = time(NULL);
-	struct dirent *e;
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if ((strncmp(e->d_name, "barrier-", 8) && strncmp(e->d_name, ".barrier-", 9)) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    now - st.st_mtime <= STALE_S)
-			continue;
-		(void)unlinkat(dfd, e->d_name, 0);
-	}
-	closedir(d);
+	pipette_sweep(dfd, 0, record_age, NULL);
 }
 
 /* Wait for every node's record, deciding for those still missing at the

@@ -240,6 +240,40 @@ static void tmp_prefix(const char *base, char *out, size_t len)
 	snprintf(out, len, ".%.*s" TMP_SUFFIX, TMP_BASE_MAX, base);
 }
 
+void pipette_sweep(int dfd, int mine, pipette_sweep_age_fn age, void *ctx)
+{
+	time_t now = time(NULL);
+	struct dirent *e;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		long a = age(e->d_name, ctx);
+
+		if (a < 0 || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || (mine && st.st_uid != geteuid()) ||
+		    now - st.st_mtime <= a)
+			continue;
+		(void)unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* A temporary file of the target: prefix + six characters. */
+static long tmp_age(const char *name, void *ctx)
+{
+	const char *prefix = ctx;
+	size_t plen = strlen(prefix);
+
+	return strncmp(name, prefix, plen) || strlen(name) != plen + TMP_RANDOM ? -1 : TMP_STALE_S;
+}
+
 /* Remove the temporary files of the same target that writers killed
  * before their rename left in dir (dirlen bytes of path; "" is "."): a
  * regular file, not a link, named prefix + six characters, owned by the
@@ -248,29 +282,13 @@ static void tmp_prefix(const char *base, char *out, size_t len)
 static void sweep_stale(const char *path, size_t dirlen, const char *prefix)
 {
 	char dir[PATH_MAX];
-	size_t plen = strlen(prefix);
-	time_t now = time(NULL);
-	struct dirent *e;
-	DIR *d;
 	int fd;
 
 	snprintf(dir, sizeof(dir), "%.*s", (int)(dirlen ? dirlen : 1), dirlen ? path : ".");
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
-	if (!(d = fdopendir(fd))) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if (strncmp(e->d_name, prefix, plen) || strlen(e->d_name) != plen + TMP_RANDOM ||
-		    fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() || now - st.st_mtime <= TMP_STALE_S)
-			continue;
-		(void)unlinkat(fd, e->d_name, 0);
-	}
-	closedir(d);
+	pipette_sweep(fd, 1, tmp_age, (void *)prefix);
+	close(fd);
 }
 
 int pipette_write_file(const char *path, const char *what, const void *data, size_t len,

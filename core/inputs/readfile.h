@@ -48,6 +48,13 @@ void pipette_file_free(struct pipette_file *f);
  * (-1): "WHAT: PATH: REASON". */
 int pipette_write_file(const char *path, const char *what, const void *data, size_t len,
 		       unsigned mode, int replace, struct pipette_err *err);
+/* How many seconds a file named `name` must be untouched before
+ * pipette_sweep removes it; negative: never. */
+typedef long (*pipette_sweep_age_fn)(const char *name, void *ctx);
+/* Remove the regular files (never a link) of directory dfd that age()
+ * names and that are older than it says; with mine, only the caller's
+ * own.  Best effort: the files of killed writers, of steps long over. */
+void pipette_sweep(int dfd, int mine, pipette_sweep_age_fn age, void *ctx);
 /* Write all of data[len] to fd, again after a short write or EINTR: 0, or
  * -1 with errno set. */
 int pipette_write_all(int fd, const void *data, size_t len);

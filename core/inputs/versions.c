@@ -1,9 +1,8 @@
 /* pipette: the versions a replaced input keeps for the steps that pinned it
  * (versions.h). */
-#define _GNU_SOURCE	/* O_DIRECTORY, O_NOFOLLOW, fdopendir */
+#define _GNU_SOURCE	/* O_DIRECTORY, O_NOFOLLOW */
 #include "inputs/versions.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "inputs/readfile.h"
@@ -98,33 +96,23 @@ static int keep_one(int dfd, const char *dir, const char *hex, const void *data,
 	return 0;
 }
 
+/* A version (but those named in keep) after the grace period, a killed
+ * writer's temporary file after an hour; nothing else. */
+static long version_age(const char *name, void *ctx)
+{
+	const char *const *keep = ctx;
+
+	if (hex_name(name))
+		return strcmp(name, keep[0]) && strcmp(name, keep[1]) ? PIPETTE_VERSIONS_GRACE_S
+								      : -1;
+	return strncmp(name, TMP_PREFIX, 5) ? -1 : TMP_STALE_S;
+}
+
 /* Remove the versions older than the grace period but those named in
  * keep, and the temporary files of killed writers.  Best effort. */
 static void sweep(int dfd, const char *const keep[2])
 {
-	time_t now = time(NULL);
-	struct dirent *e;
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		int ver = hex_name(e->d_name), tmp = !strncmp(e->d_name, TMP_PREFIX, 5);
-
-		if ((!ver && !tmp) || (ver && (!strcmp(e->d_name, keep[0]) ||
-					       !strcmp(e->d_name, keep[1]))) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() ||
-		    now - st.st_mtime <= (ver ? PIPETTE_VERSIONS_GRACE_S : TMP_STALE_S))
-			continue;
-		(void)unlinkat(dfd, e->d_name, 0);
-	}
-	closedir(d);
+	pipette_sweep(dfd, 1, version_age, (void *)keep);
 }
 
 static void short_hex(const unsigned char sha[PIPETTE_SHA256_LEN], char out[PIPETTE_VERSION_HEX + 1])
