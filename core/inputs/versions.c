@@ -115,7 +115,8 @@ static void sweep(int dfd, const char *const keep[2])
 	pipette_sweep(dfd, 1, version_age, (void *)keep);
 }
 
-static void short_hex(const unsigned char sha[PIPETTE_SHA256_LEN], char out[PIPETTE_VERSION_HEX + 1])
+static void short_hex(const unsigned char sha[PIPETTE_SHA256_LEN],
+		      char out[PIPETTE_VERSION_HEX + 1])
 {
 	char hex[2 * PIPETTE_SHA256_LEN + 1];
 
