@@ -32,7 +32,7 @@ static int csv_split(char *line, char **f, int max)
 		f[n++] = w;
 		if (quoted)
 			r++;
-		while (*r && (quoted || *r != ',') && *r != '\n') {
+		while (*r && (quoted || *r != ',') && *r != '\n' && *r != '\r') {
 			if (quoted && *r == '"') {
 				if (r[1] == '"') {
 					*w++ = '"';
@@ -195,20 +195,57 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	{
 		int vs = c.pp * pipette_config_chunks(&c);
 
-		if (vs > 1 && m.layers % vs && (m.layers + 2) % vs == 0)
-			c.first_stage_layers = c.last_stage_layers = (m.layers + 2) / vs - 1;
+		if (vs > 1 && m.layers % vs && (m.layers + 2) % vs == 0) {
+			int k = (m.layers + 2) / vs - 1;
+
+			/* a stage of the embedding or the loss alone: -1 */
+			c.first_stage_layers = c.last_stage_layers = k ? k : -1;
+		} else if (vs > 2 && m.layers % vs) {
+			/* DeepSeek-V3's layouts in Megatron-Bridge: k = ceil(L / vs)
+			 * decoder layers per virtual stage and the rest on the
+			 * last, with the MTP and the loss (src/megatron/bridge/
+			 * recipes/deepseek/h100/deepseek_v3.py:50-61,
+			 * _get_deepseek_v3_pipeline_layout, NVIDIA-NeMo/
+			 * Megatron-Bridge@067f987d); where that leaves the last
+			 * stage no layer, it holds the loss alone and the first
+			 * the remainder. */
+			int k = (m.layers + vs - 1) / vs;
+
+			if (m.layers - k * (vs - 1) >= 1) {
+				c.first_stage_layers = k;
+				c.last_stage_layers = m.layers - k * (vs - 1);
+			} else {
+				c.first_stage_layers = m.layers - k * (vs - 2);
+				c.last_stage_layers = -1;
+			}
+		}
 	}
 	/* the table's GPU with each dtype's attained share divided by scale[] */
 	gs = *table;
 	for (int d = 0; d < PIPETTE_GEMM_DTYPE_COUNT; d++)
 		gs.curve_share[d] = (table->curve_share[d] > 0 ? table->curve_share[d]
 							       : table->gemm_eff_max) / scale[d];
+	/* The recipe's MoE settings, as the row's flags name them: the flex
+	 * dispatcher with DeepEP or HybridEP kernels, and the combined-1F1B
+	 * overlap of the EP exchange (--overlap-moe-expert-parallel-comm). */
+	if (strstr(f[col(hdr, nh, "flags")], "dispatcher deepep") ||
+	    strstr(f[col(hdr, nh, "flags")], "dispatcher hybridep"))
+		c.moe.dispatcher = PIPETTE_DISPATCH_DEEPEP;
+	if (strstr(f[col(hdr, nh, "flags")], "EP a2a overlap"))
+		c.moe.ep_overlap = 1;
 	if (row_recompute(f[col(hdr, nh, "rec")], &c))
 		return snprintf(why, wlen, "recompute '%.40s' unknown", f[col(hdr, nh, "rec")]), -1;
 	if (pipette_precision_parse(f[col(hdr, nh, "precision")], &c.precision, &err) ||
 	    pipette_stack_precision_check(st, g, c.precision, &err) ||
 	    pipette_config_check(&m, &c, &err))
 		return snprintf(why, wlen, "%.180s", err.msg), -1;
+	/* NVL72 racks: jobs of 128 GPUs and more are placed in segments of
+	 * 16 of a rack's 18 trays (NVIDIA, "Achieving Peak System and Workload
+	 * Efficiency on NVIDIA GB200 NVL72 with Slurm Block Scheduling",
+	 * technical blog, 2025: segment size 16 for large jobs such as MoE
+	 * training), so each domain holds 64 of the job's GPUs. */
+	if (gs.nvlink_domain_gpus > gs.gpus_per_node && pipette_config_world(&c) >= 128)
+		gs.nvlink_domain_gpus = 16 * gs.gpus_per_node;
 	if (!(cl = validate_cluster(pipette_config_world(&c), g, g->gpus_per_node)))
 		return snprintf(why, wlen, "no cluster"), -1;
 	rc = pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, &tm, &err);
