@@ -239,6 +239,8 @@ static int check_time(struct pipette_timer *t, const struct pipette_gpu_spec *g,
 	printf("time MAPE %.1f%% fitted (bias %+.1f%%), %.1f%% leave-one-out, %.1f%% with the "
 	       "tables' values (targets 7%% and 10%%, bias within 5%%)\n", 100 * fitted / n,
 	       100 * bias / n, 100 * loo / n, 100 * table_mape / n);
+	validate_summary("NeMo 2.0 recipes, NVIDIA's H100 runs", "nemo", g->name, n, fitted / n,
+			 bias / n, loo / n);
 	return fabs((double)(kf / (SHARE_STEPS + 1)) / GRID_STEPS - table) > 1e-9 ||
 	       fabs(SHARE_AT(kf % (SHARE_STEPS + 1)) - share_table) > 1e-9 ||
 	       fitted / n > 0.07 || loo / n > 0.10 || fabs(bias / n) > 0.05;

@@ -433,8 +433,8 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	FILE *fp = fopen(path, "r");
 	static struct lrow rows[MAX_LROWS];
 	struct group sys[GROUPS] = { { "", 0, 0, 0 } }, prec[GROUPS] = { { "", 0, 0, 0 } };
-	struct group loo_sys[GROUPS] = { { "", 0, 0, 0 } };
-	int ns = 0, np = 0, nl = 0, skipped = 0, n, bad;
+	struct group loo_sys[GROUPS] = { { "", 0, 0, 0 } }, loo_prec[GROUPS] = { { "", 0, 0, 0 } };
+	int ns = 0, np = 0, nl = 0, nlp = 0, skipped = 0, n, bad;
 	double all_abs = 0, all_sum = 0, dense_abs = 0, dense_loo = 0, dense_sum = 0;
 	int dense_n = 0;
 	struct lfit x;
@@ -474,6 +474,7 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 		add(loo_sys, &nl, r->system, el);
 		snprintf(key, sizeof(key), "%s %s", r->system, r->precision);
 		add(prec, &np, key, e);
+		add(loo_prec, &nlp, key, el);
 		all_abs += fabs(e);
 		all_sum += e;
 	}
@@ -482,16 +483,26 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	       "H100 runs use its measured kernels, not fitted\n", x.fam[1], x.fam[2], x.rdt[1],
 	       x.rdt[2], x.rdt[3]);
 	printf("%-26s %4s %8s %8s %12s\n", "group", "runs", "MAPE", "bias", "LOO MAPE");
-	for (int i = 0; i < ns; i++)
+	for (int i = 0; i < ns; i++) {
+		char label[64];
+
 		printf("%-26s %4d %7.1f%% %+7.1f%% %11.1f%%\n", sys[i].name, sys[i].n,
 		       100 * sys[i].abs / sys[i].n, 100 * sys[i].sum / sys[i].n,
 		       100 * loo_sys[i].abs / loo_sys[i].n);
+		snprintf(label, sizeof(label), "Megatron-Bridge low precision, %.24s", sys[i].name);
+		validate_summary(label, "nemo", sys[i].name, sys[i].n, sys[i].abs / sys[i].n,
+				 sys[i].sum / sys[i].n, loo_sys[i].abs / loo_sys[i].n);
+	}
 	for (int i = 0; i < np; i++)
-		printf("  %-24s %4d %7.1f%% %+7.1f%%\n", prec[i].name, prec[i].n,
-		       100 * prec[i].abs / prec[i].n, 100 * prec[i].sum / prec[i].n);
+		printf("  %-24s %4d %7.1f%% %+7.1f%% %11.1f%%\n", prec[i].name, prec[i].n,
+		       100 * prec[i].abs / prec[i].n, 100 * prec[i].sum / prec[i].n,
+		       100 * loo_prec[i].abs / loo_prec[i].n);
 	printf("dense runs (Llama 3 8B, 70B, 405B), %d: MAPE %.1f%%, bias %+.1f%%, "
 	       "leave-one-out %.1f%%\n", dense_n, dense_n ? 100 * dense_abs / dense_n : 0,
 	       dense_n ? 100 * dense_sum / dense_n : 0, dense_n ? 100 * dense_loo / dense_n : 0);
+	validate_summary("Megatron-Bridge low precision, dense runs", "nemo", "H100, Blackwell",
+			 dense_n, dense_n ? dense_abs / dense_n : 0, dense_n ? dense_sum / dense_n : 0,
+			 dense_n ? dense_loo / dense_n : 0);
 	bad = table_matches(&x);
 	printf("all %d runs: MAPE %.1f%%, bias %+.1f%%; %d skipped; core/inputs/hardware.c's "
 	       "Blackwell shares %s the fit\n\n", n, n ? 100 * all_abs / n : 0,

@@ -62,6 +62,8 @@ int validate_moe(struct pipette_timer *t)
 	       pk->other_bytes / PIPETTE_GIB, pk->reserve_bytes / PIPETTE_GIB,
 	       mem.peak_bytes / PIPETTE_GIB, mem.limit_bytes / PIPETTE_GIB,
 	       mem.fits ? "fits" : "DOES NOT FIT");
+	validate_summary("DeepSeek-V3 report (GPU hours per T tokens)", "deepseek", g->name, 1,
+			 fabs(err), err, -1);
 	if (fabs(err) > TOLERANCE || !mem.fits) {
 		printf("  FAIL: outside the check\n");
 		bad = 1;

@@ -21,6 +21,12 @@ int validate_plan_rank(const struct pipette_plan *plan, const struct pipette_con
 int validate_current(struct pipette_timer *t, const char *datadir);
 /* The low-precision and Blackwell runs of Megatron-Bridge (lowp.c). */
 int validate_lowp(struct pipette_timer *t, const char *path);
+/* One line of the closing summary: a dataset of n cases with its stack and
+ * GPU, its MAPE and bias (fractions; bias NAN: not a signed error), and
+ * its leave-one-out MAPE where a parameter was fitted on it (loo < 0:
+ * none was, so leave-one-out is the MAPE itself). */
+void validate_summary(const char *dataset, const char *stack, const char *gpu, int n,
+		      double mape, double bias, double loo);
 /* DeepSeek-V3 against its technical report (moe.c). */
 int validate_moe(struct pipette_timer *t);
 
