@@ -78,6 +78,10 @@ struct pipette_stack {
 	/* Tensor parallelism always shards the norms' sequence (torchtitan's
 	 * TP plan); Megatron makes it a choice (--sequence-parallel). */
 	int sp_with_tp;
+	/* torchtitan's async TP (compile.enable_async_tensor_parallel):
+	 * Inductor pipelines the TP all-gathers and reduce-scatters with the
+	 * matmuls beside them; tp_exposed is then what it leaves. */
+	int async_tp;
 	/* Only data parallelism: no TP, PP, CP or EP (Composer's FSDP as
 	 * llm-foundry runs it). */
 	int data_parallel_only;

@@ -102,6 +102,9 @@ static int head_fields(const struct pipette_plan *plan, struct tt_field *f, int 
 	      (long)c->micro_batch * c->seq_len);
 	FIELD("training", "num_tokens_per_train_step", "%ld", c->global_batch * c->seq_len);
 	FIELD("compile", "enable", "%s", plan->stack.elementwise_factor < 1.5 ? "True" : "False");
+	/* async TP: CompileConfig at HEAD (torchtitan-config.tsv) */
+	if (plan->stack.async_tp && c->tp > 1)
+		FIELD("compile", "enable_async_tensor_parallel", "True");
 #undef FIELD
 	*n = k;
 	return 0;
@@ -292,6 +295,9 @@ static void write_toml(const struct pipette_plan *plan, FILE *out)
 			"pipeline_parallel_microbatch_size = %d\n",
 			torch_schedule(c->schedule),
 			plan->model.layers / (c->pp * pipette_config_chunks(c)), c->micro_batch);
+	/* async TP: [parallelism] up to v0.2.2 (torchtitan-config.tsv) */
+	if (plan->stack.async_tp && c->tp > 1)
+		fprintf(out, "enable_async_tensor_parallel = true\n");
 	/* local_batch_size: sequences per DP rank per forward-backward
 	 * step; with PP the whole pipeline's micro-batches */
 	fprintf(out, "\n[training]\nlocal_batch_size = %ld\nglobal_batch_size = %ld\n"

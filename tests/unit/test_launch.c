@@ -1005,6 +1005,17 @@ START_TEST(test_stack_options)
 	ck_assert_int_eq(pipette_stack_resolve("megatron", "grad_reduce=fp16", &s, &err), -1);
 	ck_assert_int_eq(pipette_stack_resolve("deepspeed", "", &s, &err), -1);
 	ck_assert_msg(strstr(err.msg, "stack 'deepspeed'"), "%s", err.msg);
+	/* torchtitan's async TP: only with the compiled model, whichever
+	 * order the options come in; Composer has no TP overlap */
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "tp_overlap=on", &s, &err), -1);
+	ck_assert_msg(strstr(err.msg, "compile=on"), "%s", err.msg);
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "tp_overlap=on,compile=on", &s, &err), 0);
+	ck_assert_int_eq(s.async_tp, 1);
+	ck_assert_double_lt(s.tp_exposed, 1);
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "compile=on", &s, &err), 0);
+	ck_assert_int_eq(s.async_tp, 0);
+	ck_assert_double_eq(s.tp_exposed, 1);
+	ck_assert_int_eq(pipette_stack_resolve("composer-fsdp", "tp_overlap=on", &s, &err), -1);
 }
 END_TEST
 
@@ -1383,12 +1394,12 @@ END_TEST
 enum rule {
 	R_SHELL, R_CDMC, R_NEMO_LIST, R_NEMO_SPLIT, R_NEMO_FACTORY, R_NEMO_CB, R_TT_STAGES,
 	R_TT_OWN, R_TT_PRESET, R_ZB_MLA, R_ZB_EPDP, R_ZB_PP, R_REFUSAL, R_SB_SYNTAX, R_SB_LINES,
-	R_SB_RANKS, R_COUNT
+	R_SB_RANKS, R_TT_ASYNC, R_COUNT
 };
 static const char *const rule_ids[R_COUNT] = {
 	"shell-words", "cdmc-prefix", "nemo-list-literal", "nemo-split-keys", "nemo-factory",
 	"nemo-callbacks", "tt-stage-count", "tt-own-stack", "tt-preset", "zb-no-mla", "zb-ep-dp",
-	"zb-pp", "refusal-named", "sbatch-syntax", "sbatch-lines", "sbatch-ranks",
+	"zb-pp", "refusal-named", "sbatch-syntax", "sbatch-lines", "sbatch-ranks", "tt-async-tp",
 };
 static int rule_used[R_COUNT];
 
@@ -1561,6 +1572,19 @@ static void check_tt_rules(const struct pipette_plan *p, const char *model)
 	    !strcmp(model, "deepseek-v3")) {
 		ck_assert_msg(!strstr(buf, "my_base") && strstr(buf, "config_registry import"), "%s", buf);
 		rule_used[R_TT_PRESET]++;
+	}
+	/* tt-async-tp: the async TP the plan was timed with is set, and only
+	 * beside the compiled model, in both forms */
+	if (pipette_config_stack(c)->async_tp && c->tp > 1) {
+		const char *toml = strstr(buf, "\n[parallelism]");
+
+		ck_assert_msg(strstr(buf, "c.compile.enable_async_tensor_parallel = True\n") &&
+			      strstr(buf, "c.compile.enable = True\n"), "%s", buf);
+		ck_assert_msg(toml && strstr(toml, "enable_async_tensor_parallel = true\n") &&
+			      strstr(toml, "\n[compile]\nenable = true\n"), "%s", buf);
+		rule_used[R_TT_ASYNC]++;
+	} else {
+		ck_assert_msg(!strstr(buf, "enable_async_tensor_parallel"), "%s", buf);
 	}
 	if (c->pp > 1) {
 		q = strstr(buf, "\n[parallelism]");
@@ -1791,10 +1815,13 @@ static void check_files(const struct pipette_plan *p, const struct fmt_job *j,
 
 START_TEST(test_all_formats)
 {
-	static const char *const stacks[] = { "megatron", "nemo", "megatron-zb", "megatron-2022",
-					      "torchtitan", "composer-fsdp" };
+	static const char *const stacks[][2] = {
+		{ "megatron", "" }, { "nemo", "" }, { "megatron-zb", "" }, { "megatron-2022", "" },
+		{ "torchtitan", "" }, { "composer-fsdp", "" },
+		{ "torchtitan", "compile=on,tp_overlap=on" },	/* async TP */
+	};
 	struct fmt_keys *k = malloc(sizeof(*k));
-	int own[6] = { 0 }, i, found[R_COUNT] = { 0 };
+	int own[7] = { 0 }, i, found[R_COUNT] = { 0 };
 	size_t s, j;
 	FILE *f = fopen(DATA "launch-rules.tsv", "r");
 	char row[2048];
@@ -1832,7 +1859,8 @@ START_TEST(test_all_formats)
 				pins.recompute = PIPETTE_RECOMPUTE_SELECTIVE, pins.recompute_modules = fj->rmods;
 			if (fj->deepep)
 				pins.dispatcher = PIPETTE_DISPATCH_DEEPEP;
-			p = plan_for(stacks[s], fj->model, fj->nodes, fj->gbs, fj->seq, &pins);
+			p = plan_with(stacks[s][0], stacks[s][1], fj->model, fj->nodes, fj->gbs, fj->seq,
+				      &pins);
 			if (!p)
 				continue;	/* the stack cannot run these pins */
 			own[s]++;
@@ -1843,7 +1871,8 @@ START_TEST(test_all_formats)
 			pipette_plan_destroy(p);
 		}
 	for (s = 0; s < sizeof(stacks) / sizeof(stacks[0]); s++)
-		ck_assert_msg(own[s] >= 2, "stack %s planned %d of the jobs", stacks[s], own[s]);
+		ck_assert_msg(own[s] >= 2, "stack %s %s planned %d of the jobs", stacks[s][0],
+			      stacks[s][1], own[s]);
 	for (i = 0; i < R_COUNT; i++)
 		ck_assert_msg(rule_used[i] > 0, "no output exercised rule %s", rule_ids[i]);
 	free(k);

@@ -183,6 +183,37 @@ START_TEST(test_host_floor)
 }
 END_TEST
 
+/* torchtitan's async TP leaves stack.c's share of the TP time exposed
+ * and nothing else changes; vanilla TP leaves all of it. */
+START_TEST(test_async_tp)
+{
+	struct pipette_stack vanilla, async;
+	struct pipette_config c;
+	struct pipette_cluster *cl = nominal(2, 8, "a100");
+	struct pipette_time a, v;
+
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "compile=on", &vanilla, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve("torchtitan", "compile=on,tp_overlap=on", &async,
+					       NULL), 0);
+	pipette_config_init(&c);
+	c.stack = &vanilla;
+	c.tp = 8;
+	c.dp = c.dp_shard = 2;
+	c.sequence_parallel = 1;
+	c.micro_batch = 2;
+	c.global_batch = 4;
+	c.seq_len = 4096;
+	iter("llama3-8b", &c, cl, &v);
+	c.stack = &async;
+	iter("llama3-8b", &c, cl, &a);
+	ck_assert(v.tp_comm_s > 0);
+	ck_assert_double_eq_tol(a.tp_comm_s, v.tp_comm_s * async.tp_exposed, 1e-9);
+	ck_assert_double_eq_tol(a.compute_s, v.compute_s, 1e-9);
+	ck_assert(a.iteration_s < v.iteration_s);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* 1F1B with p stages: the bubble is (p-1) stage-micro-batch times.  With
  * m micro-batches the makespan is close to (m + p - 1)/m of the busiest
  * stage's work (uneven only by the logits on the last stage). */
@@ -808,6 +839,7 @@ int main(void)
 	tcase_add_test(tc, test_intra_node_ring);
 	tcase_add_test(tc, test_mapped_estimates_reused);
 	tcase_add_test(tc, test_host_floor);
+	tcase_add_test(tc, test_async_tp);
 	tcase_add_test(tc, test_bf16_end_layers_timed);
 	suite_add_tcase(s, tc);
 	return check_run(s);
