@@ -51,7 +51,7 @@ pipette_SOURCES += core/cli/cmd_plan.c
 core_libpipette_la_SOURCES += core/render/env.c core/render/megatron.c \
 	core/render/json.c core/render/table.c core/render/nemo.c \
 	core/render/torchtitan.c core/render/launch.c \
-	core/render/sbatch.c
+	core/render/sbatch.c core/render/bridge.c
 
 # Expert placement from routing traces (experts.h).  The trace, the cost
 # model and the greedy are in libpipette; the GLPK integer program

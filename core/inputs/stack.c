@@ -5,7 +5,9 @@
  *   Megatron-LM  NVIDIA/Megatron-LM, megatron/training/arguments.py,
  *                megatron/core/... (see each fact)
  *   NeMo 2.0     NVIDIA/NeMo @d2b21556, nemo/collections/llm/recipes/
- *   zero bubble  sail-sg/zero-bubble-pipeline-parallelism */
+ *   zero bubble  sail-sg/zero-bubble-pipeline-parallelism
+ *   Megatron-Bridge  NVIDIA-NeMo/Megatron-Bridge @067f987d, src/megatron/
+ *                bridge/perf_recipes/, training/, scripts/performance/ */
 #include "inputs/stack.h"
 
 #include "inputs/hardware.h"
@@ -164,6 +166,25 @@ static const double tt_floor_eager[3] = TT_FLOOR_EAGER, tt_floor_compiled[3] = T
  * average 0.513 of the 1979 TFLOP/s FP8 peak.  Not modelled: the
  * quantization passes over HBM (§3.5.2). */
 #define DS_FP8_RAW (((1297.0 / 1.2 + 1099.0 / 1.2 + 1288.0 / 1.2 + 1093.0 / 1.1) / 4) / 1979.0)
+
+/* Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge @067f987d; the NeMo
+ * performance recipes moved there from NeMo 2.0 in the 25.11 containers).
+ * The launch names its precision by the run script's -c, which takes
+ * bf16, fp8_cs, fp8_mx, fp8_sc and nvfp4 (scripts/performance/
+ * argument_parser.py:694-702) and selects the flat performance recipe
+ * whose mixed-precision config is bf16_mixed, bf16_with_fp8_current_
+ * scaling_mixed, bf16_with_mxfp8_mixed, bf16_with_fp8_subchannel_
+ * scaling_mixed or bf16_with_nvfp4_mixed (utils/precision.py:26-43,
+ * src/megatron/bridge/perf_recipes/_common.py:99-123): delayed scaling
+ * (bf16_with_fp8_delayed_scaling_mixed, training/mixed_precision.py
+ * :216-232) has no -c and no flat recipe, so the stack does not run it. */
+#define BRIDGE_PRECISIONS (PREC(BF16) | PREC(FP8_CURRENT) | PREC(FP8_BLOCKWISE) | \
+			   PREC(MXFP8) | PREC(NVFP4))
+/* Every flat recipe sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+ * (e.g. perf_recipes/llama/h100/llama3.py:61, 103): as for torchtitan,
+ * the allocator reserves the floor's worth beyond the allocated peak, not
+ * the 25% of the activations fitted on NeMo 2.0's logs. */
+#define BRIDGE_RESERVE_FRACTION 0.0
 
 static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	[PIPETTE_STACK_MEGATRON] = {
@@ -326,6 +347,43 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.uneven_split = 1, .expert_tp = 0, .tied_embeddings = 0,
 		.precisions = PREC(FP8_BLOCKWISE), .default_precision = PIPETTE_PREC_FP8_BLOCKWISE,
 	},
+	/* Megatron-Bridge's flat performance recipes as its run script
+	 * takes them (core/render/bridge.c writes the launch).  Gradients:
+	 * _benchmark_common sets mixed_precision.grad_reduce_in_fp32 and
+	 * ddp.grad_reduce_in_fp32 False, a bf16 buffer (perf_recipes/
+	 * _common.py:72-74).  TP overlap: userbuffers through CommOverlapConfig
+	 * (tp_comm_overlap=True, recipes/llama/h100/llama3.py:796-799), which
+	 * the config turns off itself at TP 1 or without sequence parallelism
+	 * (training/comm_overlap.py:441-447); the exposed share is NeMo's, the
+	 * same Transformer Engine userbuffers.  DP overlap: on with DP > 1
+	 * (comm_overlap.py:576-579).  The embedding's wgrad is not deferred in
+	 * the pretraining recipes (defer_embedding_wgrad_compute defaults
+	 * False, comm_overlap.py:436; only the SFT recipes set it).  Low
+	 * precision gathers parameters in FP8/FP4 but with blockwise scales
+	 * (fp8_param_gather in mixed_precision.py:254-421).  MoE: alltoall,
+	 * or the flex dispatcher with DeepEP or HybridEP (scripts/performance/
+	 * argument_parser.py:869-878); the all-to-all overlap on request
+	 * (comm_overlap.overlap_moe_expert_parallel_comm).  Megatron-FSDP
+	 * (overrides.py:94-114) and CPU activation offloading (:163-173) exist
+	 * and are not priced. */
+	[PIPETTE_STACK_MEGATRON_BRIDGE] = {
+		.id = PIPETTE_STACK_MEGATRON_BRIDGE, .name = "megatron-bridge",
+		.what = "Megatron-Bridge performance recipes (NeMo 25.11 on: bf16 gradients, "
+			"userbuffers TP overlap, recipe precision by -c)",
+		.grad_bytes = 2, .optim_bytes = ADAM_FP32, .swiglu_saved = 3,
+		.logits_bytes = 6, .head_input_bytes = 2,
+		.wgrad_deferral_limit = 0, .act_temp_factor = ACT_TEMP,
+		.reserve_fraction = BRIDGE_RESERVE_FRACTION,
+		.reserve_floor_bytes = RESERVE_FLOOR_BYTES,
+		.elementwise_factor = 1.0,
+		.tp_exposed = 0.50, .dp_overlap = 1, .schedules = MEGATRON_SCHEDULES,
+		.attention = PIPETTE_ATTN_FLASH, .form = PIPETTE_FORM_BRIDGE,
+		.device_max_connections = PIPETTE_CDMC_BRIDGE, .core_flags = 1,
+		.uneven_split = 1, .expert_tp = 1, .tied_embeddings = 1,
+		.recompute_modules = 1, .moe_overlap = 1, .deepep = 1,
+		.precisions = BRIDGE_PRECISIONS, .te_modules = 1, .fp8_param_gather = 1,
+		.megatron_fsdp = 1, .cpu_offload = 1,
+	},
 };
 
 const char *pipette_stack_default_name(void)
@@ -349,8 +407,8 @@ int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pip
 			return 0;
 		}
 	return pipette_fail(err, "stack '%.32s': expected megatron, nemo, megatron-zb, "
-			    "megatron-2022, torchtitan or composer-fsdp ('pipette stacks' lists "
-			    "them)", name ? name : "");
+			    "megatron-2022, torchtitan, composer-fsdp, deepseek or megatron-bridge "
+			    "('pipette stacks' lists them)", name ? name : "");
 }
 
 static int on_off(const char *key, const char *v, int *out, struct pipette_err *err)
@@ -391,6 +449,31 @@ static int option_grad_reduce(struct pipette_stack *s, const char *v, struct pip
 	    s->grad_bytes != 4)
 		return pipette_fail(err, "--stack-option grad_reduce=bf16: %s has no "
 				    "--grad-reduce-in-bf16", s->name);
+	return 0;
+}
+
+/* megatron_fsdp=on|off, cpu_offload=on|off: what Megatron-Bridge's run
+ * script can turn on (--use_megatron_fsdp, -ol/--activation_offload_layers;
+ * scripts/performance/utils/overrides.py:94-114, 163-173) but pipette's
+ * memory and time models do not price: off is what they model, on is
+ * refused in one line rather than planned as if it were not there. */
+static int option_unpriced(const struct pipette_stack *s, const char *key, const char *v,
+			   struct pipette_err *err)
+{
+	int b = 0, can = !strcmp(key, "megatron_fsdp") ? s->megatron_fsdp : s->cpu_offload;
+
+	if (on_off(key, v, &b, err))
+		return -1;
+	if (b && !can)
+		return pipette_fail(err, "--stack-option %s=on: the %s stack's launch has no such "
+				    "setting", key, s->name);
+	if (b)
+		return pipette_fail(err, "--stack-option %s=on: pipette's memory and time models do "
+				    "not price %s; plan without it (%s runs the distributed optimizer "
+				    "with activations kept on the GPU)", key,
+				    !strcmp(key, "megatron_fsdp") ? "Megatron-FSDP"
+								   : "CPU activation offloading",
+				    s->name);
 	return 0;
 }
 
@@ -500,6 +583,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->precisions |= PIPETTE_PREC_BIT(s->default_precision);
 		return 0;
 	}
+	if (!strcmp(key, "megatron_fsdp") || !strcmp(key, "cpu_offload"))
+		return option_unpriced(s, key, v, err);
 	if (!strcmp(key, "reserve")) {
 		double f;
 
@@ -510,7 +595,7 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 	}
 	return pipette_fail(err, "--stack-option '%.48s': unknown key '%s' (known: grad_reduce, "
 			    "tp_overlap, dp_overlap, wgrad_deferral, reserve, adam_states, compile, "
-			    "fp8)", kv, key);
+			    "fp8, megatron_fsdp, cpu_offload)", kv, key);
 }
 
 
@@ -642,16 +727,29 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 			      1e3 * s->host_floor_s[2]);
 	pipette_arg(&a, "  launch             %s%s\n",
 		      s->form == PIPETTE_FORM_NEMO ? "NeMo 2.0 recipe overrides"
+		      : s->form == PIPETTE_FORM_BRIDGE ? "scripts/performance/bootstrap.py: the flat "
+							"recipe by -m/-mr/-g/-c, Hydra overrides"
 		      : s->form == PIPETTE_FORM_MEGATRON_ZB ? "the fork's Megatron-LM arguments"
 		      : s->form == PIPETTE_FORM_TORCHTITAN ? "a torchtitan recipe, --parallelism.* "
 							    "overrides, v0.2.2 TOML"
 		      : s->form == PIPETTE_FORM_NONE ? "none (estimate only: the env contract)"
 		      : "Megatron-LM arguments",
 		      s->device_max_connections == 1 ? ", CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP > 1"
+		      : s->device_max_connections == PIPETTE_CDMC_BRIDGE
+		      ? ", CUDA_DEVICE_MAX_CONNECTIONS as its script picks (1 with TP or CP > 1 on "
+			"Hopper, else 8; 32 on Blackwell or with DeepEP)"
 		      : s->device_max_connections ? ", CUDA_DEVICE_MAX_CONNECTIONS=8" : "");
 	if (s->wgrad_deferral_limit)
 		pipette_arg(&a, "  wgrad deferral     %d micro-batches\n",
 			      s->wgrad_deferral_limit);
+	if (s->form == PIPETTE_FORM_BRIDGE)
+		pipette_arg(&a, "  MoE dispatch       alltoall or DeepEP (flex backends; HybridEP not "
+			    "priced: the launch pins one of the two); EP overlap on request\n");
+	if (s->megatron_fsdp || s->cpu_offload)
+		pipette_arg(&a, "  not priced         %s%s%s (--stack-option ...=on is refused)\n",
+			    s->megatron_fsdp ? "Megatron-FSDP" : "",
+			    s->megatron_fsdp && s->cpu_offload ? ", " : "",
+			    s->cpu_offload ? "CPU activation offloading" : "");
 	if (s->mem_fraction <= 0)
 		pipette_arg(&a, "  allocator reserve  %.0f%% of the activations and "
 			      "temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,

@@ -20,17 +20,23 @@ enum pipette_stack_id {
 	PIPETTE_STACK_TORCHTITAN,	/* pytorch/torchtitan: FSDP2, DTensor TP, torch pipelining */
 	PIPETTE_STACK_COMPOSER_FSDP,	/* MosaicML Composer's FSDP1 (llm-foundry), estimate only */
 	PIPETTE_STACK_DEEPSEEK,		/* DeepSeek-V3's own framework, estimate only */
+	PIPETTE_STACK_MEGATRON_BRIDGE,	/* Megatron-Bridge performance recipes (NeMo 25.11 on) */
 	PIPETTE_STACK_COUNT
 };
 
 /* How the stack's launch is written (rendering picks the renderer):
  * upstream Megatron-LM's arguments, the zero-bubble fork's (an older
- * Megatron with its own schedule flags), or NeMo 2.0 recipe overrides. */
+ * Megatron with its own schedule flags), NeMo 2.0 recipe overrides, or
+ * Megatron-Bridge's performance run script with its Hydra overrides. */
 enum pipette_launch_form {
 	PIPETTE_FORM_MEGATRON, PIPETTE_FORM_MEGATRON_ZB, PIPETTE_FORM_NEMO,
 	PIPETTE_FORM_TORCHTITAN,	/* Trainer.Config fields (recipe, overrides, TOML) */
 	PIPETTE_FORM_NONE,		/* estimate only: the env contract, no launch */
+	PIPETTE_FORM_BRIDGE,		/* scripts/performance/bootstrap.py, -c and key=value */
 };
+
+/* device_max_connections: Megatron-Bridge's rule (render/env.c). */
+#define PIPETTE_CDMC_BRIDGE 32
 
 struct pipette_stack {
 	enum pipette_stack_id id;
@@ -137,7 +143,8 @@ struct pipette_stack {
 	enum pipette_launch_form form;
 	/* CUDA_DEVICE_MAX_CONNECTIONS the launch must set: 1 when TP or CP >
 	 * 1 (Megatron-Core asserts it on Hopper and earlier), 8 always (the
-	 * zero-bubble runtime asserts >= 8), 0 never. */
+	 * zero-bubble runtime asserts >= 8), 0 never, PIPETTE_CDMC_BRIDGE:
+	 * the value Megatron-Bridge's run script picks (1, 8 or 32). */
 	int device_max_connections;
 	/* What the launch can express: uneven first/last stages, expert
 	 * tensor parallelism; a model with tied embeddings. */
@@ -147,10 +154,17 @@ struct pipette_stack {
 	/* The launch names every precision and overlap flag the prediction
 	 * assumes (Megatron-Core's flags; megatron-2022 predates them). */
 	int core_flags;
+	/* What the stack's recipes can run that pipette's memory and time
+	 * models do not price (Megatron-Bridge's Megatron-FSDP and CPU
+	 * activation offloading): `pipette stacks` names them and
+	 * --stack-option refuses them in one line. */
+	int megatron_fsdp;
+	int cpu_offload;
 };
 
 const struct pipette_stack *pipette_stack_get(enum pipette_stack_id id);
-/* By name ("megatron", "nemo", "megatron-zb", "megatron-2022"). */
+/* By name ("megatron", "nemo", "megatron-zb", "megatron-2022", ...,
+ * "megatron-bridge"). */
 int pipette_stack_lookup(const char *name, struct pipette_stack *out, struct pipette_err *err);
 /* The stack named ("" = the default) with "key=value,key=value" overrides. */
 int pipette_stack_resolve(const char *name, const char *options, struct pipette_stack *out,

@@ -179,11 +179,15 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 int pipette_plan_megatron_fsdp_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* NeMo 2.0 recipe overrides: "trainer.strategy.tensor_model_parallel_size=8 ..." */
 int pipette_plan_nemo_args(const struct pipette_plan *plan, char *buf, size_t len);
+/* Megatron-Bridge's performance run script: "-m llama -mr llama3_70b -g h100
+ * -c fp8_cs ... model.tensor_model_parallel_size=8 ..." (0), or 1 with why
+ * it cannot run the plan in buf. */
+int pipette_plan_bridge_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* torchtitan: the plan as --parallelism.* / --training.* overrides, and
  * as a recipe module, the same overrides and the v0.2.2 TOML. */
 int pipette_plan_torchtitan_args(const struct pipette_plan *plan, char *buf, size_t len);
 int pipette_plan_write_torchtitan(const struct pipette_plan *plan, FILE *f);
-/* The plan in its stack's launch form (one of the three above); 1 for an
+/* The plan in its stack's launch form (one of the four above); 1 for an
  * estimate-only stack, which has none. */
 int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t len);
 /* torchtitan's form of a plan made for another stack: 0, or 1 with the

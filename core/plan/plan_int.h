@@ -60,5 +60,6 @@ int pipette_plan_uses_layout(const struct pipette_plan *plan);
  * launch.c has their sources). */
 #define PIPETTE_MEGATRON_TRAINER "python pretrain_gpt.py"
 #define PIPETTE_NEMO_TRAINER "nemo llm pretrain -y"
+#define PIPETTE_BRIDGE_TRAINER "python scripts/performance/bootstrap.py"
 
 #endif

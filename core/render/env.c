@@ -87,6 +87,20 @@ int pipette_plan_device_max_connections(const struct pipette_plan *plan)
 {
 	const struct pipette_config *c = &plan->cfg;
 
+	/* Megatron-Bridge's run script: 32 on Blackwell, 1 with TP or CP > 1
+	 * without the EP all-to-all overlap, else 8, or 32 with the DeepEP
+	 * (or HybridEP) backend (NVIDIA-NeMo/Megatron-Bridge @067f987d
+	 * scripts/performance/utils/overrides.py:248-263).  The script
+	 * installs its recipe's value only where the variable is unset
+	 * (bootstrap.py:43-50), so the launch sets it every time. */
+	if (plan->stack.device_max_connections == PIPETTE_CDMC_BRIDGE) {
+		if (plan->gpu->fp4_tflops > 0)
+			return 32;
+		if ((c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap)
+			return 1;
+		return c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP ? 32 : 8;
+	}
+
 	if (plan->stack.device_max_connections == 1 && (c->tp > 1 || c->cp > 1))
 		return 1;
 	return plan->stack.device_max_connections > 1 ? plan->stack.device_max_connections : 0;

@@ -13,7 +13,11 @@
  * entry point (pretrain_gpt.py at the root of NVIDIA/Megatron-LM), NeMo's
  * CLI, whose -y skips the confirmation prompt a non-interactive task
  * cannot answer (NVIDIA/NeMo @8cfedd72 nemo/collections/llm/recipes/
- * README.md:24,36-37), and torchtitan's trainer under torchrun
+ * README.md:24,36-37), Megatron-Bridge's per-rank performance entry point
+ * from the root of its checkout (NVIDIA-NeMo/Megatron-Bridge @067f987d
+ * scripts/performance/setup_experiment.py:67, 149-165: python with
+ * bootstrap.py, which then runs run_script.py), and torchtitan's trainer
+ * under torchrun
  * (torchtitan.md §1). */
 #define MEGATRON_TRAINER PIPETTE_MEGATRON_TRAINER
 #define NEMO_TRAINER PIPETTE_NEMO_TRAINER
@@ -50,6 +54,10 @@ static int form_args(const struct pipette_plan *plan, enum pipette_line_form for
 			 plan->G, trainer ? trainer : ep);
 		*run = entry;
 		return 0;
+	}
+	if (form == PIPETTE_LINE_STACK && plan->stack.form == PIPETTE_FORM_BRIDGE) {
+		*run = trainer ? trainer : PIPETTE_BRIDGE_TRAINER;
+		return pipette_plan_bridge_args(plan, args, len);
 	}
 	if (form == PIPETTE_LINE_STACK)
 		form = stack_line(plan);

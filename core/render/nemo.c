@@ -278,6 +278,8 @@ int pipette_plan_launch_args(const struct pipette_plan *plan, char *buf, size_t 
 {
 	if (plan->stack.form == PIPETTE_FORM_NEMO)
 		return pipette_plan_nemo_args(plan, buf, len);
+	if (plan->stack.form == PIPETTE_FORM_BRIDGE)
+		return pipette_plan_bridge_args(plan, buf, len);
 	if (plan->stack.form == PIPETTE_FORM_TORCHTITAN)
 		return pipette_plan_torchtitan_args(plan, buf, len);
 	if (plan->stack.form == PIPETTE_FORM_NONE) {

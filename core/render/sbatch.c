@@ -150,7 +150,8 @@ static int command(const struct pipette_plan *plan, const char *trainer, int tor
 		pipette_arg(&a, "%s%s ", torchrun ? "" : "python ", ep);
 	else
 		pipette_arg(&a, "%s ", plan->stack.form == PIPETTE_FORM_NEMO ? PIPETTE_NEMO_TRAINER
-						: PIPETTE_MEGATRON_TRAINER);
+				: plan->stack.form == PIPETTE_FORM_BRIDGE ? PIPETTE_BRIDGE_TRAINER
+				: PIPETTE_MEGATRON_TRAINER);
 	pipette_shell_words(&a, args);
 	if (a.bad || a.n >= len) {
 		snprintf(why, wlen, "the command line is longer than %zu bytes", len - 1);

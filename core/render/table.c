@@ -272,7 +272,8 @@ int pipette_plan_write_table(const struct pipette_plan *plan, FILE *f)
 	write_mapping(plan, f);
 	rc = pipette_plan_launch_args(plan, args, sizeof(args));
 	launcher = plan->stack.form == PIPETTE_FORM_TORCHTITAN ? "torchtitan"
-		   : plan->stack.form == PIPETTE_FORM_NEMO ? "NeMo" : "Megatron";
+		   : plan->stack.form == PIPETTE_FORM_NEMO ? "NeMo"
+		   : plan->stack.form == PIPETTE_FORM_BRIDGE ? "Megatron-Bridge" : "Megatron";
 	if (rc == 0)
 		fprintf(f, "\n%s: %s\n", launcher, args);
 	/* a recipe the launch cannot say (the BF16 cases warn in the plan) */

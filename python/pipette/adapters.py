@@ -399,12 +399,12 @@ def apply_megatron_bridge(config, plan=None):
     ``config.optimizer`` (use_distributed_optimizer, overlap_grad_reduce,
     overlap_param_gather), ``config.dataset`` (seq_length) and
     ``config.comm_overlap`` when the container has one; the precision goes
-    to ``config.mixed_precision``.  Plans for the stacks megatron and nemo
-    (both Megatron-Core) are applied; another stack, or a field the
-    container lacks, raises :class:`pipette.Error`.
+    to ``config.mixed_precision``.  Plans for the stacks megatron, nemo and
+    megatron-bridge (all Megatron-Core) are applied; another stack, or a
+    field the container lacks, raises :class:`pipette.Error`.
     """
     doc = _plan(plan)
-    _check_stack(doc, ("megatron", "nemo"), "the Megatron-Bridge adapter")
+    _check_stack(doc, ("megatron", "nemo", "megatron-bridge"), "the Megatron-Bridge adapter")
     for section in ("model", "train", "ddp", "optimizer"):
         if getattr(config, section, None) is None:
             raise _error("Megatron-Bridge config: has no %s (not a ConfigContainer)" % section)

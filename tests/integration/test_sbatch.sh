@@ -2,8 +2,8 @@
 # test_sbatch.sh: `pipette plan --format sbatch` writes a batch script that
 # runs the plan as submitted, on a cluster without the plugin. For each
 # stack (megatron with a measured heterogeneous cache on named nodes, so
-# that the mapping permutes GPUs and the script pins --nodelist; nemo and
-# torchtitan on a count of nodes), the script passes `bash -n`, is
+# that the mapping permutes GPUs and the script pins --nodelist; nemo,
+# megatron-bridge and torchtitan on a count of nodes), the script passes `bash -n`, is
 # submitted with sbatch to the local cluster, and starts a fake trainer
 # (named with --trainer; torchtitan's goes through a fake torchrun on PATH
 # that starts one trainer per GPU as torchrun does) that checks its
@@ -67,6 +67,18 @@ nemo)
     [ "${ARGS[0]}" = --factory ] || bad "the recipe factory is not first: ${ARGS[*]}"
     [[ $(arg --factory) == *"(num_nodes=$SLURM_NNODES,num_gpus_per_node=$FAKE_GPUS,"* ]] ||
         bad "--factory $(arg --factory)"
+    ;;
+megatron-bridge)
+    # Megatron-Bridge's run script: the flat recipe's selectors first,
+    # then Hydra overrides; CUDA_DEVICE_MAX_CONNECTIONS as the script
+    # picks it on H100 (scripts/performance/utils/overrides.py:248-263)
+    tp=$(arg model.tensor_model_parallel_size) pp=$(arg model.pipeline_model_parallel_size)
+    cp=$(arg model.context_parallel_size)
+    [ "${ARGS[0]}" = -m ] || bad "the recipe selector is not first: ${ARGS[*]}"
+    [ "$(arg -g)" = h100 ] && [ "$(arg -c)" = bf16 ] || bad "-g $(arg -g) -c $(arg -c)"
+    [ "$(arg -ng)" = "$WORLD_SIZE" ] || bad "-ng $(arg -ng), WORLD_SIZE $WORLD_SIZE"
+    want=8; if [ "$tp" -gt 1 ] || [ "$cp" -gt 1 ]; then want=1; fi
+    [ "${CUDA_DEVICE_MAX_CONNECTIONS:-}" = "$want" ] || bad "CUDA_DEVICE_MAX_CONNECTIONS '${CUDA_DEVICE_MAX_CONNECTIONS:-}' with tp $tp cp $cp"
     ;;
 torchtitan)
     tp=$(arg --parallelism.tensor_parallel_degree)
@@ -172,6 +184,11 @@ assert_match "exec $BIN/fake-trainer --factory " "$(cat "$SCRIPT")" \
     "nemo: the trainer gets the recipe factory first"
 assert_eq "$(awk '$1 == 0 {print $4}' <<<"$LINES")" "$(awk '{print $6}' <<<"$LINES" | sort -u)" \
     "nemo: MASTER_ADDR is rank 0's node on every rank"
+
+run_script megatron-bridge --model llama3-8b --nodes "$N" --global-batch 128 --seq-len 4096 \
+    --stack megatron-bridge
+assert_match "exec $BIN/fake-trainer -m llama -mr llama3_8b -g h100 -c bf16 -ng $W " "$(cat "$SCRIPT")" \
+    "megatron-bridge: one task per GPU runs the trainer with the run script's recipe selectors"
 
 run_script torchtitan --model llama3-8b --nodes "$N" --global-batch 128 --seq-len 4096 \
     --stack torchtitan

@@ -273,6 +273,23 @@ class MegatronBridge(unittest.TestCase):
         pipette.apply_megatron_bridge(cfg, doc)
         self.assertEqual(cfg.mixed_precision, "bf16_mixed")
 
+    def test_megatron_bridge_plan(self):
+        # the megatron-bridge stack's own plan: bf16 gradients, userbuffers
+        # TP overlap, no embedding-wgrad deferral (its pretraining recipes'),
+        # FP8 current scaling
+        doc = pipette.plan(model="llama3-70b", nodes=8, gpu="h100", global_batch=256,
+                           stack="megatron-bridge", precision="fp8-current")
+        self.assertEqual(doc["stack"], "megatron-bridge")
+        cfg = self.container()
+        pipette.apply_megatron_bridge(cfg, doc)
+        self.check_common(cfg, doc)
+        m = cfg.model
+        self.assertIs(cfg.mixed_precision.grad_reduce_in_fp32, False)
+        self.assertEqual((cfg.mixed_precision.fp8, cfg.mixed_precision.fp8_recipe),
+                         ("hybrid", "tensorwise"))
+        self.assertIs(m.tp_comm_overlap, m.tensor_model_parallel_size > 1)
+        self.assertFalse(getattr(m, "defer_embedding_wgrad_compute", False))
+
     def test_nemo_plan_with_layout_and_overlaps(self):
         doc = pipette.plan(model="llama3-70b", nodes=8, gpu="h100", global_batch=256,
                            stack="nemo")

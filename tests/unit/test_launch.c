@@ -1394,12 +1394,15 @@ END_TEST
 enum rule {
 	R_SHELL, R_CDMC, R_NEMO_LIST, R_NEMO_SPLIT, R_NEMO_FACTORY, R_NEMO_CB, R_TT_STAGES,
 	R_TT_OWN, R_TT_PRESET, R_ZB_MLA, R_ZB_EPDP, R_ZB_PP, R_REFUSAL, R_SB_SYNTAX, R_SB_LINES,
-	R_SB_RANKS, R_TT_ASYNC, R_COUNT
+	R_SB_RANKS, R_TT_ASYNC, R_BR_KEYS, R_BR_SELECT, R_BR_SPLIT, R_BR_PREC, R_BR_OVERLAP,
+	R_BR_CDMC, R_COUNT
 };
 static const char *const rule_ids[R_COUNT] = {
 	"shell-words", "cdmc-prefix", "nemo-list-literal", "nemo-split-keys", "nemo-factory",
 	"nemo-callbacks", "tt-stage-count", "tt-own-stack", "tt-preset", "zb-no-mla", "zb-ep-dp",
 	"zb-pp", "refusal-named", "sbatch-syntax", "sbatch-lines", "sbatch-ranks", "tt-async-tp",
+	"bridge-keys", "bridge-selector", "bridge-split-keys", "bridge-precision",
+	"bridge-overlap", "bridge-cdmc",
 };
 static int rule_used[R_COUNT];
 
@@ -1531,6 +1534,206 @@ static void check_nemo_rules(const struct pipette_plan *p, const struct keyset *
 		ck_assert_msg(nemo_value(args, key, v, sizeof(v)) && atoi(v) == st->wgrad_deferral_limit,
 			      "%s", args);
 	rule_used[R_NEMO_CB]++;
+}
+
+/* ---- Megatron-Bridge's run script (bridge-keys.tsv, launch-rules.tsv) ---- */
+
+/* The value of "-x V" or "key=V" in a bridge line, or NULL. */
+static const char *bridge_value(const char *args, const char *key, char *v, size_t len)
+{
+	char pat[96];
+	const char *q;
+
+	if (key[0] != '-')
+		return nemo_value(args, key, v, len);
+	snprintf(pat, sizeof(pat), "%s ", key);
+	for (q = strstr(args, pat); q && q != args && q[-1] != ' '; q = strstr(q + 1, pat))
+		;
+	if (!q)
+		return NULL;
+	q += strlen(pat);
+	snprintf(v, len, "%.*s", (int)strcspn(q, " "), q);
+	return v;
+}
+
+/* bridge-keys: every option (with its value) and every key=value the line
+ * writes is one bridge-keys.tsv lists, with a value it lists. */
+static void check_bridge_keys(const struct keyset *keys, const char *args)
+{
+	char copy[4096], *w, *save = NULL, *opt = NULL;
+
+	ck_assert_int_lt(strlen(args), sizeof(copy));
+	strcpy(copy, args);
+	for (w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+
+		if (opt) {
+			check_nemo_value(rest_of(keys, opt), opt, w);
+			opt = NULL;
+		} else if (w[0] == '-') {
+			ck_assert_msg(has(keys, w), "%s: not a run-script option: %s", w, args);
+			opt = w;
+		} else {
+			ck_assert_msg(eq != NULL, "%s: neither option nor override: %s", w, args);
+			*eq = '\0';
+			ck_assert_msg(has(keys, w), "%s: not a ConfigContainer key: %s", w, args);
+			check_nemo_value(rest_of(keys, w), w, eq + 1);
+		}
+	}
+	ck_assert_msg(!opt, "option without a value: %s", args);
+	rule_used[R_BR_KEYS]++;
+}
+
+/* Whether the bridge line sets key to want. */
+static int bridge_is(const char *args, const char *key, const char *want)
+{
+	char v[256];
+
+	return bridge_value(args, key, v, sizeof(v)) && !strcmp(v, want);
+}
+
+static const char *hy(int b)
+{
+	return b ? "true" : "false";
+}
+
+/* bridge-selector: -m/-mr/-g/-c/-ng first, -g the GPU's family, -c the
+ * script's name of the plan's recipe (argument_parser.py:694-702), the
+ * batch and sequence as planned. */
+static void check_bridge_selector(const struct pipette_plan *p, const char *gpu,
+				  const char *args)
+{
+	static const char *const dtype[PIPETTE_PREC_COUNT] = {
+		[PIPETTE_PREC_BF16] = "bf16", [PIPETTE_PREC_FP8_CURRENT] = "fp8_cs",
+		[PIPETTE_PREC_FP8_BLOCKWISE] = "fp8_sc", [PIPETTE_PREC_MXFP8] = "fp8_mx",
+		[PIPETTE_PREC_NVFP4] = "nvfp4",
+	};
+	const struct pipette_config *c = pipette_plan_config(p);
+	char g[16], v[64];
+	size_t i;
+
+	ck_assert_msg(!strncmp(args, "-m ", 3), "%s", args);
+	for (i = 0; gpu[i] && gpu[i] != '-' && i + 1 < sizeof(g); i++)
+		g[i] = (char)tolower((unsigned char)gpu[i]);
+	g[i] = '\0';
+	ck_assert_msg(bridge_is(args, "-g", g), "-g %s: %s", g, args);
+	ck_assert_ptr_nonnull(dtype[c->precision]);
+	ck_assert_msg(bridge_is(args, "-c", dtype[c->precision]), "%s", args);
+	ck_assert_int_eq(atol(bridge_value(args, "-ng", v, sizeof(v))), pipette_plan_world(p));
+	ck_assert_int_eq(atol(bridge_value(args, "-gb", v, sizeof(v))), c->global_batch);
+	ck_assert_int_eq(atol(bridge_value(args, "-mb", v, sizeof(v))), c->micro_batch);
+	ck_assert_int_eq(atol(bridge_value(args, "-sl", v, sizeof(v))), c->seq_len);
+	ck_assert_ptr_nonnull(bridge_value(args, "-mr", v, sizeof(v)));
+	rule_used[R_BR_SELECT]++;
+}
+
+/* bridge-split-keys: the whole split, the layout as the script's string
+ * option only, exclusive with the stage counts; no accounting. */
+static void check_bridge_split(const char *args)
+{
+	char v[512];
+	int layout = bridge_value(args, "--pipeline_model_parallel_layout", v, sizeof(v)) != NULL;
+
+	ck_assert_msg(bridge_is(args, "model.pipeline_model_parallel_layout", "null"), "%s", args);
+	ck_assert(bridge_value(args, "model.num_layers_in_first_pipeline_stage", v, sizeof(v)));
+	ck_assert_msg(!layout || !strcmp(v, "null"), "%s", args);
+	ck_assert(bridge_value(args, "model.num_layers_in_last_pipeline_stage", v, sizeof(v)));
+	ck_assert_msg(!layout || !strcmp(v, "null"), "%s", args);
+	ck_assert(bridge_is(args, "model.account_for_embedding_in_pipeline_split", "false"));
+	ck_assert(bridge_is(args, "model.account_for_loss_in_pipeline_split", "false"));
+	rule_used[R_BR_SPLIT]++;
+}
+
+/* bridge-precision: the gradient dtype the stack prices; FP8 parameter
+ * gather with per-tensor and MX scales only, MXFP8's into the gradient
+ * buffer (config.py:1490-1497), no FP4 gather; the planned BF16 ends. */
+static void check_bridge_precision(const struct pipette_plan *p, const char *args)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	const struct pipette_stack *st = pipette_config_stack(c);
+	int gather = st->fp8_param_gather && (c->precision == PIPETTE_PREC_FP8_CURRENT ||
+					      c->precision == PIPETTE_PREC_MXFP8);
+	char v[32];
+
+	ck_assert(bridge_is(args, "mixed_precision.grad_reduce_in_fp32", hy(st->grad_bytes == 4)));
+	ck_assert(bridge_is(args, "ddp.grad_reduce_in_fp32", hy(st->grad_bytes == 4)));
+	if (c->precision == PIPETTE_PREC_BF16) {
+		ck_assert_msg(!strstr(args, "param_gather=") || !strstr(args, "mixed_precision.fp"),
+			      "%s", args);
+	} else {
+		if (c->precision == PIPETTE_PREC_NVFP4)
+			ck_assert(bridge_is(args, "mixed_precision.fp4_param_gather", "false"));
+		else
+			ck_assert_msg(bridge_is(args, "mixed_precision.fp8_param_gather", hy(gather)),
+				      "%s", args);
+		if (c->precision == PIPETTE_PREC_MXFP8 && gather)
+			ck_assert(bridge_is(args, "mixed_precision.reuse_grad_buf_for_mxfp8_param_ag",
+					    "true"));
+		snprintf(v, sizeof(v), "%d", c->bf16_first);
+		ck_assert(bridge_is(args, "mixed_precision.num_layers_at_start_in_bf16", v));
+		snprintf(v, sizeof(v), "%d", c->bf16_last);
+		ck_assert(bridge_is(args, "mixed_precision.num_layers_at_end_in_bf16", v));
+		ck_assert(bridge_is(args, "mixed_precision.first_last_layers_bf16",
+				    hy(c->bf16_first > 0 || c->bf16_last > 0)));
+	}
+	rule_used[R_BR_PREC]++;
+}
+
+/* bridge-overlap: TP overlap exactly where the plan prices it hidden, the
+ * wgrad deferral only with a pipeline, DP overlap; the EP overlap within
+ * CommOverlapConfig's checks (comm_overlap.py:478-535). */
+static void check_bridge_overlap(const struct pipette_plan *p, const char *args)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	const struct pipette_stack *st = pipette_config_stack(c);
+	char v[128];
+
+	ck_assert(bridge_is(args, "comm_overlap.tp_comm_overlap",
+			    hy(pipette_stack_tp_exposed(st, c) < 1)));
+	ck_assert(bridge_is(args, "comm_overlap.defer_embedding_wgrad_compute",
+			    hy(c->pp > 1 && st->wgrad_deferral_limit > 0)));
+	ck_assert(bridge_is(args, "comm_overlap.overlap_grad_reduce", hy(st->dp_overlap)));
+	if (bridge_is(args, "comm_overlap.overlap_moe_expert_parallel_comm", "true")) {
+		ck_assert(c->pp == 1 || !bridge_is(args, "model.virtual_pipeline_model_parallel_size",
+						   "null"));
+		ck_assert(!bridge_is(args, "model.recompute_granularity", "full"));
+		ck_assert(!bridge_value(args, "--recompute_modules", v, sizeof(v)) ||
+			  !listed(v, strlen(v), ",", "moe"));
+		ck_assert(bridge_is(args, "comm_overlap.delay_wgrad_compute", "true"));
+	} else
+		ck_assert(!bridge_is(args, "comm_overlap.delay_wgrad_compute", "true"));
+	rule_used[R_BR_OVERLAP]++;
+}
+
+/* bridge-cdmc: the run script's rule (overrides.py:248-263), from the
+ * plan's GPU family and settings. */
+static void check_bridge_cdmc(const struct pipette_plan *p, const char *gpu)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	int blackwell = gpu[0] == 'B' || !strncmp(gpu, "GB", 2), want;
+	char v[16] = "", w[16];
+
+	ck_assert_int_eq(pipette_plan_job_env(p, env_value, v), 0);
+	want = blackwell ? 32 : (c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap ? 1
+	       : c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP ? 32 : 8;
+	snprintf(w, sizeof(w), "%d", want);
+	ck_assert_str_eq(v, w);
+	rule_used[R_BR_CDMC]++;
+}
+
+static void check_bridge_line(const struct keyset *keys, const struct pipette_plan *p,
+			      const char *gpu, const char *line)
+{
+	char args[4096];
+
+	ck_assert_int_eq(pipette_plan_bridge_args(p, args, sizeof(args)), 0);
+	check_line(p, line, "python scripts/performance/bootstrap.py", args);
+	check_bridge_keys(keys, args);
+	check_bridge_selector(p, gpu, args);
+	check_bridge_split(args);
+	check_bridge_precision(p, args);
+	check_bridge_overlap(p, args);
+	check_bridge_cdmc(p, gpu);
 }
 
 /* zb-no-mla, zb-ep-dp, zb-pp on a plan of the zero-bubble fork. */
@@ -1708,8 +1911,17 @@ static const struct fmt_job fmt_jobs[] = {
 };
 
 struct fmt_keys {
-	struct keyset upstream, fork, nemo, tt_head, tt_toml;
+	struct keyset upstream, fork, nemo, tt_head, tt_toml, bridge;
 };
+
+/* What a stack's own form may refuse: what it cannot say. */
+static int own_refusal(const struct pipette_stack *st, const char *why)
+{
+	return st->form == PIPETTE_FORM_NONE || strstr(why, "MTP") ||
+	       strstr(why, "has no performance recipe") ||
+	       strstr(why, "asserts the alltoall dispatcher") ||
+	       strstr(why, "EP all-to-all overlap");
+}
 
 /* The megatron, nemo and launch lines of a plan, checked or refused. */
 static void check_lines(const struct pipette_plan *p, const struct fmt_job *j,
@@ -1724,6 +1936,7 @@ static void check_lines(const struct pipette_plan *p, const struct fmt_job *j,
 	for (f = 0; f < 3; f++) {
 		int form = forms[f] == PIPETTE_LINE_STACK ? (st->form == PIPETTE_FORM_NEMO
 			   ? PIPETTE_LINE_NEMO : st->form == PIPETTE_FORM_TORCHTITAN ? 9
+			   : st->form == PIPETTE_FORM_BRIDGE ? 10
 			   : PIPETTE_LINE_MEGATRON) : (int)forms[f];
 		int rc = pipette_plan_launch_line(p, forms[f], NULL, line, sizeof(line));
 
@@ -1732,10 +1945,12 @@ static void check_lines(const struct pipette_plan *p, const struct fmt_job *j,
 			check_refusal(p, j->model, line);
 			/* a stack's own form refuses only what it cannot say */
 			if (forms[f] == PIPETTE_LINE_STACK)
-				ck_assert_msg(st->form == PIPETTE_FORM_NONE || strstr(line, "MTP") ||
-					      strstr(line, "has no performance recipe") ||
-					      strstr(line, "asserts the alltoall dispatcher") ||
-					      strstr(line, "--trainer"), "%s", line);
+				ck_assert_msg(own_refusal(st, line) || strstr(line, "--trainer"), "%s",
+					      line);
+			continue;
+		}
+		if (form == 10) {
+			check_bridge_line(&k->bridge, p, "H100", line);
 			continue;
 		}
 		if (form == 9) {	/* torchtitan's overrides: test_torchtitan_fields */
@@ -1794,9 +2009,7 @@ static void check_files(const struct pipette_plan *p, const struct fmt_job *j,
 	}
 	if (rc == 1) {
 		check_refusal(p, j->model, why);
-		ck_assert_msg(st->form == PIPETTE_FORM_NONE || strstr(why, "MTP") ||
-			      strstr(why, "has no performance recipe") ||
-			      strstr(why, "asserts the alltoall dispatcher"), "%s", why);
+		ck_assert_msg(own_refusal(st, why), "%s", why);
 	} else {
 		char args[4096];
 
@@ -1813,15 +2026,48 @@ static void check_files(const struct pipette_plan *p, const struct fmt_job *j,
 	free(buf);
 }
 
+/* The low-precision plans of prec_jobs on the megatron-bridge stack: the
+ * recipes its run script selects, checked; the others refused. */
+static void check_bridge_precisions(const struct keyset *keys)
+{
+	char line[8192];
+	size_t j;
+	int checked = 0;
+
+	for (j = 0; j < sizeof(prec_jobs) / sizeof(prec_jobs[0]); j++) {
+		struct pipette_err err;
+		struct pipette_plan *p = plan_prec("megatron-bridge", &prec_jobs[j], NULL, &err);
+		int rc;
+
+		if (!p) {	/* delayed scaling: no -c for it */
+			ck_assert_msg(prec_jobs[j].precision == PIPETTE_PREC_FP8_DELAYED, "%s", err.msg);
+			ck_assert_ptr_nonnull(strstr(err.msg, "megatron-bridge"));
+			continue;
+		}
+		rc = pipette_plan_launch_line(p, PIPETTE_LINE_STACK, NULL, line, sizeof(line));
+		ck_assert_int_ge(rc, 0);
+		if (rc == 1) {
+			check_refusal(p, prec_jobs[j].model, line);
+			ck_assert_msg(own_refusal(pipette_config_stack(pipette_plan_config(p)), line),
+				      "%s", line);
+		} else {
+			check_bridge_line(keys, p, prec_jobs[j].gpu, line);
+			checked++;
+		}
+		pipette_plan_destroy(p);
+	}
+	ck_assert_int_ge(checked, 3);
+}
+
 START_TEST(test_all_formats)
 {
 	static const char *const stacks[][2] = {
 		{ "megatron", "" }, { "nemo", "" }, { "megatron-zb", "" }, { "megatron-2022", "" },
-		{ "torchtitan", "" }, { "composer-fsdp", "" },
+		{ "torchtitan", "" }, { "composer-fsdp", "" }, { "megatron-bridge", "" },
 		{ "torchtitan", "compile=on,tp_overlap=on" },	/* async TP */
 	};
 	struct fmt_keys *k = malloc(sizeof(*k));
-	int own[7] = { 0 }, i, found[R_COUNT] = { 0 };
+	int own[8] = { 0 }, i, found[R_COUNT] = { 0 };
 	size_t s, j;
 	FILE *f = fopen(DATA "launch-rules.tsv", "r");
 	char row[2048];
@@ -1845,7 +2091,9 @@ START_TEST(test_all_formats)
 	load_keys(DATA "nemo-keys.tsv", &k->nemo);
 	load_torchtitan(&k->tt_head, 0);
 	load_torchtitan(&k->tt_toml, 1);
+	load_keys(DATA "bridge-keys.tsv", &k->bridge);
 	memset(rule_used, 0, sizeof(rule_used));
+	check_bridge_precisions(&k->bridge);
 	for (s = 0; s < sizeof(stacks) / sizeof(stacks[0]); s++)
 		for (j = 0; j < sizeof(fmt_jobs) / sizeof(fmt_jobs[0]); j++) {
 			const struct fmt_job *fj = &fmt_jobs[j];
