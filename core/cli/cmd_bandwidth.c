@@ -1229,6 +1229,7 @@ static int do_generate(int argc, char **argv)
 		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
 				 domain, g.gpus_per_node);
 	g.domain_nodes = (int)(domain / g.gpus_per_node);
+	g.domain_gpus = g.domain_nodes > 1 ? (int)domain : 0;
 	if (g.domain_nodes > g.nodes)
 		g.domain_nodes = g.nodes;	/* a partial domain: all the nodes */
 	g.inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
