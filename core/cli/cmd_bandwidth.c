@@ -23,6 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: pipette bandwidth validate FILE... [--stale-days D] [--now TIME]\n"
+"                              [--gpu TYPE] [--nvlink-domain N]\n"
 "       pipette bandwidth show FILE [--nodes LIST] [--worst K] [--svg OUT]\n"
 "                              [--switch-size S] [--nvlink-domain N] [--gpu TYPE]\n"
 "                              [--stale-days D] [--now TIME]\n"
@@ -38,13 +39,15 @@ static void usage(FILE *f)
 "                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
 "                              [--nvlink-domain N] [--degraded-tray NODE[:F]]\n"
 "                              [--prefix P] [--when TIME] -o OUT\n"
-"       pipette bandwidth convert IN -o OUT [--to pipette-bw/1|pipette-bw/2]\n"
+"       pipette bandwidth convert IN -o OUT\n"
+"                              [--to pipette-bw/1|pipette-bw/2|pipette-bw/3]\n"
 "                              [--group NAME=HOSTLIST]... [--switch-size S]\n"
 "                              [--tolerance T]\n"
 "\n"
-"validate  check files against the pipette-bw/1 and /2 schemas (exit 2 on\n"
-"          the first error in each, naming the file, the JSON path and the\n"
-"          reason)\n"
+"validate  check files against the pipette-bw/1, /2 and /3 schemas (exit 2\n"
+"          on the first error in each, naming the file, the JSON path and\n"
+"          the reason); with --gpu or --nvlink-domain, each NVLink domain\n"
+"          (pipette-bw/3) against that domain size\n"
 "show      per-node min/median/max of outgoing, incoming and intra-node\n"
 "          bandwidth and the worst links; --svg draws the node x node heatmap\n"
 "          (viridis, GB/s; beyond 256 nodes each cell is the median of a\n"
@@ -163,9 +166,90 @@ static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc
 
 /* ---------------------------------------------------------------- */
 
+/* validate's check of the NVLink domains against --gpu's and
+ * --nvlink-domain's sizes: the GPUs per node and the domain's GPUs (0:
+ * not given). */
+struct domain_opt {
+	long gpus_per_node, domain;
+	int given;
+};
+
+static int validate_arg(int argc, char **argv, int *ip, struct domain_opt *d, int *r)
+{
+	int i = *ip;
+
+	if (is_opt(argv[i], "--gpu")) {
+		struct pipette_err err;
+		const struct pipette_gpu_spec *spec =
+			pipette_gpu_lookup(need(argc, argv, &i), &err);
+
+		if (!spec) {
+			*r = cli_error("--gpu: %s", err.msg);
+		} else {
+			d->gpus_per_node = spec->gpus_per_node;
+			if (!d->domain)
+				d->domain = spec->nvlink_domain_gpus > spec->gpus_per_node
+					    ? spec->nvlink_domain_gpus : spec->gpus_per_node;
+		}
+	} else if (is_opt(argv[i], "--nvlink-domain")) {
+		*r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN,
+			     &d->domain);
+		d->given = 1;
+	} else {
+		return 0;
+	}
+	*ip = i;
+	return 1;
+}
+
+/* One file: its summary line, or its first error. */
+static int validate_one(const char *path, const struct domain_opt *d,
+			const struct stale_opt *so)
+{
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	int n, a, intra = 0, nd;
+	long meas, dmeas = 0;
+
+	if (pipette_bwcache_load(path, &bw, &err) < 0) {
+		cli_error("%s", err.msg);
+		return PIPETTE_EXIT_USAGE;
+	}
+	if ((d->domain || d->gpus_per_node) &&
+	    pipette_bwcache_check_domains(bw, (int)d->gpus_per_node, (int)d->domain,
+					  &err) < 0) {
+		cli_error("%s: %s%s", path, err.msg, d->given ? " (--nvlink-domain)" : " (--gpu)");
+		pipette_bwcache_destroy(bw);
+		return PIPETTE_EXIT_USAGE;
+	}
+	n = pipette_bwcache_node_count(bw);
+	for (a = 0; a < n; a++)
+		if (pipette_bwcache_node_gpus(bw, a))
+			intra++;
+	nd = pipette_bwcache_domain_count(bw);
+	if ((meas = pipette_bwcache_measured(bw)) < 0 ||
+	    (nd && (dmeas = pipette_bwcache_domain_measured(bw)) < 0)) {
+		pipette_bwcache_destroy(bw);
+		return cli_error("%s: out of memory", path);
+	}
+	printf("%s: ok: %s, %d nodes", path, pipette_bwcache_schema(bw), n);
+	if (pipette_bwcache_group_count(bw))
+		printf(" in %d groups", pipette_bwcache_group_count(bw));
+	if (nd)
+		printf(", %d NVLink domains", nd);
+	printf(", %ld of %ld inter-node figures measured", meas, (long)n * (n - 1));
+	if (nd)
+		printf(" (%ld inside domains)", dmeas);
+	printf(", %d nodes with intra-node matrices\n", intra);
+	warn_stale(bw, path, NULL, 0, so->now, so->days);
+	pipette_bwcache_destroy(bw);
+	return PIPETTE_EXIT_OK;
+}
+
 static int do_validate(int argc, char **argv)
 {
 	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
+	struct domain_opt dom = { 0, 0, 0 };
 	struct cli_seen seen = { .n = 0 };
 	int i, rc = PIPETTE_EXIT_OK, files = 0;
 
@@ -174,7 +258,7 @@ static int do_validate(int argc, char **argv)
 
 		if (once(&seen, argv[i]))
 			return PIPETTE_EXIT_USAGE;
-		if (stale_arg(argc, argv, &i, &so, &r)) {
+		if (stale_arg(argc, argv, &i, &so, &r) || validate_arg(argc, argv, &i, &dom, &r)) {
 			if (r)
 				return r;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -182,36 +266,18 @@ static int do_validate(int argc, char **argv)
 		}
 	}
 	for (i = 1; i < argc; i++) {
-		struct pipette_bwcache *bw;
-		struct pipette_err err;
-		int n, a, intra = 0;
-		long meas;
+		int r;
 
-		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now")) {
+		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now") ||
+		    is_opt(argv[i], "--gpu") || is_opt(argv[i], "--nvlink-domain")) {
 			i++;
 			continue;
 		}
 		files++;
-		if (pipette_bwcache_load(argv[i], &bw, &err) < 0) {
-			cli_error("%s", err.msg);
-			rc = PIPETTE_EXIT_USAGE;
-			continue;
-		}
-		n = pipette_bwcache_node_count(bw);
-		for (a = 0; a < n; a++)
-			if (pipette_bwcache_node_gpus(bw, a))
-				intra++;
-		if ((meas = pipette_bwcache_measured(bw)) < 0) {
-			pipette_bwcache_destroy(bw);
-			return cli_error("%s: out of memory", argv[i]);
-		}
-		printf("%s: ok: %s, %d nodes", argv[i], pipette_bwcache_schema(bw), n);
-		if (pipette_bwcache_group_count(bw))
-			printf(" in %d groups", pipette_bwcache_group_count(bw));
-		printf(", %ld of %ld inter-node figures measured, %d nodes with intra-node "
-		       "matrices\n", meas, (long)n * (n - 1), intra);
-		warn_stale(bw, argv[i], NULL, 0, so.now, so.days);
-		pipette_bwcache_destroy(bw);
+		if ((r = validate_one(argv[i], &dom, &so)) == PIPETTE_EXIT_USAGE)
+			rc = r;
+		else if (r)
+			return r;
 	}
 	if (!files)
 		return cli_error("bandwidth validate: no file given");

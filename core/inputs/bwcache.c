@@ -537,6 +537,68 @@ int pipette_bwcache_domain_nodes(const struct pipette_bwcache *bw, int domain)
 	return n;
 }
 
+int pipette_bwcache_check_domains(const struct pipette_bwcache *bw, int gpus_per_node,
+				  int domain_gpus, struct pipette_err *err)
+{
+	int d;
+
+	for (d = 0; d < bw->n_domains; d++) {
+		long m = pipette_bwcache_domain_nodes(bw, d), gpus = bw->domain[d].gpus;
+
+		if (!m)
+			continue;
+		if (gpus && gpus_per_node > 0 && gpus % gpus_per_node)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, not a whole number of nodes of %d GPUs", d,
+					    bw->domain[d].name, gpus, gpus_per_node);
+		if (gpus && domain_gpus > 0 && gpus != domain_gpus)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, but the NVLink domain given has %d", d,
+					    bw->domain[d].name, gpus, domain_gpus);
+		if (domain_gpus > 0 && gpus_per_node > 0 && m * gpus_per_node > domain_gpus)
+			return pipette_fail(err, "$.domains[%d].nodes: NVLink domain '%.64s' has %ld "
+					    "nodes of %d GPUs, more than the %d of the NVLink domain "
+					    "given", d, bw->domain[d].name, m, gpus_per_node, domain_gpus);
+	}
+	return 0;
+}
+
+long pipette_bwcache_domain_measured(const struct pipette_bwcache *bw)
+{
+	int *by = malloc(((size_t)bw->n + 1) * sizeof(int)), *start;
+	int i, d, a, b;
+	long cnt = 0;
+
+	start = calloc((size_t)bw->n_domains + 2, sizeof(int));
+	if (!by || !start) {
+		free(by);
+		free(start);
+		return -1;
+	}
+	/* the nodes of each domain together: a counting sort by domain */
+	for (i = 0; i < bw->n; i++)
+		if (bw->node[i].domain >= 0)
+			start[bw->node[i].domain + 2]++;
+	for (d = 0; d < bw->n_domains; d++)
+		start[d + 2] += start[d + 1];
+	for (i = 0; i < bw->n; i++)
+		if (bw->node[i].domain >= 0)
+			by[start[bw->node[i].domain + 1]++] = i;
+	for (d = 0; d < bw->n_domains; d++)
+		for (a = start[d]; a < start[d + 1]; a++)
+			for (b = start[d]; b < start[d + 1]; b++) {
+				struct bw_entry e;
+
+				if (a == b)
+					continue;
+				bw_inter_get(bw, by[a], by[b], &e);
+				cnt += !isnan(e.gbps);
+			}
+	free(by);
+	free(start);
+	return cnt;
+}
+
 /* ------------------------------------------------------------------ */
 /* inter-node figures                                                  */
 

@@ -210,6 +210,16 @@ const char *pipette_bwcache_domain_name(const struct pipette_bwcache *bw, int do
 int pipette_bwcache_domain_gpus(const struct pipette_bwcache *bw, int domain);
 int pipette_bwcache_node_domain(const struct pipette_bwcache *bw, int node);
 int pipette_bwcache_domain_nodes(const struct pipette_bwcache *bw, int domain);
+/* Each domain's size against an NVLink domain of domain_gpus GPUs (the
+ * GPU type's or --nvlink-domain's; <= 0: not checked) and nodes of
+ * gpus_per_node GPUs (<= 0: not checked): a stated size must be a whole
+ * number of nodes and equal it, the nodes in the cache at most fill it.
+ * -1 with "$.domains[i]...: ..." (the caller names the file). */
+int pipette_bwcache_check_domains(const struct pipette_bwcache *bw, int gpus_per_node,
+				  int domain_gpus, struct pipette_err *err);
+/* Directed node pairs inside one domain with a measured figure (its own
+ * or its groups'); -1 when out of memory. */
+long pipette_bwcache_domain_measured(const struct pipette_bwcache *bw);
 /* Put `node` (added when new) in the NVLink domain `domain` (added when
  * new, stating `gpus`, 0: not stated).  A node already in another domain
  * is an error unless `move`; a stated size that differs from the
