@@ -582,8 +582,9 @@ out:
 }
 
 /* A domain of `gpus` GPUs (stated: the whole domain) against the GPU
- * type's (or --nvlink-domain's) D: a stated size must be D, an unstated
- * one (the nodes a probe saw) at most D. */
+ * type's (or --nvlink-domain's) D: a stated size must be D, one counted
+ * from its nodes (those a probe saw, or a Slurm block's, which may leave
+ * out trays out of service) at most D. */
 static int domain_size_ok(const struct pipette_cluster *c, const char *what, const char *name,
 			  long gpus, int stated, struct pipette_err *err)
 {
@@ -591,10 +592,11 @@ static int domain_size_ok(const struct pipette_cluster *c, const char *what, con
 
 	if (stated ? gpus == D : gpus <= D)
 		return 0;
-	return pipette_fail(err, "cluster: NVLink domain '%.64s' (%s) has %ld GPUs, but %s's "
-			    "NVLink domain has %d (%s; --nvlink-domain sets another size)", name,
-			    what, gpus, c->gpu->name ? c->gpu->name : "the GPU type", D,
-			    D == c->g ? "one node" : "its system");
+	return pipette_fail(err, "cluster: NVLink domain '%.64s' (%s) has %ld GPUs, but an "
+			    "NVLink domain of %s has %s%d (the GPU type's system, or "
+			    "--nvlink-domain)", name, what, gpus,
+			    c->gpu->name ? c->gpu->name : "the GPU type",
+			    stated ? "" : "at most ", D);
 }
 
 /* Each node's domain: its topology block, else its cache domain, else
@@ -626,7 +628,7 @@ static int assign_domains(struct pipette_cluster *c, const struct domsrc *d,
 			bad = domain_size_ok(c, pipette_topology_source(d->topo),
 					     pipette_topology_block_name(d->topo, k),
 					     (long)pipette_topology_block_nodes(d->topo, k) * c->g,
-					     1, err);
+					     0, err);
 		else if (k < d->n_blocks + d->n_domains) {
 			int dd = k - d->n_blocks, st = pipette_bwcache_domain_gpus(d->bw, dd);
 

@@ -28,8 +28,8 @@
  * block and the cache both place nodes they must agree, and each domain
  * must fit the GPU type's domain size D (gpu->nvlink_domain_gpus, which
  * --nvlink-domain sets; one node's GPUs when it has none): a size the
- * block or the cache states (the whole domain) must be D, one measured
- * from its nodes at most D. */
+ * cache states (the whole domain) must be D, the GPUs of a block's or a
+ * cache domain's nodes at most D. */
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 
