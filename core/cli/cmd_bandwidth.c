@@ -41,6 +41,7 @@ static void usage(FILE *f)
 "                              [--prefix P] [--when TIME] -o OUT\n"
 "       pipette bandwidth convert IN -o OUT\n"
 "                              [--to pipette-bw/1|pipette-bw/2|pipette-bw/3]\n"
+"                              [--domain NAME=HOSTLIST]... [--domain-gpus N]\n"
 "                              [--group NAME=HOSTLIST]... [--switch-size S]\n"
 "                              [--tolerance T]\n"
 "\n"
@@ -66,7 +67,9 @@ static void usage(FILE *f)
 "          --switch-size nodes in the file's order), node pairs that differ\n"
 "          from their group's figure by more than --tolerance (relative,\n"
 "          default 0: any difference) keep their own; to pipette-bw/1: every\n"
-"          node pair's figure written out\n"
+"          node pair's figure written out; to pipette-bw/3: the NVLink\n"
+"          domains --domain gives (replacing the file's; --domain-gpus: each\n"
+"          one's stated size), groups kept or restated\n"
 "TIME is UTC, YYYY-MM-DDTHH:MM:SSZ.  Writes are atomic.\n");
 }
 
@@ -1326,7 +1329,45 @@ struct groups_opt {
 	const char *spec[PIPETTE_MAX_NODES + 1];	/* NAME=HOSTLIST */
 	int n_spec;
 	long switch_size;
+	const char *domain[PIPETTE_MAX_NODES + 1];	/* --domain NAME=HOSTLIST */
+	int n_domain;
+	long domain_gpus;				/* --domain-gpus: stated size */
 };
+
+/* convert --domain: the file's NVLink domains replaced by the given ones
+ * (pipette-bw/3); every node must be in the cache, in one domain. */
+static int set_domains(struct pipette_bwcache *bw, const struct groups_opt *opt)
+{
+	struct pipette_err err;
+	int d, k, rc = 0;
+
+	if (opt->n_domain)
+		pipette_bwcache_clear_domains(bw);
+	for (d = 0; d < opt->n_domain && !rc; d++) {
+		const char *eq = strchr(opt->domain[d], '=');
+		char **nodes, name[PIPETTE_BW_MAX_NAME + 1];
+		int n;
+
+		if (!eq || eq == opt->domain[d] || !eq[1] ||
+		    (size_t)(eq - opt->domain[d]) > PIPETTE_BW_MAX_NAME)
+			return cli_error("--domain: expected NAME=HOSTLIST, got '%.64s'",
+					 opt->domain[d]);
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - opt->domain[d]), opt->domain[d]);
+		if (pipette_hostlist_expand(eq + 1, &nodes, &n, &err) < 0)
+			return cli_error("--domain %s: %s", name, err.msg);
+		for (k = 0; k < n && !rc; k++)
+			if (pipette_bwcache_node_index(bw, nodes[k]) < 0)
+				rc = cli_error("--domain %s: node %s is not in the cache", name,
+					       nodes[k]);
+			else if (pipette_bwcache_set_domain(bw, nodes[k], name, (int)opt->domain_gpus,
+							    0, &err) < 0)
+				rc = cli_error("--domain %s: %s", name, err.msg);
+		pipette_hostlist_free(nodes, n);
+	}
+	if (!rc && pipette_bwcache_check_domains(bw, 0, 0, &err) < 0)
+		rc = cli_error("--domain: %s", err.msg);
+	return rc;
+}
 
 /* Group g (NAME=HOSTLIST) into names[g] and group_of; every node must be
  * in the cache, and in one group at most. */
@@ -1442,16 +1483,26 @@ static int do_convert(int argc, char **argv)
 
 	memset(&opt, 0, sizeof(opt));
 	for (i = 1; i < argc && !r; i++) {
-		if (!is_opt(argv[i], "--group") && (r = once(&seen, argv[i]))) {
+		if (!is_opt(argv[i], "--group") && !is_opt(argv[i], "--domain") &&
+		    (r = once(&seen, argv[i]))) {
 			break;
 		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
 			if (!(out = need(argc, argv, &i)))
 				r = cli_error("-o needs a file name");
 		} else if (is_opt(argv[i], "--to")) {
 			if (!(to = need(argc, argv, &i)) || (strcmp(to, PIPETTE_BW_SCHEMA) &&
-							     strcmp(to, PIPETTE_BW_SCHEMA_V2)))
-				r = cli_error("--to: expected %s or %s", PIPETTE_BW_SCHEMA,
-					      PIPETTE_BW_SCHEMA_V2);
+							     strcmp(to, PIPETTE_BW_SCHEMA_V2) &&
+							     strcmp(to, PIPETTE_BW_SCHEMA_V3)))
+				r = cli_error("--to: expected %s, %s or %s", PIPETTE_BW_SCHEMA,
+					      PIPETTE_BW_SCHEMA_V2, PIPETTE_BW_SCHEMA_V3);
+		} else if (is_opt(argv[i], "--domain")) {
+			if (!(opt.domain[opt.n_domain] = need(argc, argv, &i)))
+				r = cli_error("--domain needs NAME=HOSTLIST");
+			else if (++opt.n_domain > PIPETTE_MAX_NODES)
+				r = cli_error("--domain: more than %d domains", PIPETTE_MAX_NODES);
+		} else if (is_opt(argv[i], "--domain-gpus")) {
+			r = cli_int("--domain-gpus", need(argc, argv, &i), 1,
+				    PIPETTE_MAX_NODES * PIPETTE_MAX_GPUS, &opt.domain_gpus);
 		} else if (is_opt(argv[i], "--group")) {
 			if (!(opt.spec[opt.n_spec] = need(argc, argv, &i)))
 				r = cli_error("--group needs NAME=HOSTLIST");
@@ -1478,7 +1529,11 @@ static int do_convert(int argc, char **argv)
 	if (!in || !out)
 		return cli_error("bandwidth convert: expected IN -o OUT");
 	if (!to)
-		to = opt.n_spec || opt.switch_size ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+		to = opt.n_domain ? PIPETTE_BW_SCHEMA_V3 : opt.n_spec || opt.switch_size
+			? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+	if (strcmp(to, PIPETTE_BW_SCHEMA_V3) && (opt.n_domain || opt.domain_gpus))
+		return cli_error("bandwidth convert: --domain and --domain-gpus make %s",
+				 PIPETTE_BW_SCHEMA_V3);
 	if (!strcmp(to, PIPETTE_BW_SCHEMA) && (opt.n_spec || opt.switch_size))
 		return cli_error("bandwidth convert: --group and --switch-size make %s",
 				 PIPETTE_BW_SCHEMA_V2);
@@ -1491,17 +1546,35 @@ static int do_convert(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	if ((rc = convert_cache(bw, !strcmp(to, PIPETTE_BW_SCHEMA), &opt, tolerance)))
+	if (!strcmp(to, PIPETTE_BW_SCHEMA_V3)) {
+		if ((opt.n_spec || opt.switch_size) &&
+		    (rc = convert_cache(bw, 0, &opt, tolerance)))
+			goto out;
+		if ((rc = set_domains(bw, &opt)))
+			goto out;
+		rc = PIPETTE_EXIT_USAGE;
+		if (!pipette_bwcache_domain_count(bw)) {
+			cli_error("bandwidth convert: %s holds NVLink domains: give --domain "
+				  "NAME=HOSTLIST (%s has none)", PIPETTE_BW_SCHEMA_V3, in);
+			goto out;
+		}
+	} else if (pipette_bwcache_domain_count(bw)) {
+		cli_error("bandwidth convert: %s has NVLink domains, which only %s holds", in,
+			  PIPETTE_BW_SCHEMA_V3);
 		goto out;
+	} else if ((rc = convert_cache(bw, !strcmp(to, PIPETTE_BW_SCHEMA), &opt, tolerance))) {
+		goto out;
+	}
 	rc = PIPETTE_EXIT_USAGE;
 	if (pipette_bwcache_save_locked(bw, lock, &err) < 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	printf("%s: %s, %d nodes, %d groups, %ld of %ld inter-node figures measured\n", out,
+	printf("%s: %s, %d nodes, %d groups, %d NVLink domains, %ld of %ld inter-node figures "
+	       "measured\n", out, pipette_bwcache_domain_count(bw) ? PIPETTE_BW_SCHEMA_V3 :
 	       pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA,
-	       pipette_bwcache_node_count(bw),
-	       pipette_bwcache_group_count(bw), pipette_bwcache_measured(bw),
+	       pipette_bwcache_node_count(bw), pipette_bwcache_group_count(bw),
+	       pipette_bwcache_domain_count(bw), pipette_bwcache_measured(bw),
 	       (long)pipette_bwcache_node_count(bw) * (pipette_bwcache_node_count(bw) - 1));
 	rc = PIPETTE_EXIT_OK;
 out:

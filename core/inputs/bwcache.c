@@ -508,6 +508,17 @@ int pipette_bwcache_set_domain(struct pipette_bwcache *bw, const char *node,
 	return 0;
 }
 
+void pipette_bwcache_clear_domains(struct pipette_bwcache *bw)
+{
+	int i;
+
+	for (i = 0; i < bw->n_domains; i++)
+		free(bw->domain[i].name);
+	bw->n_domains = 0;
+	for (i = 0; i < bw->n; i++)
+		bw->node[i].domain = -1;
+}
+
 int pipette_bwcache_domain_count(const struct pipette_bwcache *bw)
 {
 	return bw->n_domains;
@@ -543,10 +554,17 @@ int pipette_bwcache_check_domains(const struct pipette_bwcache *bw, int gpus_per
 	int d;
 
 	for (d = 0; d < bw->n_domains; d++) {
-		long m = pipette_bwcache_domain_nodes(bw, d), gpus = bw->domain[d].gpus;
+		long m = pipette_bwcache_domain_nodes(bw, d), gpus = bw->domain[d].gpus, held = 0;
+		int i;
 
 		if (!m)
 			continue;
+		for (i = 0; i < bw->n; i++)
+			held += bw->node[i].domain == d ? bw->node[i].intra.n : 0;
+		if (gpus && held > gpus)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, but its nodes' intra matrices hold %ld", d,
+					    bw->domain[d].name, gpus, held);
 		if (gpus && gpus_per_node > 0 && gpus % gpus_per_node)
 			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
 					    "%ld GPUs, not a whole number of nodes of %d GPUs", d,

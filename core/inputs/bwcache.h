@@ -210,6 +210,8 @@ const char *pipette_bwcache_domain_name(const struct pipette_bwcache *bw, int do
 int pipette_bwcache_domain_gpus(const struct pipette_bwcache *bw, int domain);
 int pipette_bwcache_node_domain(const struct pipette_bwcache *bw, int node);
 int pipette_bwcache_domain_nodes(const struct pipette_bwcache *bw, int domain);
+/* Drop every NVLink domain (nodes keep their figures). */
+void pipette_bwcache_clear_domains(struct pipette_bwcache *bw);
 /* Each domain's size against an NVLink domain of domain_gpus GPUs (the
  * GPU type's or --nvlink-domain's; <= 0: not checked) and nodes of
  * gpus_per_node GPUs (<= 0: not checked): a stated size must be a whole
