@@ -1570,11 +1570,12 @@ static int do_convert(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	printf("%s: %s, %d nodes, %d groups, %d NVLink domains, %ld of %ld inter-node figures "
-	       "measured\n", out, pipette_bwcache_domain_count(bw) ? PIPETTE_BW_SCHEMA_V3 :
-	       pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA,
-	       pipette_bwcache_node_count(bw), pipette_bwcache_group_count(bw),
-	       pipette_bwcache_domain_count(bw), pipette_bwcache_measured(bw),
+	printf("%s: %s, %d nodes, %d groups, ", out, pipette_bwcache_domain_count(bw) ?
+	       PIPETTE_BW_SCHEMA_V3 : pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 :
+	       PIPETTE_BW_SCHEMA, pipette_bwcache_node_count(bw), pipette_bwcache_group_count(bw));
+	if (pipette_bwcache_domain_count(bw))
+		printf("%d NVLink domains, ", pipette_bwcache_domain_count(bw));
+	printf("%ld of %ld inter-node figures measured\n", pipette_bwcache_measured(bw),
 	       (long)pipette_bwcache_node_count(bw) * (pipette_bwcache_node_count(bw) - 1));
 	rc = PIPETTE_EXIT_OK;
 out:
