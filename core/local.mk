@@ -37,7 +37,8 @@ core_libpipette_la_SOURCES += core/render/timeline_svg.c
 core_libpipette_la_SOURCES += core/inputs/bwcache.c core/inputs/bwcache.h core/inputs/bwcache_int.h \
 	core/inputs/bwcache_io.c core/inputs/bwcache_parse.c core/inputs/bwmat.c core/inputs/bwscan.c \
 	core/inputs/bwgroup.c core/inputs/bwimport.c core/inputs/bwgen.c \
-	core/inputs/cluster.c core/inputs/cluster.h
+	core/inputs/cluster.c core/inputs/cluster.h \
+	core/inputs/topology.c core/inputs/topology.h
 pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlist.h \
 	core/cli/svg.c core/cli/svg.h
 

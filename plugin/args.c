@@ -86,6 +86,8 @@ static int parse_one(struct pipette_site *s, const char *arg, struct pipette_err
 
 	if (!strcmp(key, "bandwidth"))
 		return copy_value(s->bandwidth, sizeof(s->bandwidth), key, v, err);
+	if (!strcmp(key, "topology"))
+		return copy_value(s->topology, sizeof(s->topology), key, v, err);
 	if (!strcmp(key, "models"))
 		return copy_value(s->models, sizeof(s->models), key, v, err);
 	if (!strcmp(key, "gpu"))

@@ -312,6 +312,12 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),
 		s->calibration, strlen(s->plan_dir), s->plan_dir, strlen(s->step_barrier),
 		s->step_barrier);
+	if (s->topology[0]) {	/* its blocks shape the plan: by content too */
+		char hex[PIPETTE_HASH_HEX + 1] = "-";
+
+		file_hex(s->topology, PIPETTE_TOPO_MAX_FILE_BYTES, hex);
+		fprintf(t, "site.topology=%zu:%s:%s\n", strlen(s->topology), s->topology, hex);
+	}
 }
 
 /* The files of the step by the pins of digest: the digest itself (which

@@ -31,6 +31,9 @@
  * a new one there too. */
 struct pipette_site {
 	char bandwidth[PIPETTE_PATH_MAX];	/* site cache ("" = nominal links) */
+	/* Slurm's topology.conf whose topology/block blocks are NVLink
+	 * domains ("" = none) */
+	char topology[PIPETTE_PATH_MAX];
 	char gpu[64];				/* default GPU type ("" = core's) */
 	double mem_fraction;			/* 0 = the core's default */
 	long master_port;			/* first port of the range */

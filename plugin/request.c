@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "cli/hostlist.h"
 
 int pipette_request_build(const struct pipette_opts *o, const struct pipette_site *s,
 			  enum pipette_launch_mode launch, struct pipette_request *req,
@@ -19,6 +20,9 @@ int pipette_request_build(const struct pipette_opts *o, const struct pipette_sit
 	if (pipette_strlcpy(req->bandwidth, o->bandwidth[0] ? o->bandwidth : s->bandwidth,
 			    sizeof(req->bandwidth)))
 		return pipette_fail(err, "bandwidth cache path too long");
+	if (pipette_strlcpy(req->topology, s->topology, sizeof(req->topology)))
+		return pipette_fail(err, "plugstack argument topology: value too long");
+	req->expand_hostlist = pipette_hostlist_expand;
 	if (!s->gpu[0])
 		return pipette_fail(err, "the site has not named the GPU type: add gpu=TYPE to "
 				    "the pipette line of plugstack.conf");

@@ -137,10 +137,11 @@ tests_unit_test_plugin_args_LDADD = $(TEST_LDADD)
 check_PROGRAMS += tests/unit/test_plugin_apply
 TESTS += tests/unit/test_plugin_apply
 tests_unit_test_plugin_apply_SOURCES = tests/unit/test_plugin_apply.c \
-	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c
+	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
+	core/cli/hostlist.c
 tests_unit_test_plugin_apply_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_apply_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD)
+tests_unit_test_plugin_apply_LDADD = $(TEST_LDADD) $(SLURM_LDFLAGS) $(SLURM_LIBS)
 
 # spank_pipette's planner child (limits, watchdog), its result text and
 # the pinning of a step's inputs.
@@ -149,10 +150,11 @@ TESTS += tests/unit/test_plugin_child
 tests_unit_test_plugin_child_SOURCES = tests/unit/test_plugin_child.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/child.c plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c \
+	core/cli/hostlist.c
 tests_unit_test_plugin_child_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_child_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_plugin_child_LDADD = $(TEST_LDADD)
+tests_unit_test_plugin_child_LDADD = $(TEST_LDADD) $(SLURM_LDFLAGS) $(SLURM_LIBS)
 
 # spank_pipette's plan cache: the per-user directory and its checks, the
 # step's shared text, a node's result through the cache, the key.
@@ -161,10 +163,11 @@ TESTS += tests/unit/test_plugin_cache
 tests_unit_test_plugin_cache_SOURCES = tests/unit/test_plugin_cache.c tests/unit/fake_env.h \
 	plugin/args.c plugin/parse.c plugin/request.c plugin/apply.c \
 	plugin/outcome.c plugin/digest.c plugin/hooks.c \
-	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c
+	plugin/step.c plugin/stepbody.c plugin/plancache.c plugin/planfile.c \
+	core/cli/hostlist.c
 tests_unit_test_plugin_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_plugin_cache_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD)
+tests_unit_test_plugin_cache_LDADD = $(TEST_LDADD) $(SLURM_LDFLAGS) $(SLURM_LIBS)
 
 # spank_pipette's step barrier: the nodes of a step agree before any task
 # starts, whichever node fails, is late or never comes (barrier.c).

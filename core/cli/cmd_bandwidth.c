@@ -23,6 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: pipette bandwidth validate FILE... [--stale-days D] [--now TIME]\n"
+"                              [--gpu TYPE] [--nvlink-domain N]\n"
 "       pipette bandwidth show FILE [--nodes LIST] [--worst K] [--svg OUT]\n"
 "                              [--switch-size S] [--nvlink-domain N] [--gpu TYPE]\n"
 "                              [--stale-days D] [--now TIME]\n"
@@ -38,13 +39,16 @@ static void usage(FILE *f)
 "                              [--slow-switch K:F] [--degraded-nvlink NODE[:F]]\n"
 "                              [--nvlink-domain N] [--degraded-tray NODE[:F]]\n"
 "                              [--prefix P] [--when TIME] -o OUT\n"
-"       pipette bandwidth convert IN -o OUT [--to pipette-bw/1|pipette-bw/2]\n"
+"       pipette bandwidth convert IN -o OUT\n"
+"                              [--to pipette-bw/1|pipette-bw/2|pipette-bw/3]\n"
+"                              [--domain NAME=HOSTLIST]... [--domain-gpus N]\n"
 "                              [--group NAME=HOSTLIST]... [--switch-size S]\n"
 "                              [--tolerance T]\n"
 "\n"
-"validate  check files against the pipette-bw/1 and /2 schemas (exit 2 on\n"
-"          the first error in each, naming the file, the JSON path and the\n"
-"          reason)\n"
+"validate  check files against the pipette-bw/1, /2 and /3 schemas (exit 2\n"
+"          on the first error in each, naming the file, the JSON path and\n"
+"          the reason); with --gpu or --nvlink-domain, each NVLink domain\n"
+"          (pipette-bw/3) against that domain size\n"
 "show      per-node min/median/max of outgoing, incoming and intra-node\n"
 "          bandwidth and the worst links; --svg draws the node x node heatmap\n"
 "          (viridis, GB/s; beyond 256 nodes each cell is the median of a\n"
@@ -63,7 +67,9 @@ static void usage(FILE *f)
 "          --switch-size nodes in the file's order), node pairs that differ\n"
 "          from their group's figure by more than --tolerance (relative,\n"
 "          default 0: any difference) keep their own; to pipette-bw/1: every\n"
-"          node pair's figure written out\n"
+"          node pair's figure written out; to pipette-bw/3: the NVLink\n"
+"          domains --domain gives (replacing the file's; --domain-gpus: each\n"
+"          one's stated size), groups kept or restated\n"
 "TIME is UTC, YYYY-MM-DDTHH:MM:SSZ.  Writes are atomic.\n");
 }
 
@@ -163,9 +169,90 @@ static int stale_arg(int argc, char **argv, int *i, struct stale_opt *s, int *rc
 
 /* ---------------------------------------------------------------- */
 
+/* validate's check of the NVLink domains against --gpu's and
+ * --nvlink-domain's sizes: the GPUs per node and the domain's GPUs (0:
+ * not given). */
+struct domain_opt {
+	long gpus_per_node, domain;
+	int given;
+};
+
+static int validate_arg(int argc, char **argv, int *ip, struct domain_opt *d, int *r)
+{
+	int i = *ip;
+
+	if (is_opt(argv[i], "--gpu")) {
+		struct pipette_err err;
+		const struct pipette_gpu_spec *spec =
+			pipette_gpu_lookup(need(argc, argv, &i), &err);
+
+		if (!spec) {
+			*r = cli_error("--gpu: %s", err.msg);
+		} else {
+			d->gpus_per_node = spec->gpus_per_node;
+			if (!d->domain)
+				d->domain = spec->nvlink_domain_gpus > spec->gpus_per_node
+					    ? spec->nvlink_domain_gpus : spec->gpus_per_node;
+		}
+	} else if (is_opt(argv[i], "--nvlink-domain")) {
+		*r = cli_int("--nvlink-domain", need(argc, argv, &i), 1, PIPETTE_MAX_PIN,
+			     &d->domain);
+		d->given = 1;
+	} else {
+		return 0;
+	}
+	*ip = i;
+	return 1;
+}
+
+/* One file: its summary line, or its first error. */
+static int validate_one(const char *path, const struct domain_opt *d,
+			const struct stale_opt *so)
+{
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	int n, a, intra = 0, nd;
+	long meas, dmeas = 0;
+
+	if (pipette_bwcache_load(path, &bw, &err) < 0) {
+		cli_error("%s", err.msg);
+		return PIPETTE_EXIT_USAGE;
+	}
+	if ((d->domain || d->gpus_per_node) &&
+	    pipette_bwcache_check_domains(bw, (int)d->gpus_per_node, (int)d->domain,
+					  &err) < 0) {
+		cli_error("%s: %s%s", path, err.msg, d->given ? " (--nvlink-domain)" : " (--gpu)");
+		pipette_bwcache_destroy(bw);
+		return PIPETTE_EXIT_USAGE;
+	}
+	n = pipette_bwcache_node_count(bw);
+	for (a = 0; a < n; a++)
+		if (pipette_bwcache_node_gpus(bw, a))
+			intra++;
+	nd = pipette_bwcache_domain_count(bw);
+	if ((meas = pipette_bwcache_measured(bw)) < 0 ||
+	    (nd && (dmeas = pipette_bwcache_domain_measured(bw)) < 0)) {
+		pipette_bwcache_destroy(bw);
+		return cli_error("%s: out of memory", path);
+	}
+	printf("%s: ok: %s, %d nodes", path, pipette_bwcache_schema(bw), n);
+	if (pipette_bwcache_group_count(bw))
+		printf(" in %d groups", pipette_bwcache_group_count(bw));
+	if (nd)
+		printf(", %d NVLink domains", nd);
+	printf(", %ld of %ld inter-node figures measured", meas, (long)n * (n - 1));
+	if (nd)
+		printf(" (%ld inside domains)", dmeas);
+	printf(", %d nodes with intra-node matrices\n", intra);
+	warn_stale(bw, path, NULL, 0, so->now, so->days);
+	pipette_bwcache_destroy(bw);
+	return PIPETTE_EXIT_OK;
+}
+
 static int do_validate(int argc, char **argv)
 {
 	struct stale_opt so = { BW_STALE_DAYS, time(NULL) };
+	struct domain_opt dom = { 0, 0, 0 };
 	struct cli_seen seen = { .n = 0 };
 	int i, rc = PIPETTE_EXIT_OK, files = 0;
 
@@ -174,7 +261,7 @@ static int do_validate(int argc, char **argv)
 
 		if (once(&seen, argv[i]))
 			return PIPETTE_EXIT_USAGE;
-		if (stale_arg(argc, argv, &i, &so, &r)) {
+		if (stale_arg(argc, argv, &i, &so, &r) || validate_arg(argc, argv, &i, &dom, &r)) {
 			if (r)
 				return r;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -182,36 +269,18 @@ static int do_validate(int argc, char **argv)
 		}
 	}
 	for (i = 1; i < argc; i++) {
-		struct pipette_bwcache *bw;
-		struct pipette_err err;
-		int n, a, intra = 0;
-		long meas;
+		int r;
 
-		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now")) {
+		if (is_opt(argv[i], "--stale-days") || is_opt(argv[i], "--now") ||
+		    is_opt(argv[i], "--gpu") || is_opt(argv[i], "--nvlink-domain")) {
 			i++;
 			continue;
 		}
 		files++;
-		if (pipette_bwcache_load(argv[i], &bw, &err) < 0) {
-			cli_error("%s", err.msg);
-			rc = PIPETTE_EXIT_USAGE;
-			continue;
-		}
-		n = pipette_bwcache_node_count(bw);
-		for (a = 0; a < n; a++)
-			if (pipette_bwcache_node_gpus(bw, a))
-				intra++;
-		if ((meas = pipette_bwcache_measured(bw)) < 0) {
-			pipette_bwcache_destroy(bw);
-			return cli_error("%s: out of memory", argv[i]);
-		}
-		printf("%s: ok: %s, %d nodes", argv[i], pipette_bwcache_schema(bw), n);
-		if (pipette_bwcache_group_count(bw))
-			printf(" in %d groups", pipette_bwcache_group_count(bw));
-		printf(", %ld of %ld inter-node figures measured, %d nodes with intra-node "
-		       "matrices\n", meas, (long)n * (n - 1), intra);
-		warn_stale(bw, argv[i], NULL, 0, so.now, so.days);
-		pipette_bwcache_destroy(bw);
+		if ((r = validate_one(argv[i], &dom, &so)) == PIPETTE_EXIT_USAGE)
+			rc = r;
+		else if (r)
+			return r;
 	}
 	if (!files)
 		return cli_error("bandwidth validate: no file given");
@@ -1229,6 +1298,7 @@ static int do_generate(int argc, char **argv)
 		return cli_error("--nvlink-domain %ld: not a whole number of nodes of %d GPUs",
 				 domain, g.gpus_per_node);
 	g.domain_nodes = (int)(domain / g.gpus_per_node);
+	g.domain_gpus = g.domain_nodes > 1 ? (int)domain : 0;
 	if (g.domain_nodes > g.nodes)
 		g.domain_nodes = g.nodes;	/* a partial domain: all the nodes */
 	g.inter_gbps = isnan(inter) ? spec->nic_gbps * eff : inter;
@@ -1259,7 +1329,45 @@ struct groups_opt {
 	const char *spec[PIPETTE_MAX_NODES + 1];	/* NAME=HOSTLIST */
 	int n_spec;
 	long switch_size;
+	const char *domain[PIPETTE_MAX_NODES + 1];	/* --domain NAME=HOSTLIST */
+	int n_domain;
+	long domain_gpus;				/* --domain-gpus: stated size */
 };
+
+/* convert --domain: the file's NVLink domains replaced by the given ones
+ * (pipette-bw/3); every node must be in the cache, in one domain. */
+static int set_domains(struct pipette_bwcache *bw, const struct groups_opt *opt)
+{
+	struct pipette_err err;
+	int d, k, rc = 0;
+
+	if (opt->n_domain)
+		pipette_bwcache_clear_domains(bw);
+	for (d = 0; d < opt->n_domain && !rc; d++) {
+		const char *eq = strchr(opt->domain[d], '=');
+		char **nodes, name[PIPETTE_BW_MAX_NAME + 1];
+		int n;
+
+		if (!eq || eq == opt->domain[d] || !eq[1] ||
+		    (size_t)(eq - opt->domain[d]) > PIPETTE_BW_MAX_NAME)
+			return cli_error("--domain: expected NAME=HOSTLIST, got '%.64s'",
+					 opt->domain[d]);
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - opt->domain[d]), opt->domain[d]);
+		if (pipette_hostlist_expand(eq + 1, &nodes, &n, &err) < 0)
+			return cli_error("--domain %s: %s", name, err.msg);
+		for (k = 0; k < n && !rc; k++)
+			if (pipette_bwcache_node_index(bw, nodes[k]) < 0)
+				rc = cli_error("--domain %s: node %s is not in the cache", name,
+					       nodes[k]);
+			else if (pipette_bwcache_set_domain(bw, nodes[k], name, (int)opt->domain_gpus,
+							    0, &err) < 0)
+				rc = cli_error("--domain %s: %s", name, err.msg);
+		pipette_hostlist_free(nodes, n);
+	}
+	if (!rc && pipette_bwcache_check_domains(bw, 0, 0, &err) < 0)
+		rc = cli_error("--domain: %s", err.msg);
+	return rc;
+}
 
 /* Group g (NAME=HOSTLIST) into names[g] and group_of; every node must be
  * in the cache, and in one group at most. */
@@ -1375,16 +1483,26 @@ static int do_convert(int argc, char **argv)
 
 	memset(&opt, 0, sizeof(opt));
 	for (i = 1; i < argc && !r; i++) {
-		if (!is_opt(argv[i], "--group") && (r = once(&seen, argv[i]))) {
+		if (!is_opt(argv[i], "--group") && !is_opt(argv[i], "--domain") &&
+		    (r = once(&seen, argv[i]))) {
 			break;
 		} else if (is_opt(argv[i], "-o") || is_opt(argv[i], "--output")) {
 			if (!(out = need(argc, argv, &i)))
 				r = cli_error("-o needs a file name");
 		} else if (is_opt(argv[i], "--to")) {
 			if (!(to = need(argc, argv, &i)) || (strcmp(to, PIPETTE_BW_SCHEMA) &&
-							     strcmp(to, PIPETTE_BW_SCHEMA_V2)))
-				r = cli_error("--to: expected %s or %s", PIPETTE_BW_SCHEMA,
-					      PIPETTE_BW_SCHEMA_V2);
+							     strcmp(to, PIPETTE_BW_SCHEMA_V2) &&
+							     strcmp(to, PIPETTE_BW_SCHEMA_V3)))
+				r = cli_error("--to: expected %s, %s or %s", PIPETTE_BW_SCHEMA,
+					      PIPETTE_BW_SCHEMA_V2, PIPETTE_BW_SCHEMA_V3);
+		} else if (is_opt(argv[i], "--domain")) {
+			if (!(opt.domain[opt.n_domain] = need(argc, argv, &i)))
+				r = cli_error("--domain needs NAME=HOSTLIST");
+			else if (++opt.n_domain > PIPETTE_MAX_NODES)
+				r = cli_error("--domain: more than %d domains", PIPETTE_MAX_NODES);
+		} else if (is_opt(argv[i], "--domain-gpus")) {
+			r = cli_int("--domain-gpus", need(argc, argv, &i), 1,
+				    PIPETTE_MAX_NODES * PIPETTE_MAX_GPUS, &opt.domain_gpus);
 		} else if (is_opt(argv[i], "--group")) {
 			if (!(opt.spec[opt.n_spec] = need(argc, argv, &i)))
 				r = cli_error("--group needs NAME=HOSTLIST");
@@ -1411,7 +1529,11 @@ static int do_convert(int argc, char **argv)
 	if (!in || !out)
 		return cli_error("bandwidth convert: expected IN -o OUT");
 	if (!to)
-		to = opt.n_spec || opt.switch_size ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+		to = opt.n_domain ? PIPETTE_BW_SCHEMA_V3 : opt.n_spec || opt.switch_size
+			? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+	if (strcmp(to, PIPETTE_BW_SCHEMA_V3) && (opt.n_domain || opt.domain_gpus))
+		return cli_error("bandwidth convert: --domain and --domain-gpus make %s",
+				 PIPETTE_BW_SCHEMA_V3);
 	if (!strcmp(to, PIPETTE_BW_SCHEMA) && (opt.n_spec || opt.switch_size))
 		return cli_error("bandwidth convert: --group and --switch-size make %s",
 				 PIPETTE_BW_SCHEMA_V2);
@@ -1424,17 +1546,36 @@ static int do_convert(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	if ((rc = convert_cache(bw, !strcmp(to, PIPETTE_BW_SCHEMA), &opt, tolerance)))
+	if (!strcmp(to, PIPETTE_BW_SCHEMA_V3)) {
+		if ((opt.n_spec || opt.switch_size) &&
+		    (rc = convert_cache(bw, 0, &opt, tolerance)))
+			goto out;
+		if ((rc = set_domains(bw, &opt)))
+			goto out;
+		rc = PIPETTE_EXIT_USAGE;
+		if (!pipette_bwcache_domain_count(bw)) {
+			cli_error("bandwidth convert: %s holds NVLink domains: give --domain "
+				  "NAME=HOSTLIST (%s has none)", PIPETTE_BW_SCHEMA_V3, in);
+			goto out;
+		}
+	} else if (pipette_bwcache_domain_count(bw)) {
+		cli_error("bandwidth convert: %s has NVLink domains, which only %s holds", in,
+			  PIPETTE_BW_SCHEMA_V3);
 		goto out;
+	} else if ((rc = convert_cache(bw, !strcmp(to, PIPETTE_BW_SCHEMA), &opt, tolerance))) {
+		goto out;
+	}
 	rc = PIPETTE_EXIT_USAGE;
 	if (pipette_bwcache_save_locked(bw, lock, &err) < 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	printf("%s: %s, %d nodes, %d groups, %ld of %ld inter-node figures measured\n", out,
-	       pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA,
-	       pipette_bwcache_node_count(bw),
-	       pipette_bwcache_group_count(bw), pipette_bwcache_measured(bw),
+	printf("%s: %s, %d nodes, %d groups, ", out, pipette_bwcache_domain_count(bw) ?
+	       PIPETTE_BW_SCHEMA_V3 : pipette_bwcache_group_count(bw) ? PIPETTE_BW_SCHEMA_V2 :
+	       PIPETTE_BW_SCHEMA, pipette_bwcache_node_count(bw), pipette_bwcache_group_count(bw));
+	if (pipette_bwcache_domain_count(bw))
+		printf("%d NVLink domains, ", pipette_bwcache_domain_count(bw));
+	printf("%ld of %ld inter-node figures measured\n", pipette_bwcache_measured(bw),
 	       (long)pipette_bwcache_node_count(bw) * (pipette_bwcache_node_count(bw) - 1));
 	rc = PIPETTE_EXIT_OK;
 out:

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "hostlist.h"
 #include "progress.h"
 #include "inputs/limits.h"
 #include "estimate/memory.h"
@@ -69,6 +70,8 @@ static const char usage_text[] =
 "                           GPUs per node (the GPU type's system: 72 on\n"
 "                           GB200/GB300 NVL72, else one node); TP, CP and EP\n"
 "                           groups may span the nodes of one domain\n"
+"  --topology FILE          Slurm's topology.conf: each topology/block block\n"
+"                           (BlockName=... Nodes=...) is one NVLink domain\n"
 "  --attention flash|unfused  the attention kernel (the stack's: flash, or\n"
 "                           unfused for megatron-2022)\n"
 "  --mem-fraction F         usable fraction of HBM (the stack's rule: all of it\n"
@@ -146,7 +149,7 @@ static const char *const value_options[] = {
 	"--recompute", "--launch", "--mapping", "--format", "--max-age", "--stack",
 	"--stack-option", "--dp-shard", "--recompute-every", "--reshard", "--recompute-modules",
 	"--dispatcher", "--ep-overlap", "--capacity-factor", "--imbalance", "--precision",
-	"--bf16-layers", "--nvlink-domain", "--trainer", NULL
+	"--bf16-layers", "--nvlink-domain", "--trainer", "--topology", NULL
 };
 
 /* A parse_* helper's answer for an option that is not its own. */
@@ -307,6 +310,11 @@ static int parse_choice(struct plan_opts *o, const char *name, const char *v)
 			return cli_error("--precision: %s", err.msg);
 	} else if (!strcmp(name, "--bf16-layers")) {
 		return cli_bf16_layers(v, &o->req.bf16_first, &o->req.bf16_last);
+	} else if (!strcmp(name, "--topology")) {
+		if (pipette_strlcpy(o->req.topology, v, sizeof(o->req.topology)))
+			return cli_error("--topology: path longer than %d bytes",
+					 PIPETTE_PATH_MAX - 1);
+		o->req.expand_hostlist = pipette_hostlist_expand;
 	} else if (!strcmp(name, "--nvlink-domain")) {
 		long d;
 

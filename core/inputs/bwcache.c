@@ -227,6 +227,9 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw)
 		free(bw->prov[i].tool);
 		free(bw->prov[i].metric);
 	}
+	for (i = 0; i < bw->n_domains; i++)
+		free(bw->domain[i].name);
+	free(bw->domain);
 	for (i = 0; i < bw->inter.n_groups; i++)
 		free(bw->inter.group_name[i]);
 	free(bw->inter.group_name);
@@ -376,6 +379,7 @@ int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
 	nd->name = strdup(name);
 	if (!nd->name)
 		return pipette_fail(err, "out of memory");
+	nd->domain = -1;
 	bw->inter.group_of[bw->n] = -1;
 	bw->n++;
 	/* keep the index at most half full */
@@ -441,6 +445,176 @@ int bw_group_add(struct pipette_bwcache *bw, const char *name, struct pipette_er
 	    !(in->group_name[in->n_groups] = strdup(name)))
 		return pipette_fail(err, "out of memory");
 	return in->n_groups++;
+}
+
+int bw_domain_index(const struct pipette_bwcache *bw, const char *name)
+{
+	int d;
+
+	for (d = 0; d < bw->n_domains; d++)
+		if (!strcmp(bw->domain[d].name, name))
+			return d;
+	return -1;
+}
+
+int bw_domain_add(struct pipette_bwcache *bw, const char *name, int gpus,
+		  struct pipette_err *err)
+{
+	const char *why = bad_group_name(name);
+	int d;
+
+	if (why)
+		return pipette_fail(err, "NVLink domain name '%.64s' %s", name, why);
+	if (gpus < 0 || gpus > PIPETTE_BW_MAX_NODES * PIPETTE_BW_MAX_GPUS)
+		return pipette_fail(err, "NVLink domain '%.64s': %d GPUs is not in [1, %d]",
+				    name, gpus, PIPETTE_BW_MAX_NODES * PIPETTE_BW_MAX_GPUS);
+	if ((d = bw_domain_index(bw, name)) >= 0) {
+		if (gpus && bw->domain[d].gpus && gpus != bw->domain[d].gpus)
+			return pipette_fail(err, "NVLink domain '%.64s' is stated as %d GPUs "
+					    "and as %d", name, bw->domain[d].gpus, gpus);
+		if (gpus)
+			bw->domain[d].gpus = gpus;
+		return d;
+	}
+	if (bw->n_domains >= PIPETTE_BW_MAX_NODES)
+		return pipette_fail(err, "more than %d NVLink domains", PIPETTE_BW_MAX_NODES);
+	if (bw->n_domains == bw->cap_domains) {
+		int cap = bw->cap_domains ? 2 * bw->cap_domains : 8;
+		struct bw_domain *p = realloc(bw->domain, (size_t)cap * sizeof(*p));
+
+		if (!p)
+			return pipette_fail(err, "out of memory");
+		bw->domain = p;
+		bw->cap_domains = cap;
+	}
+	if (!(bw->domain[bw->n_domains].name = strdup(name)))
+		return pipette_fail(err, "out of memory");
+	bw->domain[bw->n_domains].gpus = gpus;
+	return bw->n_domains++;
+}
+
+int pipette_bwcache_set_domain(struct pipette_bwcache *bw, const char *node,
+			       const char *domain, int gpus, int move,
+			       struct pipette_err *err)
+{
+	int k = pipette_bwcache_add_node(bw, node, err), d;
+
+	if (k < 0 || (d = bw_domain_add(bw, domain, gpus, err)) < 0)
+		return -1;
+	if (bw->node[k].domain >= 0 && bw->node[k].domain != d && !move)
+		return pipette_fail(err, "node '%.64s' is in NVLink domains '%.64s' and '%.64s'",
+				    node, bw->domain[bw->node[k].domain].name, domain);
+	bw->node[k].domain = d;
+	return 0;
+}
+
+void pipette_bwcache_clear_domains(struct pipette_bwcache *bw)
+{
+	int i;
+
+	for (i = 0; i < bw->n_domains; i++)
+		free(bw->domain[i].name);
+	bw->n_domains = 0;
+	for (i = 0; i < bw->n; i++)
+		bw->node[i].domain = -1;
+}
+
+int pipette_bwcache_domain_count(const struct pipette_bwcache *bw)
+{
+	return bw->n_domains;
+}
+
+const char *pipette_bwcache_domain_name(const struct pipette_bwcache *bw, int domain)
+{
+	return domain >= 0 && domain < bw->n_domains ? bw->domain[domain].name : NULL;
+}
+
+int pipette_bwcache_domain_gpus(const struct pipette_bwcache *bw, int domain)
+{
+	return domain >= 0 && domain < bw->n_domains ? bw->domain[domain].gpus : 0;
+}
+
+int pipette_bwcache_node_domain(const struct pipette_bwcache *bw, int node)
+{
+	return node >= 0 && node < bw->n ? bw->node[node].domain : -1;
+}
+
+int pipette_bwcache_domain_nodes(const struct pipette_bwcache *bw, int domain)
+{
+	int i, n = 0;
+
+	for (i = 0; i < bw->n; i++)
+		n += bw->node[i].domain == domain && domain >= 0;
+	return n;
+}
+
+int pipette_bwcache_check_domains(const struct pipette_bwcache *bw, int gpus_per_node,
+				  int domain_gpus, struct pipette_err *err)
+{
+	int d;
+
+	for (d = 0; d < bw->n_domains; d++) {
+		long m = pipette_bwcache_domain_nodes(bw, d), gpus = bw->domain[d].gpus, held = 0;
+		int i;
+
+		if (!m)
+			continue;
+		for (i = 0; i < bw->n; i++)
+			held += bw->node[i].domain == d ? bw->node[i].intra.n : 0;
+		if (gpus && held > gpus)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, but its nodes' intra matrices hold %ld", d,
+					    bw->domain[d].name, gpus, held);
+		if (gpus && gpus_per_node > 0 && gpus % gpus_per_node)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, not a whole number of nodes of %d GPUs", d,
+					    bw->domain[d].name, gpus, gpus_per_node);
+		if (gpus && domain_gpus > 0 && gpus != domain_gpus)
+			return pipette_fail(err, "$.domains[%d].gpus: NVLink domain '%.64s' states "
+					    "%ld GPUs, but the NVLink domain given has %d", d,
+					    bw->domain[d].name, gpus, domain_gpus);
+		if (domain_gpus > 0 && gpus_per_node > 0 && m * gpus_per_node > domain_gpus)
+			return pipette_fail(err, "$.domains[%d].nodes: NVLink domain '%.64s' has %ld "
+					    "nodes of %d GPUs, more than the %d of the NVLink domain "
+					    "given", d, bw->domain[d].name, m, gpus_per_node, domain_gpus);
+	}
+	return 0;
+}
+
+long pipette_bwcache_domain_measured(const struct pipette_bwcache *bw)
+{
+	int *by = malloc(((size_t)bw->n + 1) * sizeof(int)), *start;
+	int i, d, a, b;
+	long cnt = 0;
+
+	start = calloc((size_t)bw->n_domains + 2, sizeof(int));
+	if (!by || !start) {
+		free(by);
+		free(start);
+		return -1;
+	}
+	/* the nodes of each domain together: a counting sort by domain */
+	for (i = 0; i < bw->n; i++)
+		if (bw->node[i].domain >= 0)
+			start[bw->node[i].domain + 2]++;
+	for (d = 0; d < bw->n_domains; d++)
+		start[d + 2] += start[d + 1];
+	for (i = 0; i < bw->n; i++)
+		if (bw->node[i].domain >= 0)
+			by[start[bw->node[i].domain + 1]++] = i;
+	for (d = 0; d < bw->n_domains; d++)
+		for (a = start[d]; a < start[d + 1]; a++)
+			for (b = start[d]; b < start[d + 1]; b++) {
+				struct bw_entry e;
+
+				if (a == b)
+					continue;
+				bw_inter_get(bw, by[a], by[b], &e);
+				cnt += !isnan(e.gbps);
+			}
+	free(by);
+	free(start);
+	return cnt;
 }
 
 /* ------------------------------------------------------------------ */
@@ -620,9 +794,13 @@ int pipette_bwcache_node_group(const struct pipette_bwcache *bw, int node)
 
 const char *pipette_bwcache_schema(const struct pipette_bwcache *bw)
 {
+	static const char *const names[] = { PIPETTE_BW_SCHEMA, PIPETTE_BW_SCHEMA,
+					     PIPETTE_BW_SCHEMA_V2, PIPETTE_BW_SCHEMA_V3 };
+
 	if (bw->schema_read)
-		return bw->schema_read == 2 ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
-	return bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA;
+		return names[bw->schema_read];
+	return bw->n_domains ? PIPETTE_BW_SCHEMA_V3 : bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2
+									 : PIPETTE_BW_SCHEMA;
 }
 
 /* Nodes of each group; the caller frees it.  NULL when out of memory. */
@@ -905,7 +1083,11 @@ int pipette_bwcache_merge(struct pipette_bwcache *dst,
 	if (merge_inter(dst, src, map, prov_map, err) < 0)
 		goto fail;
 	for (i = 0; i < src->n; i++)
-		if (merge_node(&dst->node[map[i]], dst, &src->node[i], src, prov_map, err) < 0)
+		if (merge_node(&dst->node[map[i]], dst, &src->node[i], src, prov_map, err) < 0 ||
+		    (src->node[i].domain >= 0 &&
+		     pipette_bwcache_set_domain(dst, src->node[i].name,
+						src->domain[src->node[i].domain].name,
+						src->domain[src->node[i].domain].gpus, 1, err) < 0))
 			goto fail;
 	if (!isnan(src->def.inter_gbps))
 		dst->def.inter_gbps = src->def.inter_gbps;

@@ -49,7 +49,24 @@
  * [first, last] into it; a node is in at most one group.  A node pair's
  * figure is its link, else its matrix entry, else its groups' "between"
  * figure (with the section's provenance and latency); a group pair's
- * null says nothing.  The writer emits /1 unless the cache has groups.
+ * null says nothing.
+ *
+ * "pipette-bw/3" adds the NVLink domains that span nodes (a GB200/GB300
+ * NVL72 rack: 18 Slurm nodes of 4 GPUs in one 72-GPU domain); everything
+ * of pipette-bw/2 keeps its meaning:
+ *
+ *     "domains": [ { "name": "<fabric cluster UUID>/<clique id>",
+ *                    "gpus": 72,                   optional: its size
+ *                    "nodes": ["gpu001", [1, 15]] } ]
+ *
+ * A domain's "nodes" are names of the cache's nodes ("order", then the
+ * keys of "nodes") or index ranges into $.inter.order; a node is in at
+ * most one domain, a node in none is a domain of its own.  "gpus" is the
+ * whole domain's GPU count, which may exceed its nodes' here (a rack with
+ * trays out of service).  The figures measured between two nodes of one
+ * domain (over NVLink) are the inter section's, as between any two nodes.
+ * The writer emits /3 when the cache has domains, else /2 when it has
+ * groups, else /1.
  *
  * Library only: json-c, no Slurm.  Hostlists are expanded by the CLI. */
 #ifndef PIPETTE_BWCACHE_H
@@ -63,6 +80,7 @@
 
 #define PIPETTE_BW_SCHEMA "pipette-bw/1"
 #define PIPETTE_BW_SCHEMA_V2 "pipette-bw/2"
+#define PIPETTE_BW_SCHEMA_V3 "pipette-bw/3"
 /* Input limits: a file beyond them is rejected, never half-read.  A cache
  * holds at most the nodes and GPUs per node a plan can use (limits.h). */
 #define PIPETTE_BW_MAX_NODES PIPETTE_MAX_NODES
@@ -184,6 +202,33 @@ long pipette_bwcache_measured(const struct pipette_bwcache *bw);
 /* Bytes the cache holds in memory (figures, names, provenance). */
 size_t pipette_bwcache_bytes(const struct pipette_bwcache *bw);
 
+/* NVLink domains (pipette-bw/3): how many, the name of domain d and its
+ * stated size in GPUs (0: not stated; NULL / 0 when out of range), the
+ * domain of a node (-1: none), the nodes of domain d. */
+int pipette_bwcache_domain_count(const struct pipette_bwcache *bw);
+const char *pipette_bwcache_domain_name(const struct pipette_bwcache *bw, int domain);
+int pipette_bwcache_domain_gpus(const struct pipette_bwcache *bw, int domain);
+int pipette_bwcache_node_domain(const struct pipette_bwcache *bw, int node);
+int pipette_bwcache_domain_nodes(const struct pipette_bwcache *bw, int domain);
+/* Drop every NVLink domain (nodes keep their figures). */
+void pipette_bwcache_clear_domains(struct pipette_bwcache *bw);
+/* Each domain's size against an NVLink domain of domain_gpus GPUs (the
+ * GPU type's or --nvlink-domain's; <= 0: not checked) and nodes of
+ * gpus_per_node GPUs (<= 0: not checked): a stated size must be a whole
+ * number of nodes and equal it, the nodes in the cache at most fill it.
+ * -1 with "$.domains[i]...: ..." (the caller names the file). */
+int pipette_bwcache_check_domains(const struct pipette_bwcache *bw, int gpus_per_node,
+				  int domain_gpus, struct pipette_err *err);
+/* Directed node pairs inside one domain with a measured figure (its own
+ * or its groups'); -1 when out of memory. */
+long pipette_bwcache_domain_measured(const struct pipette_bwcache *bw);
+/* Put `node` (added when new) in the NVLink domain `domain` (added when
+ * new, stating `gpus`, 0: not stated).  A node already in another domain
+ * is an error unless `move`; a stated size that differs from the
+ * domain's is an error. */
+int pipette_bwcache_set_domain(struct pipette_bwcache *bw, const char *node,
+			       const char *domain, int gpus, int move,
+			       struct pipette_err *err);
 /* Groups of nodes (pipette-bw/2): how many, the name of group g (NULL
  * when out of range), the group of a node (-1: none). */
 int pipette_bwcache_group_count(const struct pipette_bwcache *bw);
@@ -241,7 +286,8 @@ int pipette_bwcache_set_intra(struct pipette_bwcache *bw, const char *node,
  * dst's when dst's is unmeasured or not newer (unknown time is oldest; on
  * equal times src wins).  Figures src did not measure keep dst's values
  * and timestamps.  Nodes new to dst are appended in src's order; src's
- * defaults replace dst's where given. */
+ * defaults replace dst's where given; a node src puts in an NVLink domain
+ * moves to it (the newer probe saw it there), others keep dst's. */
 int pipette_bwcache_merge(struct pipette_bwcache *dst,
 			  const struct pipette_bwcache *src,
 			  struct pipette_err *err);
@@ -312,6 +358,13 @@ struct pipette_bw_gen {
 	 * at the intra-node figures (0 or 1: each node alone); one tray's
 	 * links to the others of its domain at degraded_tray_factor. */
 	int domain_nodes;
+	/* Or any layout: domain_of[i] is node i's domain (-1: none), for
+	 * domain_of NULL the runs above.  The cache records them (pipette-bw/3)
+	 * named prefix0, prefix1, ... (domain_prefix NULL: "nvl"), each
+	 * stating domain_gpus GPUs (0: its nodes'). */
+	const int *domain_of;
+	const char *domain_prefix;
+	int domain_gpus;
 	int degraded_tray;		/* -1 = none */
 	double degraded_tray_factor;
 	time_t when;

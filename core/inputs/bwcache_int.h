@@ -138,6 +138,15 @@ struct bw_node {
 	struct bw_mat intra;	/* GPU x GPU, by Slurm index; intra.n = 0: none */
 	char *gpus_json;	/* "gpus" and "topo", kept verbatim */
 	char *topo_json;
+	int domain;		/* index into pipette_bwcache.domain, -1: none */
+};
+
+/* An NVLink domain larger than a node (pipette-bw/3): its name (the
+ * probe's NVML fabric cluster UUID and clique id) and its size in GPUs as
+ * stated (0: not stated; the GPUs of its nodes). */
+struct bw_domain {
+	char *name;
+	int gpus;
 };
 
 /* The inter-node figures: node pairs set one by one (the file's matrix and
@@ -165,6 +174,8 @@ struct pipette_bwcache {
 	int n_slots;
 	int *name_slots;	/* open-addressing hash of node names */
 	int n_name_slots;
+	struct bw_domain *domain;
+	int n_domains, cap_domains;
 	struct pipette_bw_defaults def;
 	time_t generated;
 	char *generator;
@@ -195,6 +206,12 @@ static inline void bw_intra_get(const struct bw_node *nd, int a, int b, struct b
 {
 	bw_mat_get(&nd->intra, a, b, e);
 }
+/* Find or add the NVLink domain `name` (pipette-bw/3) stating `gpus` (0:
+ * not stated; a stated size never changes: another is an error); its
+ * index or -1. */
+int bw_domain_add(struct pipette_bwcache *bw, const char *name, int gpus,
+		  struct pipette_err *err);
+int bw_domain_index(const struct pipette_bwcache *bw, const char *name);
 /* Add a group of nodes (pipette-bw/2); its index or -1. */
 int bw_group_add(struct pipette_bwcache *bw, const char *name, struct pipette_err *err);
 int bw_group_index(const struct pipette_bwcache *bw, const char *name);

@@ -475,36 +475,77 @@ static void write_links(struct sbuf *sb, const struct wsec *w, const struct skey
 		sb_add(sb, "\n%s  ]", ind);
 }
 
+/* Runs of the nodes whose of[i] is v, as index ranges into "order". */
+static void write_runs(struct sbuf *sb, const struct pipette_bwcache *bw, const int *of, int v)
+{
+	const char *sep = "";
+	int i;
+
+	for (i = 0; i < bw->n; i++) {
+		int j = i;
+
+		if (of[i] != v)
+			continue;
+		while (j + 1 < bw->n && of[j + 1] == v)
+			j++;
+		sb_add(sb, "%s[%d, %d]", sep, i, j);
+		sep = ", ";
+		i = j;
+	}
+}
+
 /* $.inter.groups and $.inter.between: each group's nodes as index ranges
  * into "order". */
 static void write_groups(struct sbuf *sb, const struct pipette_bwcache *bw)
 {
 	const struct bw_inter *in = &bw->inter;
 	struct wsec w = { bw, W_BETWEEN, in->n_groups };
-	int g, i;
+	int g;
 
 	sb_add(sb, "    \"groups\": [");
 	for (g = 0; g < in->n_groups; g++) {
-		const char *sep = "";
-
 		sb_add(sb, "%s\n      {\"name\": ", g ? "," : "");
 		sb_str(sb, in->group_name[g]);
 		sb_add(sb, ", \"nodes\": [");
-		for (i = 0; i < bw->n; i++) {
-			int j = i;
-
-			if (in->group_of[i] != g)
-				continue;
-			while (j + 1 < bw->n && in->group_of[j + 1] == g)
-				j++;
-			sb_add(sb, "%s[%d, %d]", sep, i, j);
-			sep = ", ";
-			i = j;
-		}
+		write_runs(sb, bw, in->group_of, g);
 		sb_add(sb, "]}");
 	}
 	sb_add(sb, in->n_groups ? "\n    ],\n" : "],\n");
 	write_matrix(sb, &w, "between", "  ");
+}
+
+/* $.domains (pipette-bw/3): each NVLink domain's nodes as index ranges
+ * into "order" (every node is in it). */
+static void write_domains(struct sbuf *sb, const struct pipette_bwcache *bw)
+{
+	int *of, d, i;
+
+	if (!bw->n_domains)
+		return;
+	if (!(of = malloc(((size_t)bw->n + 1) * sizeof(int)))) {
+		sb->oom = 1;
+		return;
+	}
+	for (i = 0; i < bw->n; i++)
+		of[i] = bw->node[i].domain;
+	sb_add(sb, ",\n  \"domains\": [");
+	for (d = 0, i = 0; d < bw->n_domains; d++) {
+		int k;
+
+		for (k = 0; k < bw->n && of[k] != d; k++)
+			;
+		if (k == bw->n)
+			continue;	/* its nodes all moved (a merge) */
+		sb_add(sb, "%s\n    {\"name\": ", i++ ? "," : "");
+		sb_str(sb, bw->domain[d].name);
+		if (bw->domain[d].gpus)
+			sb_add(sb, ", \"gpus\": %d", bw->domain[d].gpus);
+		sb_add(sb, ", \"nodes\": [");
+		write_runs(sb, bw, of, d);
+		sb_add(sb, "]}");
+	}
+	sb_add(sb, "\n  ]");
+	free(of);
 }
 
 /* The section's header: provenance and latency of its matrix figures. */
@@ -589,7 +630,8 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 	int i, first;
 
 	sb_add(&sb, "{\n  \"schema\": \"%s\",\n  \"units\": \"GB/s\"",
-	       bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2 : PIPETTE_BW_SCHEMA);
+	       bw->n_domains ? PIPETTE_BW_SCHEMA_V3 : bw->inter.n_groups ? PIPETTE_BW_SCHEMA_V2
+									 : PIPETTE_BW_SCHEMA);
 	if (bw->generated != (time_t)-1) {
 		sb_add(&sb, ",\n  \"generated\": ");
 		sb_time(&sb, bw->generated);
@@ -655,6 +697,7 @@ char *pipette_bwcache_serialize(const struct pipette_bwcache *bw,
 	}
 	if (!first)
 		sb_add(&sb, "\n  }");
+	write_domains(&sb, bw);
 	sb_add(&sb, "\n}\n");
 	if (sb.oom) {
 		free(sb.p);

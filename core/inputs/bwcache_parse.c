@@ -1,4 +1,4 @@
-/* pipette: reading "pipette-bw/1" and "pipette-bw/2" files (format:
+/* pipette: reading "pipette-bw/1", "/2" and "/3" files (format:
  * bwcache.h).
  *
  * The document goes through the scanner (bwscan.c): json-c parses all but
@@ -25,7 +25,7 @@ struct pctx {
 	struct pipette_bwcache *bw;
 	struct pipette_err *err;
 	const struct bw_doc *doc;	/* the scanner's spans */
-	int version;			/* of the schema: 1 or 2 */
+	int version;			/* of the schema: 1, 2 or 3 */
 };
 
 /* Provenance and latency of a section or link while parsing. */
@@ -607,18 +607,20 @@ static int parse_links(struct pctx *c, json_object *links, const char *path,
 /* ------------------------------------------------------------------ */
 /* groups (pipette-bw/2)                                               */
 
-/* Element k of a group's "nodes": a name from $.inter.order or an index
- * range [first, last] into it; its nodes join group g. */
-static int group_member(struct pctx *c, json_object *v, const char *path, int g, int n)
+/* Element of a group's or domain's "nodes": a name of one of the cache's
+ * first `named` nodes, or an index range [first, last] into
+ * $.inter.order (its n nodes). */
+static int member_range(struct pctx *c, json_object *v, const char *path, int n, int named,
+			int *first, int *last)
 {
-	int *of = c->bw->inter.group_of, first, last, k;
-
 	if (json_object_is_type(v, json_type_string)) {
-		k = pipette_bwcache_node_index(c->bw, json_object_get_string(v));
-		if (k < 0 || k >= n)
-			return perr(c, path, "unknown node '%.64s' (not in $.inter.order)",
-				    json_object_get_string(v));
-		first = last = k;
+		int k = pipette_bwcache_node_index(c->bw, json_object_get_string(v));
+
+		if (k < 0 || k >= named)
+			return perr(c, path, "unknown node '%.64s' (not in %s)",
+				    json_object_get_string(v), named > n ?
+				    "$.inter.order or $.nodes" : "$.inter.order");
+		*first = *last = k;
 	} else if (json_object_is_type(v, json_type_array) &&
 		   json_object_array_length(v) == 2 &&
 		   json_object_is_type(json_object_array_get_idx(v, 0), json_type_int) &&
@@ -630,12 +632,22 @@ static int group_member(struct pctx *c, json_object *v, const char *path, int g,
 			return perr(c, path, "index range [%lld, %lld] is not within "
 				    "[0, %d] (the indices of $.inter.order) with first <= "
 				    "last", (long long)a, (long long)b, n - 1);
-		first = (int)a;
-		last = (int)b;
+		*first = (int)a;
+		*last = (int)b;
 	} else {
 		return perr(c, path, "expected a node name or an index range [first, "
 			    "last], got %s", jtype(v));
 	}
+	return 0;
+}
+
+/* Element k of a group's "nodes"; its nodes join group g. */
+static int group_member(struct pctx *c, json_object *v, const char *path, int g, int n)
+{
+	int *of = c->bw->inter.group_of, first, last, k;
+
+	if (member_range(c, v, path, n, n, &first, &last) < 0)
+		return -1;
 	for (k = first; k <= last; k++) {
 		if (of[k] >= 0)
 			return perr(c, path, "node '%.64s' is already in group '%.64s'",
@@ -708,6 +720,100 @@ static int parse_groups(struct pctx *c, json_object *sec, int n, float lat, int 
 }
 
 /* ------------------------------------------------------------------ */
+/* NVLink domains (pipette-bw/3)                                       */
+
+/* $.domains[i]: {"name", "gpus", "nodes"}; n nodes in $.inter.order. */
+static int parse_domain(struct pctx *c, json_object *dm, const char *path, int n)
+{
+	static const char *const keys[] = { "name", "gpus", "nodes", NULL };
+	json_object *name = NULL, *gpus = NULL, *nodes = NULL;
+	char sub[96];
+	size_t k, len;
+	int d, first, last, i, size = 0;
+
+	if (!json_object_is_type(dm, json_type_object))
+		return perr(c, path, "expected a domain object, got %s", jtype(dm));
+	if (check_keys(c, dm, path, keys) < 0)
+		return -1;
+	json_object_object_get_ex(dm, "name", &name);
+	json_object_object_get_ex(dm, "gpus", &gpus);
+	json_object_object_get_ex(dm, "nodes", &nodes);
+	snprintf(sub, sizeof(sub), "%s.name", path);
+	if (!json_object_is_type(name, json_type_string))
+		return perr(c, sub, "expected the domain's name, got %s",
+			    name ? jtype(name) : "nothing");
+	snprintf(sub, sizeof(sub), "%s.gpus", path);
+	if (gpus) {
+		int64_t g = json_object_get_int64(gpus);
+
+		if (!json_object_is_type(gpus, json_type_int) || g < 1 ||
+		    g > (int64_t)PIPETTE_BW_MAX_NODES * PIPETTE_BW_MAX_GPUS)
+			return perr(c, sub, "expected the domain's GPU count, an integer in "
+				    "[1, %d], got %s", PIPETTE_BW_MAX_NODES * PIPETTE_BW_MAX_GPUS,
+				    jtype(gpus));
+		size = (int)g;
+	}
+	if (bw_domain_index(c->bw, json_object_get_string(name)) >= 0)
+		return perr(c, path, "NVLink domain '%.64s' is defined twice",
+			    json_object_get_string(name));
+	if ((d = bw_domain_add(c->bw, json_object_get_string(name), size, c->err)) < 0)
+		return pipette_fail_prefix(c->err, "%s: %s: ", c->src, path);
+	snprintf(sub, sizeof(sub), "%s.nodes", path);
+	if (!json_object_is_type(nodes, json_type_array) || !json_object_array_length(nodes))
+		return perr(c, sub, "expected a non-empty array of node names and index "
+			    "ranges, got %s", nodes ? jtype(nodes) : "nothing");
+	len = json_object_array_length(nodes);
+	for (k = 0; k < len; k++) {
+		snprintf(sub, sizeof(sub), "%s.nodes[%zu]", path, k);
+		if (member_range(c, json_object_array_get_idx(nodes, k), sub, n, c->bw->n,
+				 &first, &last) < 0)
+			return -1;
+		for (i = first; i <= last; i++) {
+			struct bw_node *nd = &c->bw->node[i];
+
+			if (nd->domain >= 0)
+				return perr(c, sub, "node '%.64s' is already in NVLink domain "
+					    "'%.64s'", nd->name, c->bw->domain[nd->domain].name);
+			nd->domain = d;
+		}
+	}
+	return 0;
+}
+
+/* $.domains and the check of each domain's stated size against the GPUs
+ * of its nodes (their intra matrices, where measured). */
+static int parse_domains(struct pctx *c, json_object *domains, int n)
+{
+	char path[64];
+	size_t i, len;
+	int d, k;
+
+	if (!json_object_is_type(domains, json_type_array))
+		return perr(c, "$.domains", "expected an array of NVLink domains, got %s",
+			    jtype(domains));
+	len = json_object_array_length(domains);
+	for (i = 0; i < len; i++) {
+		snprintf(path, sizeof(path), "$.domains[%zu]", i);
+		if (parse_domain(c, json_object_array_get_idx(domains, i), path, n) < 0)
+			return -1;
+	}
+	for (d = 0; d < c->bw->n_domains; d++) {
+		long gpus = 0;
+
+		for (k = 0; k < c->bw->n; k++)
+			if (c->bw->node[k].domain == d)
+				gpus += c->bw->node[k].intra.n;
+		if (c->bw->domain[d].gpus && gpus > c->bw->domain[d].gpus) {
+			snprintf(path, sizeof(path), "$.domains[%d].gpus", d);
+			return perr(c, path, "NVLink domain '%.64s' states %d GPUs, but its "
+				    "nodes' intra matrices hold %ld", c->bw->domain[d].name,
+				    c->bw->domain[d].gpus, gpus);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* sections and the document                                           */
 
 static int section_matrix(struct pctx *c, json_object *matrix, const char *sub, int node,
@@ -749,13 +855,13 @@ static int parse_section(struct pctx *c, json_object *sec, const char *path,
 
 	if (!json_object_is_type(sec, json_type_object))
 		return perr(c, path, "expected an object, got %s", jtype(sec));
-	if (check_keys(c, sec, path, node >= 0 ? intra_keys : c->version == 2 ?
+	if (check_keys(c, sec, path, node >= 0 ? intra_keys : c->version >= 2 ?
 		       inter2_keys : inter_keys) < 0 ||
 	    parse_prov(c, sec, path, &sp) < 0)
 		return -1;
 	json_object_object_get_ex(sec, "matrix", &matrix);
 	json_object_object_get_ex(sec, "links", &links);
-	if (node < 0 && c->version == 2 &&
+	if (node < 0 && c->version >= 2 &&
 	    ((pid = intern(c, &sp)) < 0 || parse_groups(c, sec, n, (float)sp.lat, pid) < 0))
 		return -1;
 	snprintf(sub, sizeof(sub), "%s.matrix", path);
@@ -853,8 +959,11 @@ static int keep_verbatim(struct pctx *c, json_object *v, const char *path,
 /* $.schema: which version of the format the document is. */
 static int parse_schema(struct pctx *c, json_object *root)
 {
+	static const char *const known[] = { PIPETTE_BW_SCHEMA, PIPETTE_BW_SCHEMA_V2,
+					     PIPETTE_BW_SCHEMA_V3 };
 	json_object *v;
 	const char *s;
+	int k;
 
 	if (!json_object_object_get_ex(root, "schema", &v)) {
 		if (json_object_object_get_ex(root, "gpus", NULL) &&
@@ -862,21 +971,20 @@ static int parse_schema(struct pctx *c, json_object *root)
 			return perr(c, "$.schema", "missing; this looks like the "
 				    "original Pipette format: convert it with "
 				    "'pipette bandwidth import --from pipette-legacy'");
-		return perr(c, "$.schema", "missing, expected \"%s\" or \"%s\"",
-			    PIPETTE_BW_SCHEMA, PIPETTE_BW_SCHEMA_V2);
+		return perr(c, "$.schema", "missing, expected \"%s\", \"%s\" or \"%s\"",
+			    known[0], known[1], known[2]);
 	}
 	if (!json_object_is_type(v, json_type_string))
-		return perr(c, "$.schema", "expected \"%s\" or \"%s\", got %s",
-			    PIPETTE_BW_SCHEMA, PIPETTE_BW_SCHEMA_V2, jtype(v));
+		return perr(c, "$.schema", "expected \"%s\", \"%s\" or \"%s\", got %s",
+			    known[0], known[1], known[2], jtype(v));
 	s = json_object_get_string(v);
-	if (!strcmp(s, PIPETTE_BW_SCHEMA))
-		c->version = 1;
-	else if (!strcmp(s, PIPETTE_BW_SCHEMA_V2))
-		c->version = 2;
-	else
+	for (k = 0; k < 3 && strcmp(s, known[k]); k++)
+		;
+	if (k == 3)
 		return perr(c, "$.schema", "unsupported schema \"%.40s\" (this pipette "
-			    "reads \"%s\" and \"%s\")", s, PIPETTE_BW_SCHEMA,
-			    PIPETTE_BW_SCHEMA_V2);
+			    "reads \"%s\", \"%s\" and \"%s\")", s, known[0], known[1],
+			    known[2]);
+	c->version = k + 1;
 	c->bw->schema_read = c->version;
 	return 0;
 }
@@ -886,10 +994,13 @@ static int parse_head(struct pctx *c, json_object *root, time_t *generated)
 {
 	static const char *const top_keys[] = { "schema", "units", "generated",
 		"generator", "comment", "defaults", "inter", "nodes", NULL };
+	static const char *const top3_keys[] = { "schema", "units", "generated",
+		"generator", "comment", "defaults", "inter", "nodes", "domains", NULL };
 	json_object *v;
 	const char *s;
 
-	if (parse_schema(c, root) < 0 || check_keys(c, root, "$", top_keys) < 0)
+	if (parse_schema(c, root) < 0 ||
+	    check_keys(c, root, "$", c->version >= 3 ? top3_keys : top_keys) < 0)
 		return -1;
 	if (json_object_object_get_ex(root, "units", &v) &&
 	    (!json_object_is_type(v, json_type_string) ||
@@ -962,7 +1073,7 @@ static int parse_nodes(struct pctx *c, json_object *nodes, time_t generated)
 
 static int parse_doc(struct pctx *c, json_object *root)
 {
-	json_object *inter = NULL, *nodes = NULL, *order = NULL;
+	json_object *inter = NULL, *nodes = NULL, *order = NULL, *domains = NULL;
 	time_t generated = (time_t)-1;
 	int n = 0;
 
@@ -982,6 +1093,9 @@ static int parse_doc(struct pctx *c, json_object *root)
 	if ((nodes && add_nodes(c, nodes) < 0) ||
 	    (inter && parse_section(c, inter, "$.inter", -1, n, generated) < 0) ||
 	    (nodes && parse_nodes(c, nodes, generated) < 0))
+		return -1;
+	if (json_object_object_get_ex(root, "domains", &domains) &&
+	    parse_domains(c, domains, n) < 0)
 		return -1;
 	return 0;
 }

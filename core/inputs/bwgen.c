@@ -54,6 +54,9 @@ void pipette_bw_gen_init(struct pipette_bw_gen *g)
 	g->degraded_node = -1;
 	g->degraded_factor = 0.5;
 	g->domain_nodes = 0;
+	g->domain_of = NULL;
+	g->domain_prefix = NULL;
+	g->domain_gpus = 0;
 	g->degraded_tray = -1;
 	g->degraded_tray_factor = 0.5;
 	g->when = 1735689600;	/* 2025-01-01T00:00:00Z */
@@ -72,6 +75,8 @@ static int check_frac(double v, double lo, double hi, const char *what,
 /* The parameters, each against its range. */
 static int check_gen(const struct pipette_bw_gen *g, struct pipette_err *err)
 {
+	int i;
+
 	if (g->nodes < 1 || g->nodes > PIPETTE_BW_MAX_NODES)
 		return pipette_fail(err, "generate: %d nodes, expected 1..%d",
 				    g->nodes, PIPETTE_BW_MAX_NODES);
@@ -94,7 +99,12 @@ static int check_gen(const struct pipette_bw_gen *g, struct pipette_err *err)
 	if (g->domain_nodes < 0 || g->domain_nodes > g->nodes)
 		return pipette_fail(err, "generate: %d nodes per NVLink domain is not in [0, %d]",
 				    g->domain_nodes, g->nodes);
-	if (g->degraded_tray >= g->nodes || (g->degraded_tray >= 0 && g->domain_nodes < 2))
+	for (i = 0; g->domain_of && i < g->nodes; i++)
+		if (g->domain_of[i] < -1 || g->domain_of[i] >= g->nodes)
+			return pipette_fail(err, "generate: node %d's NVLink domain %d is not in "
+					    "[-1, %d)", i + 1, g->domain_of[i], g->nodes);
+	if (g->degraded_tray >= g->nodes ||
+	    (g->degraded_tray >= 0 && g->domain_nodes < 2 && !g->domain_of))
 		return pipette_fail(err, "generate: degraded tray %d needs an NVLink domain of "
 				    "several nodes and one of the %d nodes", g->degraded_tray + 1,
 				    g->nodes);
@@ -152,6 +162,14 @@ static double switch_factor(const struct pipette_bw_gen *g, int si, int sj)
 	return f;
 }
 
+/* Node i's NVLink domain, -1: none. */
+static int domain_of(const struct pipette_bw_gen *g, int i)
+{
+	if (g->domain_of)
+		return g->domain_of[i];
+	return g->domain_nodes > 1 ? i / g->domain_nodes : -1;
+}
+
 static int switch_of(const struct pipette_bw_gen *g, int node)
 {
 	return g->switch_size > 0 ? node / g->switch_size : 0;
@@ -171,7 +189,7 @@ static int gen_inter(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 			double f = g->switch_size > 0 ?
 				   switch_factor(g, switch_of(g, i), switch_of(g, j)) : 1.0, v;
 			/* one NVLink domain: the NVLink figures, no switch */
-			int dom = g->domain_nodes > 1 && i / g->domain_nodes == j / g->domain_nodes;
+			int dom = domain_of(g, i) >= 0 && domain_of(g, i) == domain_of(g, j);
 			double base = dom ? g->intra_gbps : g->inter_gbps;
 			float lat = (float)(dom ? g->intra_lat_us : g->inter_lat_us);
 			uint32_t code;
@@ -240,6 +258,25 @@ static int check_lat(double l, const char *a, const char *b, struct pipette_err 
 			    a, l, PIPETTE_BW_MAX_LAT_US);
 }
 
+/* Each node's NVLink domain, named prefix0.. (pipette-bw/3). */
+static int gen_domains(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
+		       struct pipette_err *err)
+{
+	const char *prefix = g->domain_prefix ? g->domain_prefix : "nvl";
+	char name[PIPETTE_BW_MAX_NAME + 1];
+	int i;
+
+	for (i = 0; i < g->nodes; i++) {
+		if (domain_of(g, i) < 0)
+			continue;
+		snprintf(name, sizeof(name), "%.200s%d", prefix, domain_of(g, i));
+		if (pipette_bwcache_set_domain(bw, bw->node[i].name, name, g->domain_gpus, 0,
+					       err) < 0)
+			return pipette_fail_prefix(err, "generate: ");
+	}
+	return 0;
+}
+
 /* Node names prefix1..prefixN, then the figures. */
 static int gen_all(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 		   struct pipette_err *err)
@@ -267,7 +304,7 @@ static int gen_all(const struct pipette_bw_gen *g, struct pipette_bwcache *bw,
 	if ((p = bw_prov_intern(bw, &prov, err)) < 0 || bw_inter_make_dense(bw, err) < 0 ||
 	    gen_inter(g, bw, &s, p, err) < 0 || gen_intra(g, bw, &s, p, err) < 0)
 		return -1;
-	return 0;
+	return gen_domains(g, bw, err);
 }
 
 int pipette_bwcache_generate(const struct pipette_bw_gen *g,

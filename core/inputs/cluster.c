@@ -1,6 +1,8 @@
 /* pipette: the cluster: nodes, GPUs and resolved links (see cluster.h). */
 #include "inputs/cluster.h"
 
+#include "inputs/topology.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -201,6 +203,7 @@ struct pipette_cluster {
 	size_t wlen, wcap;
 	unsigned long version;		/* a fresh stamp at creation and every set */
 	int domain_nodes;		/* nodes per NVLink domain (cluster.h) */
+	int *dom;			/* n: each node's domain; NULL: runs of domain_nodes */
 };
 
 void pipette_cluster_destroy(struct pipette_cluster *c)
@@ -213,6 +216,7 @@ void pipette_cluster_destroy(struct pipette_cluster *c)
 		free(c->names[i]);
 	free(c->names);
 	free(c->gpu_ids);
+	free(c->dom);
 	ls_free(&c->inter);
 	free(c->intra);
 	free(c->warnings);
@@ -517,6 +521,163 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 	return c;
 }
 
+static int gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Where each node's NVLink domain comes from: Slurm's topology block
+ * (tb, -1: none) and the cache's domain (cd, -1: none). */
+struct domsrc {
+	const struct pipette_topology *topo;
+	const struct pipette_bwcache *bw;
+	int *tb, *cd;
+	int n_blocks, n_domains;
+};
+
+/* The two sources must put the same nodes together where both speak. */
+static int domains_agree(const struct pipette_cluster *c, const struct domsrc *d,
+			 struct pipette_err *err)
+{
+	int *b_of_d = malloc(((size_t)d->n_domains + 1) * sizeof(int));
+	int *d_of_b = malloc(((size_t)d->n_blocks + 1) * sizeof(int));
+	int i, rv = 0;
+
+	if (!b_of_d || !d_of_b) {
+		rv = out_of_memory(c, err);
+		goto out;
+	}
+	for (i = 0; i < d->n_domains; i++)
+		b_of_d[i] = -1;
+	for (i = 0; i < d->n_blocks; i++)
+		d_of_b[i] = -1;
+	for (i = 0; i < c->n && !rv; i++) {
+		int tb = d->tb[i], cd = d->cd[i];
+
+		if (tb < 0 || cd < 0)
+			continue;
+		if ((b_of_d[cd] >= 0 && b_of_d[cd] != tb) || (d_of_b[tb] >= 0 && d_of_b[tb] != cd))
+			rv = pipette_fail(err, "cluster: node %.64s is in block '%.64s' of %s and "
+					  "in NVLink domain '%.64s' of the bandwidth cache ($.domains), "
+					  "which %s", c->names[i],
+					  pipette_topology_block_name(d->topo, tb),
+					  pipette_topology_source(d->topo),
+					  pipette_bwcache_domain_name(d->bw, cd),
+					  b_of_d[cd] >= 0 && b_of_d[cd] != tb
+					  ? "also holds nodes of another block"
+					  : "disagree: the block holds nodes of another domain");
+		b_of_d[cd] = tb;
+		d_of_b[tb] = cd;
+	}
+out:
+	free(b_of_d);
+	free(d_of_b);
+	return rv;
+}
+
+/* A domain of `gpus` GPUs (stated: the whole domain) against the GPU
+ * type's (or --nvlink-domain's) D: a stated size must be D, one counted
+ * from its nodes (those a probe saw, or a Slurm block's, which may leave
+ * out trays out of service) at most D. */
+static int domain_size_ok(const struct pipette_cluster *c, const char *what, const char *name,
+			  long gpus, int stated, struct pipette_err *err)
+{
+	int D = c->gpu->nvlink_domain_gpus > c->g ? c->gpu->nvlink_domain_gpus : c->g;
+
+	if (stated ? gpus == D : gpus <= D)
+		return 0;
+	return pipette_fail(err, "cluster: NVLink domain '%.64s' (%s) has %ld GPUs, but an "
+			    "NVLink domain of %s has %s%d (the GPU type's system, or "
+			    "--nvlink-domain)", name, what, gpus,
+			    c->gpu->name ? c->gpu->name : "the GPU type",
+			    stated ? "" : "at most ", D);
+}
+
+/* Each node's domain: its topology block, else its cache domain, else
+ * its own; nodes per domain = the gcd of the domains' nodes here. */
+static int assign_domains(struct pipette_cluster *c, const struct domsrc *d,
+			  struct pipette_err *err)
+{
+	int *count = calloc((size_t)(d->n_blocks + d->n_domains + c->n) + 1, sizeof(int));
+	int i, k, g = 0;
+
+	c->dom = malloc((size_t)c->n * sizeof(int));
+	if (!count || !c->dom) {
+		free(count);
+		return out_of_memory(c, err);
+	}
+	for (i = 0; i < c->n; i++) {
+		c->dom[i] = d->tb[i] >= 0 ? d->tb[i]
+			    : d->cd[i] >= 0 ? d->n_blocks + d->cd[i]
+					    : d->n_blocks + d->n_domains + i;
+		count[c->dom[i]]++;
+	}
+	for (k = 0; k < d->n_blocks + d->n_domains + c->n; k++) {
+		int bad = 0;
+
+		if (!count[k])
+			continue;
+		g = gcd(g, count[k]);
+		if (k < d->n_blocks)
+			bad = domain_size_ok(c, pipette_topology_source(d->topo),
+					     pipette_topology_block_name(d->topo, k),
+					     (long)pipette_topology_block_nodes(d->topo, k) * c->g,
+					     0, err);
+		else if (k < d->n_blocks + d->n_domains) {
+			int dd = k - d->n_blocks, st = pipette_bwcache_domain_gpus(d->bw, dd);
+
+			bad = domain_size_ok(c, "the bandwidth cache's $.domains",
+					     pipette_bwcache_domain_name(d->bw, dd),
+					     st ? st : (long)pipette_bwcache_domain_nodes(d->bw, dd) *
+						       c->g, st > 0, err);
+		}
+		if (bad) {
+			free(count);
+			return -1;
+		}
+	}
+	free(count);
+	c->domain_nodes = g > 0 ? g : 1;
+	return 0;
+}
+
+/* NVLink domains from Slurm's topology blocks and the cache's domains
+ * (pipette-bw/3), when either names any; else the GPU type's runs stand. */
+static int set_domains(struct pipette_cluster *c, const struct build *b,
+		       const struct pipette_topology *topo, struct pipette_err *err)
+{
+	struct domsrc d = { topo, b->bw, NULL, NULL,
+			    topo ? pipette_topology_block_count(topo) : 0,
+			    b->bw ? pipette_bwcache_domain_count(b->bw) : 0 };
+	int i, any = 0, rv;
+
+	if (!d.n_blocks && !d.n_domains)
+		return 0;
+	d.tb = malloc((size_t)c->n * sizeof(int));
+	d.cd = malloc((size_t)c->n * sizeof(int));
+	if (!d.tb || !d.cd) {
+		free(d.tb);
+		free(d.cd);
+		return out_of_memory(c, err);
+	}
+	for (i = 0; i < c->n; i++) {
+		d.tb[i] = topo ? pipette_topology_block_of(topo, c->names[i]) : -1;
+		d.cd[i] = b->idx[i] >= 0 && b->bw ? pipette_bwcache_node_domain(b->bw, b->idx[i])
+						  : -1;
+		any |= d.tb[i] >= 0 || d.cd[i] >= 0;
+	}
+	rv = !any ? 0 : domains_agree(c, &d, err) || assign_domains(c, &d, err) ? -1 : 0;
+	free(d.tb);
+	free(d.cd);
+	return rv;
+}
+
 struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       int n_nodes, int gpus_per_node,
 					       const int *gpu_ids,
@@ -524,6 +685,19 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       const struct pipette_bwcache *bw,
 					       int allow_missing,
 					       struct pipette_err *err)
+{
+	return pipette_cluster_create_topo(nodes, n_nodes, gpus_per_node, gpu_ids, gpu, bw,
+					   allow_missing, NULL, err);
+}
+
+struct pipette_cluster *pipette_cluster_create_topo(const char *const *nodes,
+						    int n_nodes, int gpus_per_node,
+						    const int *gpu_ids,
+						    const struct pipette_gpu_spec *gpu,
+						    const struct pipette_bwcache *bw,
+						    int allow_missing,
+						    const struct pipette_topology *topo,
+						    struct pipette_err *err)
 {
 	struct pipette_cluster *c = NULL;
 	struct build b = {
@@ -565,7 +739,7 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 		goto fail;
 	if (bw)
 		b.def = bw->def;
-	if (check_intra_indices(c, &b, err))
+	if (check_intra_indices(c, &b, err) || set_domains(c, &b, topo, err))
 		goto fail;
 	fill_intra(c, &b);
 	if (fill_inter(c, &b) < 0 || warn_coverage(c, nodes, &b) < 0) {
@@ -587,6 +761,8 @@ int pipette_cluster_domain_nodes(const struct pipette_cluster *c)
 
 int pipette_cluster_same_domain(const struct pipette_cluster *c, int node_a, int node_b)
 {
+	if (c->dom)
+		return c->dom[node_a] == c->dom[node_b];
 	return node_a / c->domain_nodes == node_b / c->domain_nodes;
 }
 

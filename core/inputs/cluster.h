@@ -17,11 +17,19 @@
  * nccl-test-a100/round_robin_test.py:93-120 @a2b0683f); every GPU pair of
  * two nodes gets the node pair's figure.
  *
- * Nodes of one NVLink domain (gpu->nvlink_domain_gpus GPUs: consecutive
- * blocks of nodes in the cluster's order, which the plan makes canonical)
- * reach each other over NVLink: their unmeasured links take the cache's
- * intra-node defaults, else the GPU's NVLink figure, not the NIC's; what
- * a probe measured between them stands. */
+ * Nodes of one NVLink domain reach each other over NVLink: their
+ * unmeasured links take the cache's intra-node defaults, else the GPU's
+ * NVLink figure, not the NIC's; what a probe measured between them
+ * stands.  A node's domain is, first found: its block in Slurm's
+ * topology.conf (topology.h, when given), its domain in the bandwidth
+ * cache (pipette-bw/3), its own when either names domains for any of the
+ * cluster's nodes; else consecutive runs of gpu->nvlink_domain_gpus GPUs
+ * in the cluster's order (which the plan makes canonical).  Where the
+ * block and the cache both place nodes they must agree, and each domain
+ * must fit the GPU type's domain size D (gpu->nvlink_domain_gpus, which
+ * --nvlink-domain sets; one node's GPUs when it has none): a size the
+ * cache states (the whole domain) must be D, the GPUs of a block's or a
+ * cache domain's nodes at most D. */
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 
@@ -51,6 +59,17 @@ struct pipette_cluster *pipette_cluster_create(const char *const *nodes,
 					       const struct pipette_bwcache *bw,
 					       int allow_missing,
 					       struct pipette_err *err);
+/* The same with NVLink domains from Slurm's topology blocks too (topo may
+ * be NULL). */
+struct pipette_topology;
+struct pipette_cluster *pipette_cluster_create_topo(const char *const *nodes,
+						    int n_nodes, int gpus_per_node,
+						    const int *gpu_ids,
+						    const struct pipette_gpu_spec *gpu,
+						    const struct pipette_bwcache *bw,
+						    int allow_missing,
+						    const struct pipette_topology *topo,
+						    struct pipette_err *err);
 void pipette_cluster_destroy(struct pipette_cluster *c);
 
 /* A cluster of n nodes x g GPUs (slot = Slurm GPU index, nodes named
@@ -90,7 +109,10 @@ double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, in
  * links can be cached by it. */
 unsigned long pipette_cluster_version(const struct pipette_cluster *c);
 
-/* Nodes per NVLink domain (1: each node its own). */
+/* Nodes per NVLink domain (1: each node its own); with domains of
+ * several sizes (from the cache or Slurm's blocks), the greatest common
+ * divisor of the nodes each has here, so that a group of that many
+ * nodes' GPUs, or a divisor of it, tiles every domain. */
 int pipette_cluster_domain_nodes(const struct pipette_cluster *c);
 /* Whether nodes a and b share an NVLink domain. */
 int pipette_cluster_same_domain(const struct pipette_cluster *c, int node_a, int node_b);

@@ -349,6 +349,8 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 		       struct pipette_bwcache **bw, struct pipette_cluster **cl,
 		       struct pipette_err *err)
 {
+	struct pipette_topology *topo = NULL;
+
 	if (pipette_request_resolve(req, &p->req, &p->model, &p->stack, err))
 		return -1;
 	req = &p->req;
@@ -391,8 +393,16 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 		}
 	}
 	pipette_progress_report(&req->progress, "building the cluster's links", 0, 0);
-	*cl = pipette_cluster_create((const char *const *)p->names, p->nodes, p->G,
-				     p->gpu_ids, p->gpu, *bw, 0, err);
+	if (req->topology[0]) {
+		if (!req->expand_hostlist)
+			return pipette_fail(err, "topology %s: no hostlist expander given",
+					    req->topology);
+		if (pipette_topology_load(req->topology, req->expand_hostlist, &topo, err))
+			return -1;
+	}
+	*cl = pipette_cluster_create_topo((const char *const *)p->names, p->nodes, p->G,
+					  p->gpu_ids, p->gpu, *bw, 0, topo, err);
+	pipette_topology_destroy(topo);
 	if (!*cl) {
 		if (req->bandwidth[0])
 			pipette_fail_prefix(err, "%s: ", req->bandwidth);

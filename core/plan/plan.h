@@ -12,6 +12,7 @@
 #include "inputs/error.h"
 #include "inputs/progress.h"
 #include "inputs/readfile.h"
+#include "inputs/topology.h"
 
 #define PIPETTE_PATH_MAX 1024
 /* Hex digits of the digests that identify a plan and pin its inputs: 64
@@ -40,6 +41,11 @@ struct pipette_request {
 	/* GPUs per NVLink domain (0: the GPU type's system, hardware.h);
 	 * a multiple of the GPUs per node. */
 	int nvlink_domain;
+	/* Slurm's topology.conf whose topology/block blocks are the NVLink
+	 * domains ("" = none; topology.h), and the front end's expander of
+	 * its hostlists (Slurm's; libpipette never links Slurm). */
+	char topology[PIPETTE_PATH_MAX];
+	pipette_hostlist_fn expand_hostlist;
 	struct pipette_pins pins;
 	/* MoE execution the job fixes: capacity factor, padding, imbalance
 	 * (the dispatcher and EP overlap are pins). */

@@ -151,7 +151,12 @@ static const struct {
 	{ "bad-malformed.json", "line 4, column 1: malformed JSON" },
 	{ "bad-trailing.json", "text after the top-level object" },
 	{ "bad-empty.json", "empty file" },
-	{ "bad-schema.json", "$.schema: unsupported schema \"pipette-bw/3\"" },
+	{ "bad-schema.json", "$.schema: unsupported schema \"pipette-bw/9\"" },
+	{ "bad-domain-twice.json", "$.domains[1].nodes[1]: node 'gb02' is already in NVLink domain 'r1'" },
+	{ "bad-domain-node.json", "$.domains[0].nodes[1]: unknown node 'gb09'" },
+	{ "bad-domain-gpus.json", "$.domains[0].gpus: NVLink domain 'r1' states 4 GPUs, but its nodes' intra matrices hold 6" },
+	{ "bad-domain-v2.json", "$: unknown key 'domains'" },
+	{ "bad-domain-range.json", "$.domains[0].nodes[0]: index range [0, 2] is not within [0, 1]" },
 	{ "bad-legacy.json", "import --from pipette-legacy" },
 	{ "bad-nonsquare.json", "$.inter.matrix[1]: expected 3 values (the matrix must be square), got 2" },
 	{ "bad-rows.json", "$.inter.matrix: expected 3 rows" },
@@ -1144,6 +1149,68 @@ START_TEST(test_generate_nvlink_domain)
 }
 END_TEST
 
+/* pipette-bw/3: each node's NVLink domain read (names, index ranges, a
+ * node of $.nodes only), written back the same, kept by a merge (a node
+ * src puts elsewhere moves), and checked against a domain size. */
+START_TEST(test_domains)
+{
+	struct pipette_bwcache *bw = load_ok(BW_DIR "/good-domains.json"), *back, *src;
+	struct pipette_err err;
+	char *text, *text2;
+
+	ck_assert_str_eq(pipette_bwcache_schema(bw), "pipette-bw/3");
+	ck_assert_int_eq(pipette_bwcache_domain_count(bw), 2);
+	ck_assert_str_eq(pipette_bwcache_domain_name(bw, 0), "c0f1/1");
+	ck_assert_int_eq(pipette_bwcache_domain_gpus(bw, 0), 72);
+	ck_assert_int_eq(pipette_bwcache_domain_gpus(bw, 1), 0);
+	/* gb01, gb02, gb04 in c0f1/1; gb03, gb05, gb06 in c0f1/2 */
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 0), 0);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 1), 0);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 2), 1);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 3), 0);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 4), 1);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, 5), 1);
+	ck_assert_int_eq(pipette_bwcache_domain_nodes(bw, 1), 3);
+	/* measured inside: c0f1/1's 3 x 2 pairs, c0f1/2's gb03 <-> gb05 */
+	ck_assert_int_eq(pipette_bwcache_domain_measured(bw), 8);
+	text = pipette_bwcache_serialize(bw, &err);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "{\"name\": \"c0f1/1\", \"gpus\": 72, \"nodes\": "
+					   "[[0, 1], [3, 3]]}"));
+	ck_assert_int_eq(pipette_bwcache_parse(text, strlen(text), "back", &back, &err), 0);
+	text2 = pipette_bwcache_serialize(back, &err);
+	ck_assert_str_eq(text, text2);
+	free(text2);
+	/* sizes: 72 stated, 2 GPUs per node: fine for 72, not for 8 */
+	ck_assert_int_eq(pipette_bwcache_check_domains(bw, 2, 72, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_check_domains(bw, 2, 8, &err), -1);
+	ck_assert_msg(strstr(err.msg, "$.domains[0].gpus: NVLink domain 'c0f1/1' states 72 GPUs, "
+			     "but the NVLink domain given has 8"), "%s", err.msg);
+	ck_assert_int_eq(pipette_bwcache_check_domains(bw, 5, 0, &err), -1);
+	ck_assert_msg(strstr(err.msg, "not a whole number of nodes of 5 GPUs"), "%s", err.msg);
+	/* a node in two domains */
+	ck_assert_int_eq(pipette_bwcache_set_domain(bw, "gb01", "c0f1/2", 0, 0, &err), -1);
+	ck_assert_msg(strstr(err.msg, "node 'gb01' is in NVLink domains 'c0f1/1' and 'c0f1/2'"),
+		      "%s", err.msg);
+	ck_assert_int_eq(pipette_bwcache_set_domain(bw, "gb01", "c0f1/1", 64, 0, &err), -1);
+	ck_assert_msg(strstr(err.msg, "stated as 72 GPUs and as 64"), "%s", err.msg);
+	/* merge: src moves gb04 into a new domain and adds gb07 to it */
+	src = pipette_bwcache_create();
+	ck_assert_int_eq(pipette_bwcache_set_domain(src, "gb04", "c0f1/3", 0, 0, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_set_domain(src, "gb07", "c0f1/3", 0, 0, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_merge(back, src, &err), 0);
+	ck_assert_int_eq(pipette_bwcache_node_domain(back, 3), 2);
+	ck_assert_int_eq(pipette_bwcache_domain_nodes(back, 0), 2);
+	ck_assert_int_eq(pipette_bwcache_domain_nodes(back, 2), 2);
+	ck_assert_int_eq(pipette_bwcache_node_domain(back, pipette_bwcache_node_index(back, "gb07")),
+			 2);
+	pipette_bwcache_destroy(src);
+	pipette_bwcache_destroy(back);
+	free(text);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bwcache");
@@ -1172,6 +1239,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cli);
 	tcase_add_test(tc, test_examples_regenerate);
 	tcase_add_test(tc, test_generate_nvlink_domain);
+	tcase_add_test(tc, test_domains);
 	suite_add_tcase(s, tc);
 	return s;
 }

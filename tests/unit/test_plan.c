@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "inputs/bwcache.h"
+#include "inputs/cluster.h"
+#include "inputs/hardware.h"
 #include "plan/plan.h"
 
 #include "cli_run.h"
@@ -302,6 +306,144 @@ START_TEST(test_node_order_irrelevant)
 }
 END_TEST
 
+/* GB200 NVL72 trays whose racks are irregular and interleaved in name
+ * order: rack 0 has 6 of its 18 trays in the job (gb1, gb3, gb4, gb7,
+ * gb10, gb13), rack 1 the other 8, and the cache (pipette-bw/3) says so.
+ * The cluster takes the domains from the cache (not runs of 18 nodes),
+ * a TP group of 8 (two trays) stays inside one rack, the plan is the
+ * same whatever the node order, and a domain size that disagrees with
+ * --nvlink-domain is refused naming the cache and the domain. */
+static const int rack_of[14] = { 0, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1 };
+
+static void write_irregular_cache(char *path, size_t size)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	int fd;
+
+	pipette_bw_gen_init(&g);
+	g.nodes = 14;
+	g.gpus_per_node = 4;
+	g.prefix = "gb";
+	g.inter_gbps = 50;	/* GB200's NIC and NVLink figures, as generate --gpu GB200 */
+	g.intra_gbps = 900;
+	g.inter_lat_us = 20;
+	g.intra_lat_us = 10;
+	g.domain_of = rack_of;
+	g.domain_gpus = 72;
+	g.degraded_tray = 5;
+	g.degraded_tray_factor = 0.25;
+	ck_assert_msg(pipette_bwcache_generate(&g, &bw, &err) == 0, "%s", err.msg);
+	snprintf(path, size, "/tmp/pipette-test-irregular-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_msg(pipette_bwcache_save(bw, path, &err) == 0, "%s", err.msg);
+	pipette_bwcache_destroy(bw);
+}
+
+START_TEST(test_gb200_irregular_domains)
+{
+	const char *names[14], *tmp;
+	char buf[14][8], path[64], lock[80];
+	struct pipette_request req;
+	struct pipette_err err;
+	struct pipette_bwcache *bw;
+	struct pipette_cluster *cl;
+	char *first = NULL;
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int i, j, round, r;
+
+	write_irregular_cache(path, sizeof(path));
+	for (i = 0; i < 14; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "gb%d", i + 1);
+		names[i] = buf[i];
+	}
+	/* the cluster: domains from the cache, nodes per domain gcd(6, 8) */
+	ck_assert_msg(pipette_bwcache_load(path, &bw, &err) == 0, "%s", err.msg);
+	cl = pipette_cluster_create(names, 14, 4, NULL, pipette_gpu_lookup("GB200", &err), bw, 0,
+				    &err);
+	ck_assert_msg(cl != NULL, "%s", err.msg);
+	for (i = 0; i < 14; i++)
+		for (j = 0; j < 14; j++)
+			ck_assert_int_eq(pipette_cluster_same_domain(cl, i, j),
+					 rack_of[i] == rack_of[j]);
+	ck_assert_int_eq(pipette_cluster_domain_nodes(cl), 2);
+	/* gb1 -> gb3 is NVLink (rack 0), gb1 -> gb2 the network */
+	ck_assert(pipette_cluster_node_gbps(cl, 0, 2) > 800);
+	ck_assert(pipette_cluster_node_gbps(cl, 0, 1) < 60);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+
+	pipette_request_init(&req);
+	snprintf(req.model, sizeof(req.model), "llama3-8b");
+	snprintf(req.gpu, sizeof(req.gpu), "GB200");
+	snprintf(req.bandwidth, sizeof(req.bandwidth), "%s", path);
+	req.global_batch = 112;
+	req.seq_len = 4096;
+	req.pins.tp = 8;	/* two trays: only inside a rack at NVLink speed */
+	req.budget = 300;
+	for (round = 0; round < 3; round++) {
+		struct pipette_cluster_spec cs = { 14, names, 4, NULL };
+		struct pipette_plan *p = NULL;
+		size_t len;
+		char *json;
+
+		for (i = 13; round > 0 && i > 0; i--) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			j = (int)(x % (uint64_t)(i + 1));
+			tmp = names[i];
+			names[i] = names[j];
+			names[j] = tmp;
+		}
+		ck_assert_msg(pipette_plan_compute(&req, &cs, &p, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(pipette_plan_config(p)->tp, 8);
+		/* each TP group (ranks 8k..8k+7: TP is Megatron's fastest
+		 * dimension) on the trays of one rack */
+		for (r = 0; r < pipette_plan_world(p); r++) {
+			int node, slot, node0, slot0, k0, k;
+
+			pipette_plan_rank_location(p, r, &node, &slot);
+			pipette_plan_rank_location(p, r - r % 8, &node0, &slot0);
+			/* plan node indices are in canonical (strverscmp)
+			 * order: gb1 .. gb14 */
+			k = node;
+			k0 = node0;
+			ck_assert_msg(rack_of[k] == rack_of[k0], "rank %d on gb%d (rack %d), its TP "
+				      "group's first on gb%d (rack %d)", r, k + 1, rack_of[k], k0 + 1,
+				      rack_of[k0]);
+		}
+		json = json_of(p, &len);
+		if (!first)
+			first = json;
+		else {
+			ck_assert_msg(!strcmp(first, json), "order %d gives another plan", round);
+			free(json);
+		}
+		pipette_plan_destroy(p);
+	}
+	free(first);
+	/* --nvlink-domain 8 (two trays) disagrees with the cache's 72-GPU
+	 * domains */
+	{
+		struct pipette_cluster_spec cs = { 14, names, 4, NULL };
+		struct pipette_plan *p = NULL;
+
+		req.nvlink_domain = 8;
+		ck_assert_int_eq(pipette_plan_compute(&req, &cs, &p, &err), -1);
+		ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "NVLink domain 'nvl") &&
+			      strstr(err.msg, "has 72 GPUs") && strstr(err.msg, "has 8"),
+			      "%s", err.msg);
+	}
+	unlink(path);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	unlink(lock);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct pipette_request req;
@@ -553,6 +695,7 @@ int main(void)
 	tcase_add_test(tc, test_job_env_and_args);
 	tcase_add_test(tc, test_json_deterministic);
 	tcase_add_test(tc, test_node_order_irrelevant);
+	tcase_add_test(tc, test_gb200_irregular_domains);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_cli);
 	tcase_add_test(tc, test_cli_nodes);
