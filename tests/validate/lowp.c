@@ -358,7 +358,7 @@ static int rdt_of(enum pipette_gemm_dtype dt)
 static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int *skipped)
 {
 	char hline[2048], line[4096], *hdr[COLS + 1], *f[COLS + 1], why[200];
-	const struct pipette_stack *st = pipette_stack_get(PIPETTE_STACK_NEMO);
+	const struct pipette_stack *st = pipette_stack_get(PIPETTE_STACK_MEGATRON_BRIDGE);
 	int nh, n = 0;
 
 	if (!fgets(hline, sizeof(hline), fp))
@@ -444,7 +444,7 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 		return 1;
 	}
 	printf("Low precision and Blackwell: Megatron-Bridge runs NVIDIA published (%s), "
-	       "stack nemo\n", path);
+	       "stack megatron-bridge\n", path);
 	printf("%-34s %-12s %-13s %9s %9s %8s %9s %8s\n", "run", "system", "precision", "measured",
 	       "fitted", "error", "LOO", "error");
 	n = lrows_read(t, fp, rows, &skipped);
@@ -490,7 +490,7 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 		       100 * sys[i].abs / sys[i].n, 100 * sys[i].sum / sys[i].n,
 		       100 * loo_sys[i].abs / loo_sys[i].n);
 		snprintf(label, sizeof(label), "Megatron-Bridge low precision, %.24s", sys[i].name);
-		validate_summary(label, "nemo", sys[i].name, sys[i].n, sys[i].abs / sys[i].n,
+		validate_summary(label, "megatron-bridge", sys[i].name, sys[i].n, sys[i].abs / sys[i].n,
 				 sys[i].sum / sys[i].n, loo_sys[i].abs / loo_sys[i].n);
 	}
 	for (int i = 0; i < np; i++)
@@ -500,7 +500,7 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	printf("dense runs (Llama 3 8B, 70B, 405B), %d: MAPE %.1f%%, bias %+.1f%%, "
 	       "leave-one-out %.1f%%\n", dense_n, dense_n ? 100 * dense_abs / dense_n : 0,
 	       dense_n ? 100 * dense_sum / dense_n : 0, dense_n ? 100 * dense_loo / dense_n : 0);
-	validate_summary("Megatron-Bridge low precision, dense runs", "nemo", "H100, Blackwell",
+	validate_summary("Megatron-Bridge low precision, dense runs", "megatron-bridge", "H100, Blackwell",
 			 dense_n, dense_n ? dense_abs / dense_n : 0, dense_n ? dense_sum / dense_n : 0,
 			 dense_n ? dense_loo / dense_n : 0);
 	bad = table_matches(&x);

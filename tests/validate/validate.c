@@ -300,7 +300,7 @@ static void print_summary(void)
 
 	printf("Every dataset the project holds: MAPE, bias and leave-one-out (bar: MAPE <= 8%%, "
 	       "|bias| <= 5%%; '=': nothing fitted on it; kernels: LOO is the worst model left out)\n");
-	printf("%-46s %-14s %-15s %4s %7s %7s %9s\n", "dataset", "stack", "GPU", "n", "MAPE",
+	printf("%-46s %-15s %-15s %4s %7s %7s %9s\n", "dataset", "stack", "GPU", "n", "MAPE",
 	       "bias", "LOO MAPE");
 	for (int i = 0; i < nsummary; i++) {
 		int over = summary[i].mape > 0.08 ||
@@ -314,7 +314,7 @@ static void print_summary(void)
 			snprintf(l, sizeof(l), "= %.1f%%", 100 * summary[i].mape);
 		else
 			snprintf(l, sizeof(l), "%.1f%%", 100 * summary[i].loo);
-		printf("%-46s %-14s %-15s %4d %6.1f%% %7s %9s%s\n", summary[i].dataset,
+		printf("%-46s %-15s %-15s %4d %6.1f%% %7s %9s%s\n", summary[i].dataset,
 		       summary[i].stack, summary[i].gpu, summary[i].n, 100 * summary[i].mape, b, l,
 		       over ? "  over" : "");
 	}
