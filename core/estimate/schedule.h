@@ -109,6 +109,9 @@ struct pipette_sched_result {
 	long n_ops;		/* events in the last simulation */
 	long n_simulated;	/* of them, simulated one by one (the rest
 				 * lie in the steady state jumped over) */
+	long n_stored;		/* ops of the order kept in memory: n_ops, or
+				 * fewer for a long steady run, kept as one
+				 * period (schedule.c, "compact orders") */
 };
 
 /* Simulate one iteration.  Returns 0, or -1 with err naming the field. */
