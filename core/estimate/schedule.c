@@ -48,10 +48,11 @@
  * The simulation processes the ops in one global order that respects both
  * every rank's list order and every dependency (found once per shape), so
  * each op's start is max(rank free, dependency end + transfer) in O(1).
- * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
- * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512) and
- * of a few more small ones, so a caller going back and forth between a
- * few shapes does not rebuild. */
+ * A long order is kept compact, one steady period standing for all
+ * ("compact orders" below).  The workspace keeps the orders of the last
+ * SCHED_CACHE + 1 shapes (about 20 bytes per op stored each: 16 MB at
+ * p = 64, v = 2, m = 512 built whole) and of a few more small ones, so a
+ * caller going back and forth between a few shapes does not rebuild. */
 #include "estimate/schedule.h"
 
 #include <limits.h>
