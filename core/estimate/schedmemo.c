@@ -182,6 +182,7 @@ void pipette_sched_memo_keep(struct pipette_sched_memo *m, const struct pipette_
 	e->res.peak_fb = e->peaks;
 	e->res.peak_fw = e->peaks + p;
 	e->res.n_simulated = 0;
+	e->res.n_stored = 0;
 	e->hash = h;
 	e->kind = (int)in->kind;
 	e->p = in->p;

@@ -48,10 +48,11 @@
  * The simulation processes the ops in one global order that respects both
  * every rank's list order and every dependency (found once per shape), so
  * each op's start is max(rank free, dependency end + transfer) in O(1).
- * The workspace keeps the orders of the last SCHED_CACHE + 1 shapes (4 at
- * most, about 20 bytes per op each: 16 MB at p = 64, v = 2, m = 512) and
- * of a few more small ones, so a caller going back and forth between a
- * few shapes does not rebuild. */
+ * A long order is kept compact, one steady period standing for all
+ * ("compact orders" below).  The workspace keeps the orders of the last
+ * SCHED_CACHE + 1 shapes (about 20 bytes per op stored each: 16 MB at
+ * p = 64, v = 2, m = 512 built whole) and of a few more small ones, so a
+ * caller going back and forth between a few shapes does not rebuild. */
 #include "estimate/schedule.h"
 
 #include <limits.h>
@@ -184,6 +185,17 @@ struct sched_order {
 	 * previous op of its rank), >= P; reach: how far back any op from g0
 	 * on reads its dependency. */
 	long g0, g1, P, W, reach;
+
+	/* A compact order (build_compact): the arrays hold the order of m1
+	 * micro-batches, nphys ops, whose steady run ends at X; the order of
+	 * m is that one with j more periods of kmb micro-batches (P ops,
+	 * c_rank of them on each rank) repeated before X, every op from X on
+	 * moved on by j periods (phys_of).  n, m, per_rank and g1 are the
+	 * order of m's; the peaks are both's.  compact = 0: the arrays hold
+	 * every op (nphys = n). */
+	int compact;
+	long nphys, X, j, kmb, c_rank;
+	int32_t *head;		/* per rank: its ops before X */
 };
 
 /* Jumps one simulation may take over the steady state: about one per
@@ -245,7 +257,8 @@ struct pipette_sched {
 	int n_jumps;
 	long n_simulated;
 
-	size_t cap_ops, cap_tab, cap_rank, cap_stage;
+	size_t cap_ops, cap_tab, cap_rank, cap_stage, cap_end;
+	long n_target;		/* ops of the shape asked for (V-ZB's variants) */
 };
 
 struct pipette_sched *pipette_sched_create(void)
@@ -262,6 +275,7 @@ static void free_order(struct sched_order *o)
 	free(o->peak_fw);
 	free(o->peak_fb_st);
 	free(o->peak_fw_st);
+	free(o->head);
 }
 
 static void free_arrays(struct pipette_sched *s)
@@ -322,13 +336,13 @@ static int reserve(struct pipette_sched *s, size_t ops, size_t tab,
 		if (grow(&o->peak_fb, ranks, sizeof(int)) ||
 		    grow(&o->peak_fw, ranks, sizeof(int)) ||
 		    grow(&o->peak_fb_st, ranks, sizeof(double)) ||
-		    grow(&o->peak_fw_st, ranks, sizeof(double)))
+		    grow(&o->peak_fw_st, ranks, sizeof(double)) ||
+		    grow(&o->head, ranks, sizeof(int32_t)))
 			return -1;
 		o->cap_rank = ranks;
 	}
 	if (ops > s->cap_ops) {
-		if (grow(&s->rops, ops, sizeof(*s->rops)) ||
-		    grow(&s->g_end, ops, sizeof(double)))
+		if (grow(&s->rops, ops, sizeof(*s->rops)))
 			return -1;
 		s->cap_ops = ops;
 	}
@@ -1160,7 +1174,7 @@ static int build_v_zb(struct pipette_sched *s, struct pipette_err *err)
 {
 	long best = V_INF, mk;
 	int i, bi = -1, last = -1, n = (int)(sizeof(vzb_var) / sizeof(vzb_var[0]));
-	int all = s->o.n <= VZB_ALL_VARIANTS_OPS;
+	int all = s->n_target <= VZB_ALL_VARIANTS_OPS;
 
 	/* the calendar queue spans the longest op plus a transfer */
 	s->n_bucket = max_l(max_l(s->o.vq[0], s->o.vq[1]), s->o.vq[2]) + s->o.vq[3] + 2;
@@ -1442,6 +1456,57 @@ static void find_period(struct pipette_sched *s)
 	o->g1 = hi;
 }
 
+/* Where op i of the order lies in the arrays, and by how many periods
+ * (*off) it and what it reads are moved on from there: op i is
+ * gops[phys] with its dependency *off * P and its micro-batch *off * kmb
+ * later.  Ops below X are stored as they are; the j periods from X on
+ * repeat the stored period [X - P, X); the rest is the stored cool-down.
+ * *seg_end: the first op past i's stretch of one offset. */
+static inline long phys_of(const struct sched_order *o, long i, long *off, long *seg_end)
+{
+	long e, k;
+
+	if (!o->compact || i < o->X) {
+		*off = 0;
+		*seg_end = o->compact ? o->X : o->n;
+		return i;
+	}
+	e = o->X + o->j * o->P;
+	if (i >= e) {
+		*off = o->j;
+		*seg_end = o->n;
+		return i - o->j * o->P;
+	}
+	k = (i - o->X) / o->P + 1;
+	*off = k;
+	*seg_end = o->X + k * o->P;
+	return i - k * o->P;
+}
+
+/* Op i's entry in the arrays; *dshift: what its dependency moves on. */
+static inline const struct gop *gop_at(const struct sched_order *o, long i, long *dshift)
+{
+	long off, e, ph = phys_of(o, i, &off, &e);
+
+	*dshift = off * o->P;
+	return &o->gops[ph];
+}
+
+/* Rank r's list index li in the order: in a compact one, its ops past
+ * the stored head move on by the periods repeated (phys_of). */
+static long rank_pos_of(const struct sched_order *o, int r, long li)
+{
+	long h, k;
+
+	if (!o->compact || li < (h = o->head[r]))
+		return o->rank_pos[(size_t)li * (size_t)o->p + (size_t)r];
+	if (li >= h + o->j * o->c_rank)
+		k = o->j;
+	else
+		k = (li - h) / o->c_rank + 1;
+	return o->rank_pos[(size_t)(li - k * o->c_rank) * (size_t)o->p + (size_t)r] + k * o->P;
+}
+
 static int check_time(const double *a, long i, const char *what, struct pipette_err *err)
 {
 	if (!isfinite(a[i]) || a[i] < 0)
@@ -1504,7 +1569,8 @@ static int same_shape(const struct sched_order *o, const struct pipette_sched_in
 		      const long q[4])
 {
 	return o->valid && o->kind == in->kind && o->p == in->p && o->v == in->v &&
-	       o->m == in->m && (in->kind != PIPETTE_SCHED_V_ZB || memcmp(q, o->vq, 4 * sizeof(long)) == 0);
+	       o->m == in->m && (in->kind != PIPETTE_SCHED_V_ZB || memcmp(q, o->vq, 4 * sizeof(long)) == 0) &&
+	       !(in->full && o->compact);
 }
 
 static void swap_order(struct sched_order *a, struct sched_order *b)
@@ -1543,7 +1609,7 @@ static void cache_budget(struct pipette_sched *s)
  * small whatever their arrays held before. */
 static void stash(struct pipette_sched *s)
 {
-	int small = s->o.n <= SCHED_SMALL_OPS, lo = small ? SCHED_CACHE : 0;
+	int small = s->o.nphys <= SCHED_SMALL_OPS, lo = small ? SCHED_CACHE : 0;
 	int hi = small ? SCHED_CACHE + SCHED_SMALL : SCHED_CACHE, victim = lo, i;
 
 	if (!s->o.valid)
@@ -1554,10 +1620,10 @@ static void stash(struct pipette_sched *s)
 		if (!s->cache[i].valid ||
 		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
 			victim = i;
-	if (small && s->o.cap_ops > (size_t)s->o.n) {
-		void *a = realloc(s->o.rank_pos, (size_t)s->o.n * sizeof(int32_t));
-		void *b = a ? realloc(s->o.gops, (size_t)s->o.n * sizeof(*s->o.gops)) : NULL;
-		void *c = b ? realloc(s->o.g_mb, (size_t)s->o.n * sizeof(int32_t)) : NULL;
+	if (small && s->o.cap_ops > (size_t)s->o.nphys) {
+		void *a = realloc(s->o.rank_pos, (size_t)s->o.nphys * sizeof(int32_t));
+		void *b = a ? realloc(s->o.gops, (size_t)s->o.nphys * sizeof(*s->o.gops)) : NULL;
+		void *c = b ? realloc(s->o.g_mb, (size_t)s->o.nphys * sizeof(int32_t)) : NULL;
 
 		if (a)
 			s->o.rank_pos = a;
@@ -1565,10 +1631,184 @@ static void stash(struct pipette_sched *s)
 			s->o.gops = b;
 		if (c) {
 			s->o.g_mb = c;
-			s->o.cap_ops = (size_t)s->o.n;
+			s->o.cap_ops = (size_t)s->o.nphys;
 		}
 	}
 	swap_order(&s->o, &s->cache[victim]);
+}
+
+/* Build the whole order of m micro-batches into s->o and find its steady
+ * run. */
+static int build_at(struct pipette_sched *s, long m, struct pipette_err *err)
+{
+	struct sched_order *o = &s->o;
+
+	o->m = m;
+	o->per_rank = (long)o->v * m * (o->split_w ? 3 : 2);
+	o->n = o->nphys = o->per_rank * o->p;
+	o->compact = 0;
+	o->j = o->kmb = o->c_rank = 0;
+	if (reserve(s, (size_t)o->n, (size_t)3 * o->S * m, (size_t)o->p, (size_t)o->S))
+		return pipette_fail(err, "schedule %s: out of memory for %ld operations",
+				    pipette_schedule_name(o->kind), o->n);
+	if (build(s, err))
+		return -1;
+	find_period(s);
+	return 0;
+}
+
+/* ---- compact orders -----------------------------------------------------
+ *
+ * An order of many micro-batches is its warm-up, its steady run (one
+ * period of kmb micro-batches repeated) and its cool-down, and the order
+ * of kmb more micro-batches has one period more and nothing else changed:
+ * every op past the run is the same op kmb micro-batches later.  So the
+ * order of m is built as the order of a few micro-batches m1 (m1 = m mod
+ * kmb, plus enough periods for the warm-up to settle) and stretched by
+ * (m - m1) / kmb periods (phys_of), never written out: O(p^2 v) to build
+ * and to keep, not O(m p v).  That this holds is checked, never assumed
+ * from the kind: the order of m1 + kmb micro-batches is built too and
+ * must equal the order of m1 stretched by one period op for op (rank,
+ * type, chunk, micro-batch, dependency, every rank's list and the peaks);
+ * otherwise, or where the steady run is too short to repeat, the whole
+ * order is built.  The simulation is the same function of the same op
+ * sequence either way, and tests/unit/test_schedule.c compares both, op
+ * for op and bit for bit, over every schedule. */
+
+/* Micro-batches of the order first built: 4p + 8, a multiple of p for
+ * the looped schedules (Megatron's groups of p), 2p at least for
+ * DualPipeV, congruent to m modulo the step of that rule; build_compact
+ * doubles it where its steady run turns out too short. */
+static long compact_m1(const struct sched_order *o, long m, long m1)
+{
+	long step = pipette_schedule_is_looped(o->kind) ? o->p : 1;
+
+	if (m1 < 4L * o->p + 8)
+		m1 = 4L * o->p + 8;
+	if (pipette_schedule_is_looped(o->kind))
+		m1 = (m1 + o->p - 1) / o->p * o->p;
+	if (pipette_schedule_is_dualpipe(o->kind) && m1 < 2L * o->p)
+		m1 = 2L * o->p;
+	return m > m1 ? m1 + (m - m1) % step : m1;
+}
+
+/* The per-rank counts of the order in s->o for stretching it: its ops
+ * before X = g1 (head) and in the last period [X - P, X), which must be
+ * P / p on every rank. */
+static int compact_heads(struct sched_order *o)
+{
+	long i;
+	int r;
+
+	o->X = o->g1;
+	o->c_rank = o->P / o->p;
+	if (o->c_rank * o->p != o->P)
+		return -1;
+	for (r = 0; r < o->p; r++)
+		o->head[r] = 0;
+	for (i = 0; i < o->X; i++)
+		o->head[o->gops[i].rank]++;
+	for (r = 0; r < o->p; r++) {
+		long c = 0, li;
+
+		for (li = o->head[r] - 1; li >= 0 && rank_pos_of(o, r, li) >= o->X - o->P; li--)
+			c++;
+		if (c != o->c_rank)
+			return -1;
+	}
+	return 0;
+}
+
+/* Is b (built whole) the order a (compact, j set) says, op for op? */
+static int same_order(const struct sched_order *a, const struct sched_order *b)
+{
+	long i, li;
+	int r;
+
+	if (a->n != b->n || a->per_rank != b->per_rank)
+		return 0;
+	for (i = 0; i < b->n; i++) {
+		long off, e, ph = phys_of(a, i, &off, &e);
+		const struct gop *x = &a->gops[ph], *y = &b->gops[i];
+
+		if (x->rank != y->rank || x->key != y->key ||
+		    (x->dep < 0 ? y->dep >= 0 : y->dep != x->dep + off * a->P) ||
+		    b->g_mb[i] != a->g_mb[ph] + off * a->kmb)
+			return 0;
+	}
+	for (r = 0; r < b->p; r++) {
+		if (a->peak_fb[r] != b->peak_fb[r] || a->peak_fw[r] != b->peak_fw[r])
+			return 0;
+		for (li = 0; li < b->per_rank; li++)
+			if (rank_pos_of(a, r, li) != b->rank_pos[(size_t)li * (size_t)b->p + (size_t)r])
+				return 0;
+	}
+	return 1;
+}
+
+/* A compact order is built where m is at least this many times m1: the
+ * orders of m1 and m1 + kmb cost about two thirds of the whole one at
+ * most, far less for the long runs it is for. */
+#define COMPACT_MIN_FACTOR 3
+
+/* Build s->o's shape with m micro-batches as a compact order (see above):
+ * 0, or -1 where it cannot be (then nothing of s->o is valid). */
+static int build_compact(struct pipette_sched *s, long m)
+{
+	struct sched_order *o = &s->o, small;
+	struct pipette_err scratch;
+	long m1 = compact_m1(o, m, 0), unit, n1, per1, ok;
+	int tries;
+
+	/* V-ZB keeps the best of its variants where the whole order is
+	 * small (build_v_zb): the best at m1 need not be the best at m */
+	if (o->kind == PIPETTE_SCHED_V_ZB && s->n_target <= VZB_ALL_VARIANTS_OPS)
+		return -1;
+	for (tries = 0;; tries++) {
+		if (m < COMPACT_MIN_FACTOR * m1 || tries == 4 ||
+		    (pipette_schedule_is_looped(o->kind) && m1 % o->p))
+			return -1;
+		if (build_at(s, m1, &scratch))
+			return -1;
+		unit = o->n / m1;
+		o->kmb = o->P / unit;
+		if (o->P && o->kmb * unit == o->P && (m - m1) % o->kmb) {
+			m1 += (m - m1) % o->kmb;	/* m1 = m modulo the period */
+			continue;
+		}
+		if (o->P && o->kmb * unit == o->P &&
+		    o->g1 - o->g0 >= (o->reach > o->P + o->W ? o->reach : o->P + o->W))
+			break;
+		m1 = compact_m1(o, m, 2 * m1);	/* a run too short to repeat */
+	}
+	if (compact_heads(o))
+		return -1;
+	/* the order of m1 + kmb, built whole, against this one stretched */
+	small = *o;
+	o->gops = NULL;
+	o->g_mb = o->rank_pos = o->head = NULL;
+	o->peak_fb = o->peak_fw = NULL;
+	o->peak_fb_st = o->peak_fw_st = NULL;
+	o->cap_ops = o->cap_rank = 0;
+	n1 = small.n;
+	per1 = small.per_rank;
+	small.compact = 1;
+	small.j = 1;
+	small.n = n1 + small.P;
+	small.per_rank = per1 + small.c_rank;
+	ok = build_at(s, m1 + small.kmb, &scratch) == 0 && same_order(&small, o);
+	free_order(o);
+	*o = small;
+	o->valid = ok;
+	if (!ok)
+		return -1;
+	o->j = (m - m1) / o->kmb;
+	o->m = m;
+	o->nphys = n1;
+	o->n = n1 + o->j * o->P;
+	o->per_rank = per1 + o->j * o->c_rank;
+	o->g1 = o->X + o->j * o->P;
+	return 0;
 }
 
 static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *in,
@@ -1636,43 +1876,48 @@ static int set_shape(struct pipette_sched *s, const struct pipette_sched_input *
 	s->o.kind = in->kind;
 	s->o.p = in->p;
 	s->o.v = v;
-	s->o.m = in->m;
 	s->o.S = in->p * v;
 	/* ZB-H1 and all V-shapes split W off B (their blocks place W). */
 	s->o.split_w = pipette_schedule_splits_w(in->kind);
-	s->o.per_rank = (long)v * in->m * (s->o.split_w ? 3 : 2);
-	s->o.n = s->o.per_rank * in->p;
-	if (reserve(s, (size_t)s->o.n, (size_t)3 * s->o.S * s->o.m, (size_t)s->o.p, (size_t)s->o.S))
-		return pipette_fail(err, "schedule %s: out of memory for %ld operations", name, s->o.n);
-	if (build(s, err))
-		return -1;
-	find_period(s);
-	return 0;
+	s->n_target = (long)v * in->m * (s->o.split_w ? 3 : 2) * in->p;
+	if (!in->full && build_compact(s, in->m) == 0)
+		return 0;
+	return build_at(s, in->m, err);
 }
 
 
 /* The event simulation of ops [a, b) of the global order: each starts
- * when its rank is free and its input has arrived. */
+ * when its rank is free and its input has arrived.  One stretch of ops
+ * stored alike (phys_of) at a time. */
 static void sim_span(struct pipette_sched *s, long a, long b)
 {
-	const struct gop *g = s->o.gops;
 	const double *dt = s->dur_tab, *ct = s->cin_tab;
 	double *end = s->g_end, *freet = s->freet;
-	long i;
+	long i, lo = a;
 
-	for (i = a; i < b; i++) {
-		int32_t rr = g[i].rank, d = g[i].dep, k = g[i].key;
-		double t0 = freet[rr];
+	while (lo < b) {
+		long off, hi, ph = phys_of(&s->o, lo, &off, &hi), dsh = off * s->o.P;
+		long sh = lo - ph;
 
-		if (d >= 0) {
-			double ready = end[d] + ct[k];
+		if (hi > b)
+			hi = b;
+		for (i = lo; i < hi; i++) {
+			const struct gop *g = &s->o.gops[i - sh];
+			int32_t rr = g->rank, k = g->key;
+			long d = g->dep;
+			double t0 = freet[rr];
 
-			if (ready > t0)
-				t0 = ready;
+			if (d >= 0) {
+				double ready = end[d + dsh] + ct[k];
+
+				if (ready > t0)
+					t0 = ready;
+			}
+			t0 += dt[k];
+			end[i] = t0;
+			freet[rr] = t0;
 		}
-		t0 += dt[k];
-		end[i] = t0;
-		freet[rr] = t0;
+		lo = hi;
 	}
 	s->n_simulated += b - a;
 }
@@ -1766,8 +2011,11 @@ static long jump(struct pipette_sched *s, long at, long q, double lambda, long R
 	J->lambda = lambda;
 	for (r = 0; r < o->p; r++)
 		seen[r] = 0;
-	for (i = at - q; i < at; i++)
-		seen[o->gops[i].rank] = 1;
+	for (i = at - q; i < at; i++) {
+		long dsh;
+
+		seen[gop_at(o, i, &dsh)->rank] = 1;
+	}
 	for (r = 0; r < o->p; r++)
 		if (seen[r])
 			s->freet[r] += (double)R * lambda;
@@ -1914,6 +2162,15 @@ int pipette_sched_simulate(struct pipette_sched *s,
 		s->freet[r] = 0;
 	}
 
+	if ((size_t)s->o.n > s->cap_end) {
+		/* no content to keep: a fresh block, not a copy */
+		free(s->g_end);
+		s->g_end = malloc((size_t)s->o.n * sizeof(double));
+		s->cap_end = s->g_end ? (size_t)s->o.n : 0;
+		if (!s->g_end)
+			return pipette_fail(err, "schedule %s: out of memory for %ld operations",
+					    pipette_schedule_name(s->o.kind), s->o.n);
+	}
 	simulate_ops(s, in->full);
 	freet = s->freet;
 	for (r = 0; r < s->o.p; r++) {
@@ -1933,6 +2190,7 @@ int pipette_sched_simulate(struct pipette_sched *s,
 	out->v = s->o.v;
 	out->n_ops = s->o.n;
 	out->n_simulated = s->n_simulated;
+	out->n_stored = s->o.nphys;
 	s->simulated = 1;
 	return 0;
 }
@@ -1941,25 +2199,31 @@ int pipette_sched_event(const struct pipette_sched *s, long i,
 			struct pipette_sched_event *ev)
 {
 	const struct gop *g;
-	int32_t d;
+	long d, off, e, ph;
 
 	if (!s || !s->o.valid || !s->simulated || i < 0 || i >= s->o.n || !ev)
 		return -1;
-	g = &s->o.gops[i];
+	ph = phys_of(&s->o, i, &off, &e);
+	g = &s->o.gops[ph];
 	ev->rank = g->rank;
 	ev->chunk = (g->key / 3) % s->o.v;
 	ev->type = "FBW"[g->key % 3];
 	ev->stage = vstage(s, g->rank, ev->chunk);
-	ev->mb = s->o.g_mb[i];
+	ev->mb = s->o.g_mb[ph] + off * s->o.kmb;
 	ev->end = end_of(s, i);
 	ev->start = ev->end - s->dur_tab[g->key];
 	d = g->dep;
 	ev->from_rank = -1;
 	ev->xfer_start = ev->xfer_end = ev->start;
-	if (d >= 0 && s->o.gops[d].rank != g->rank) {
-		ev->from_rank = s->o.gops[d].rank;
-		ev->xfer_start = end_of(s, d);
-		ev->xfer_end = ev->xfer_start + s->cin_tab[g->key];
+	if (d >= 0) {
+		long dsh;
+
+		d += off * s->o.P;
+		if (gop_at(&s->o, d, &dsh)->rank != g->rank) {
+			ev->from_rank = gop_at(&s->o, d, &dsh)->rank;
+			ev->xfer_start = end_of(s, d);
+			ev->xfer_end = ev->xfer_start + s->cin_tab[g->key];
+		}
 	}
 	return 0;
 }
@@ -1968,5 +2232,5 @@ long pipette_sched_rank_op(const struct pipette_sched *s, int r, long i)
 {
 	if (!s || !s->o.valid || r < 0 || r >= s->o.p || i < 0 || i >= s->o.per_rank)
 		return -1;
-	return s->o.rank_pos[RIDX(s, r, i)];
+	return rank_pos_of(&s->o, r, i);
 }

@@ -36,7 +36,12 @@
  * The operation order depends only on (kind, p, v, m), and for V-ZB also on
  * the time ratios (T_F : T_B : T_W : transfer, chunk means rounded to 1/48
  * of T_F + T_B + T_W), because V-ZB is built from the durations as the ZB
- * paper's ZB-V is.  The workspace keeps the orders of the last 4 shapes, so
+ * paper's ZB-V is.  A long order is kept compact: the order of a few
+ * micro-batches whose steady period is repeated as often as m needs,
+ * checked against the order of one period more built whole (schedule.c,
+ * "compact orders"; every schedule but GPipe, whose two phases share no
+ * period), so that building and keeping it costs about the same for any
+ * m.  The workspace keeps the orders of the last few shapes, so
  * re-simulating a recent shape with other times costs no allocation and a
  * pass over the warm-up, the cool-down and a few periods per doubling of
  * the time: the steady state between is jumped over where it repeats,
@@ -82,9 +87,11 @@ struct pipette_sched_input {
 	 * over boundary b, index b in [0, p*v-2].  NULL = all zero.  Callers
 	 * pass 0 where both sides sit on one rank (the turn of a V). */
 	const double *comm_f, *comm_b;
-	/* 1: simulate every operation.  0: jump over the steady state where
-	 * it repeats (schedule.c, "the steady state"): the same numbers, bit
-	 * for bit, and the same events, for fewer simulated operations. */
+	/* 1: build the whole order and simulate every operation.  0: keep a
+	 * long order compact and jump over the steady state where it
+	 * repeats (schedule.c, "compact orders", "the steady state"): the
+	 * same numbers, bit for bit, and the same events, for fewer
+	 * operations built and simulated. */
 	int full;
 };
 
@@ -109,6 +116,9 @@ struct pipette_sched_result {
 	long n_ops;		/* events in the last simulation */
 	long n_simulated;	/* of them, simulated one by one (the rest
 				 * lie in the steady state jumped over) */
+	long n_stored;		/* ops of the order kept in memory: n_ops, or
+				 * fewer for a long steady run, kept as one
+				 * period (schedule.c, "compact orders") */
 };
 
 /* Simulate one iteration.  Returns 0, or -1 with err naming the field. */
