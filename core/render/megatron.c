@@ -135,8 +135,13 @@ static void moe_args(const struct pipette_plan *plan, struct pipette_args *a)
  * mixed_precision.py: hybrid :217-385 but e4m3 for MXFP8 :255-266, and
  * e2m1 NVFP4 :405-417); the BF16 layers at the model's ends
  * (transformer_config.py:649-658: both counts default to 1, so both are
- * written).  Parameters stay BF16 and are not gathered quantized: the
- * megatron stack's memory model keeps them (stack.c, fp8_param_gather). */
+ * written).  A stack whose memory model gathers parameters quantized
+ * (stack.c fp8_param_gather: NeMo's and Megatron-Bridge's recipes, not the
+ * megatron stack) says so: --fp8-param-gather, which needs the
+ * distributed optimizer (megatron-rules.tsv fp8-param-distopt), and with
+ * MXFP8 the gradient buffer reused for the gather
+ * (--reuse-grad-buf-for-mxfp8-param-ag, as Megatron-Core's optimizer
+ * config asks: megatron/core/optimizer/optimizer_config.py:416-425). */
 static const char *const recipe_flags[PIPETTE_PREC_COUNT] = {
 	[PIPETTE_PREC_FP8_DELAYED] = "--fp8-format hybrid --fp8-recipe delayed",
 	[PIPETTE_PREC_FP8_CURRENT] = "--fp8-format hybrid --fp8-recipe tensorwise",
@@ -145,7 +150,8 @@ static const char *const recipe_flags[PIPETTE_PREC_COUNT] = {
 	[PIPETTE_PREC_NVFP4] = "--fp4-format e2m1 --fp4-recipe nvfp4",
 };
 
-static void precision_args(const struct pipette_config *c, struct pipette_args *a)
+static void precision_args(const struct pipette_config *c, const struct pipette_stack *st,
+			   struct pipette_args *a)
 {
 	if (c->precision == PIPETTE_PREC_BF16)
 		return;
@@ -154,6 +160,12 @@ static void precision_args(const struct pipette_config *c, struct pipette_args *
 		return;
 	}
 	pipette_arg(a, " %s", recipe_flags[c->precision]);
+	/* the gathers memory.c prices (lowp_weight_bytes): not blockwise,
+	 * not NVFP4 */
+	if (st->fp8_param_gather && c->distributed_optimizer &&
+	    c->precision != PIPETTE_PREC_FP8_BLOCKWISE && c->precision != PIPETTE_PREC_NVFP4)
+		pipette_arg(a, " --fp8-param-gather%s", c->precision == PIPETTE_PREC_MXFP8
+			    ? " --reuse-grad-buf-for-mxfp8-param-ag" : "");
 	if (c->bf16_first > 0 || c->bf16_last > 0)
 		pipette_arg(a, " --first-last-layers-bf16 --num-layers-at-start-in-bf16 %d "
 			    "--num-layers-at-end-in-bf16 %d", c->bf16_first, c->bf16_last);
@@ -171,7 +183,7 @@ static void stack_args(const struct pipette_plan *plan, struct pipette_args *a)
 	if (!st->core_flags)
 		return;
 	pipette_arg(a, " --bf16");
-	precision_args(c, a);
+	precision_args(c, st, a);
 	if (st->grad_bytes == 2)
 		pipette_arg(a, " --grad-reduce-in-bf16");
 	if (st->optim_needs_distopt && c->distributed_optimizer)

@@ -262,7 +262,8 @@ _BRIDGE_RECIPES = {
 # The precision fields a MixedPrecisionConfig holds and hands on.
 _PRECISION_DESTS = ("bf16", "fp8", "fp8_recipe", "fp4", "fp4_recipe", "first_last_layers_bf16",
                     "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",
-                    "grad_reduce_in_fp32")
+                    "grad_reduce_in_fp32", "fp8_param_gather",
+                    "reuse_grad_buf_for_mxfp8_param_ag")
 
 
 def _value(text):
@@ -373,9 +374,13 @@ def _bridge_precision(doc, precision, mp_object):
         raise _error("plan: config.precision '%s': Megatron-Bridge has no recipe for it"
                      % _config_field(doc, "precision"))
     # what the recipe sets itself: the format and scaling of its precision,
-    # bf16, and fp32 gradient reduction (mixed_precision.py:184-420)
+    # bf16, fp32 gradient reduction and, for the per-tensor and MXFP8
+    # recipes the plan gathers them for, FP8 parameters and the MXFP8
+    # gather in the gradient buffer (mixed_precision.py:184-420)
     extra = sorted(k for k in precision if k not in ("fp8", "fp4", "fp8_recipe", "fp4_recipe",
-                                                    "bf16", "grad_reduce_in_fp32")
+                                                    "bf16", "grad_reduce_in_fp32",
+                                                    "fp8_param_gather",
+                                                    "reuse_grad_buf_for_mxfp8_param_ag")
                    or (k == "grad_reduce_in_fp32" and precision[k] is not True))
     if extra:
         raise _error("Megatron-Bridge config: mixed_precision is a recipe name, which cannot "

@@ -287,6 +287,9 @@ class MegatronBridge(unittest.TestCase):
         self.assertIs(cfg.mixed_precision.grad_reduce_in_fp32, False)
         self.assertEqual((cfg.mixed_precision.fp8, cfg.mixed_precision.fp8_recipe),
                          ("hybrid", "tensorwise"))
+        # parameters gathered in FP8, as the plan's memory assumes and the
+        # recipe does (mixed_precision.py:302)
+        self.assertIs(cfg.mixed_precision.fp8_param_gather, True)
         self.assertIs(m.tp_comm_overlap, m.tensor_model_parallel_size > 1)
         self.assertFalse(getattr(m, "defer_embedding_wgrad_compute", False))
 

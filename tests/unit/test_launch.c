@@ -693,6 +693,18 @@ static void check_megatron_precision(const struct pipette_plan *p, const char *l
 		      !strcmp(v, expect_recipe[c->precision].format), "%s", line);
 	ck_assert_msg(flag(line, expect_recipe[c->precision].recipe_flag, v, sizeof(v)) &&
 		      !strcmp(v, expect_recipe[c->precision].recipe), "%s", line);
+	/* parameters gathered quantized where the plan's memory assumes it
+	 * (the stack's fp8_param_gather, NeMo's recipes' gather per recipe) */
+	{
+		int want = pipette_config_stack(c)->fp8_param_gather && c->distributed_optimizer &&
+			   expect_recipe[c->precision].gather;
+
+		ck_assert_msg(want == (flag(line, "--fp8-param-gather", v, sizeof(v)) != NULL), "%s",
+			      line);
+		ck_assert_msg((want && c->precision == PIPETTE_PREC_MXFP8) ==
+			      (flag(line, "--reuse-grad-buf-for-mxfp8-param-ag", v, sizeof(v)) != NULL),
+			      "%s", line);
+	}
 }
 
 /* The value of KEY in a NeMo override line, or NULL. */
