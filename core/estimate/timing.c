@@ -1136,7 +1136,8 @@ static double attn_s(const struct pipette_gpu_spec *g, const struct pipette_stac
 	double sm = 1.0 - st->comm_sm_share;
 
 	if (attn_measured(g, st))
-		return pipette_kernel_attn_s(pipette_gpu_kernels(g), backward, 0, flops, rows) /
+		return pipette_kernel_attn_s(pipette_gpu_kernels(g), backward, st->sdpa_flash2, flops,
+					     rows) /
 		       (kernel_rate(g, st) * sm);
 	if (st->attn_utilization > 0)
 		return flops / (g->peak_tflops * 1e12 * st->attn_utilization);

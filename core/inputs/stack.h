@@ -88,6 +88,15 @@ struct pipette_stack {
 	 * Inductor pipelines the TP all-gathers and reduce-scatters with the
 	 * matmuls beside them; tp_exposed is then what it leaves. */
 	int async_tp;
+	/* torch's SDPA runs FlashAttention-2, not cuDNN's fused kernel: what
+	 * torchtitan ran on H100 until 2025-10-09 (pytorch/torchtitan
+	 * 6a3a9da95 put cuDNN first on every GPU; before it, torch's own
+	 * order, which made cuDNN opt-in from 2.5.1, pytorch/pytorch#138522,
+	 * and torchtitan's FLASH_ATTENTION first on H100 from 3b85aa31f,
+	 * 2025-05-14).  0 in every shipped stack (torchtitan v0.2.2 and HEAD
+	 * put cuDNN first); the GPU's kernel table prices it at its
+	 * FlashAttention-2 share (inputs/kernels.h flash2_share). */
+	int sdpa_flash2;
 	/* Only data parallelism: no TP, PP, CP or EP (Composer's FSDP as
 	 * llm-foundry runs it). */
 	int data_parallel_only;

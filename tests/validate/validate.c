@@ -773,6 +773,7 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
 			failures++;
 			continue;
 		}
+		st.sdpa_flash2 = 1;	/* torch of 2024-12-23: stack.h sdpa_flash2 */
 		pipette_config_init(&c);
 		c.stack = &st;
 		c.dp = c.dp_shard = k->gpus;
@@ -855,6 +856,7 @@ static int tt_async_estimate(struct pipette_timer *t, const struct pipette_gpu_s
 	if (pipette_model_preset(k->model, &m, NULL) ||
 	    pipette_stack_resolve("torchtitan", options, &st, &err))
 		return -1;
+	st.sdpa_flash2 = 1;	/* torchtitan of 2025-06: stack.h sdpa_flash2 */
 	pipette_config_init(&c);
 	c.stack = &st;
 	c.tp = 8;
