@@ -873,23 +873,20 @@ static int parse_line(struct ctx *c, char *line, const char *src, size_t n, int 
 	return tt_line(c, msg, local);
 }
 
-/* The lines of buf[len]; the last one may lack its newline. */
-static int parse_lines(struct ctx *c, const char *buf, size_t len)
+/* The lines of buf[len], with `line` as the room for their clean copies;
+ * the last one may lack its newline. */
+static int parse_lines(struct ctx *c, char *line, const char *buf, size_t len)
 {
-	char *line = malloc(PIPETTE_TRAINLOG_MAX_LINE + 1);
 	const char *nl;
 	size_t i = 0, n;
 	int rc = 0;
 
-	if (!line)
-		return oom(c);
 	while (i < len && rc == 0) {
 		nl = memchr(buf + i, '\n', len - i);
 		n = nl ? (size_t)(nl - (buf + i)) : len - i;
 		rc = parse_line(c, line, buf + i, n, 0);
 		i += n + 1;
 	}
-	free(line);
 	return rc;
 }
 
@@ -1107,6 +1104,7 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 	struct ctx c = { .name = name ? name : "training log", .err = err };
 	struct pipette_trainlog *l;
 	const char *sname;
+	char *line;
 	int rc;
 
 	*out = NULL;
@@ -1122,9 +1120,11 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 	l->stack = stack;
 	l->step_rank = -1;
 	pipette_sha256(buf ? buf : "", buf ? len : 0, l->sha256);
-	rc = parse_lines(&c, buf ? buf : "", len);
+	line = malloc(PIPETTE_TRAINLOG_MAX_LINE + 1);
+	rc = line ? parse_lines(&c, line, buf ? buf : "", len) : oom(&c);
 	if (rc == 0)
 		rc = finish(&c, sname, l);
+	free(line);
 	free(c.raw);
 	free(c.slot);
 	free(c.mem);
@@ -1238,7 +1238,7 @@ int pipette_trainlog_reader_feed(struct pipette_trainlog_reader *r, const char *
 	first = (size_t)((const char *)memchr(buf, '\n', upto) - buf);
 	keep_part(r, buf, first);
 	if (parse_line(&r->c, r->line, r->part, r->npart, r->cut) < 0 ||
-	    parse_lines(&r->c, buf + first + 1, upto - first - 1) < 0)
+	    parse_lines(&r->c, r->line, buf + first + 1, upto - first - 1) < 0)
 		return failed(r, err);
 	r->npart = 0;
 	r->cut = 0;
