@@ -107,6 +107,16 @@ tests_unit_test_bwscan_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_bwscan_LDADD = $(TEST_LDADD)
 EXTRA_tests_unit_test_bwscan_DEPENDENCIES = pipette$(EXEEXT)
 
+# The storm's writer (tests/integration/test_plugin_concurrency.sh):
+# replaces the bandwidth cache and the calibration at a fixed pace through
+# the writers' library calls.  Built by `make`, not only `make check`: the
+# plugin's sanitizer run (tests/sanitize-plugin.sh) runs the integration
+# tests after a plain `make`.
+noinst_PROGRAMS += tests/tools/replace_inputs
+tests_tools_replace_inputs_SOURCES = tests/tools/replace_inputs.c
+tests_tools_replace_inputs_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tests_tools_replace_inputs_LDADD = core/libpipette.la $(JSONC_LIBS) $(NETTLE_LIBS) -lm
+
 # make validate: predicted vs published iteration times (Narayanan et al.
 # SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, the zero-bubble
 # paper's Tables 4 and 6, llm-foundry's H100 benchmarks; validate.c).

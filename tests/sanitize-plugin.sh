@@ -113,6 +113,9 @@ if [ -n "${SANITIZE_ASAN_BUILDDIR:-}" ]; then
 	testdir=$build/mixed
 	rm -rf "$testdir" && mkdir -p "$testdir" || exit 1
 	ln -s "$build/plugin" "$testdir/plugin"
+	# the storm's writer (test_plugin_concurrency.sh), this build's
+	mkdir -p "$testdir/tests/tools" || exit 1
+	ln -s "$build/tests/tools/replace_inputs" "$testdir/tests/tools/replace_inputs"
 	ln -s "$asan/pipette" "$testdir/pipette"
 	ln -s "$asan/pipette-probe" "$testdir/pipette-probe"
 	progs="pipette and pipette-probe under ASan+UBSan from $asan"

@@ -23,6 +23,14 @@
  * trial need not wait out: srun's own exit ends the step). */
 #define POLL_MS 100
 #define STOP_GRACE_S 10.0
+/* The log is read in pieces of FOLLOW_CHUNK, at most FOLLOW_LOOK bytes a
+ * look while the step runs (a look then takes a fraction of a second, and
+ * the trial's deadline and judgement are checked between two), all of it
+ * once the step ended.  OOM_TAIL: more than the longest of oom_marks, kept
+ * from a piece's end for a mark that spans two. */
+#define FOLLOW_CHUNK (1 << 20)
+#define FOLLOW_LOOK (64L << 20)
+#define OOM_TAIL 32
 
 /* What PyTorch prints when the caching allocator cannot allocate:
  * "CUDA out of memory. Tried to allocate ..." (pytorch/pytorch,
@@ -198,46 +206,85 @@ static void __attribute__((noreturn)) child(const struct trial_ctx *x, const str
 	_exit(127);
 }
 
-/* Whether the log shows PyTorch running out of GPU memory. */
-static int oom_in(const char *buf, size_t len)
-{
-	size_t i;
+/* A trial's log, read as it grows: where the last look stopped, the
+ * parser's state (trainlog.h, pipette_trainlog_reader) and whether an OOM
+ * was seen.  The log may grow past what a whole-file read allows
+ * (PIPETTE_TRAINLOG_MAX_BYTES): each byte is read once. */
+struct follow {
+	struct pipette_trainlog_reader *r;
+	char *buf;
+	off_t off;
+	char tail[2 * OOM_TAIL];
+	size_t ntail;
+	int oom;
+};
 
+/* Whether buf[len] shows PyTorch running out of GPU memory; a mark that
+ * began in the previous piece is found through f->tail. */
+static void oom_in(struct follow *f, const char *buf, size_t len)
+{
+	size_t i, k = len < OOM_TAIL ? len : OOM_TAIL;
+
+	memcpy(f->tail + f->ntail, buf, k);
 	for (i = 0; i < sizeof(oom_marks) / sizeof(oom_marks[0]); i++)
-		if (memmem(buf, len, oom_marks[i], strlen(oom_marks[i])))
-			return 1;
-	return 0;
+		if (memmem(buf, len, oom_marks[i], strlen(oom_marks[i])) ||
+		    memmem(f->tail, f->ntail + k, oom_marks[i], strlen(oom_marks[i])))
+			f->oom = 1;
+	if (len >= OOM_TAIL) {
+		memcpy(f->tail, buf + len - OOM_TAIL, OOM_TAIL);
+		f->ntail = OOM_TAIL;
+	} else {	/* the last OOM_TAIL bytes of the old tail and buf */
+		size_t keep = f->ntail + k > OOM_TAIL ? OOM_TAIL : f->ntail + k;
+
+		memmove(f->tail, f->tail + f->ntail + k - keep, keep);
+		f->ntail = keep;
+	}
+}
+
+/* The log's bytes since the last look (at most FOLLOW_LOOK; all: to its
+ * end) into the parser.  -1 when it cannot be read. */
+static int follow_read(struct follow *f, const char *path, int all, struct pipette_err *err)
+{
+	struct pipette_err perr;
+	long looked = 0;
+	ssize_t n = 0;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return pipette_fail(err, "%s: %s", path, strerror(errno));
+	while ((all || looked < FOLLOW_LOOK) &&
+	       (n = pread(fd, f->buf, FOLLOW_CHUNK, f->off)) > 0) {
+		oom_in(f, f->buf, (size_t)n);
+		/* a report the parser refuses stays its error, which the next
+		 * take returns; the rest is still read for an OOM */
+		(void)pipette_trainlog_reader_feed(f->r, f->buf, (size_t)n, &perr);
+		f->off += n;
+		looked += n;
+	}
+	close(fd);
+	return n < 0 ? pipette_fail(err, "%s: %s", path, strerror(errno)) : 0;
 }
 
 /* The log so far: the steady state of its complete lines.  0 with *ss
  * when it has steady steps, 1 when not yet, -1 (why in err) when it
- * cannot be read as the stack's log.  *oom: it shows an OOM. */
-static int read_log(const struct trial_ctx *x, const struct trial_cand *c,
-		    struct pipette_trainlog_steady *ss, int *oom, struct pipette_err *err)
+ * cannot be read. */
+static int read_log(const struct trial_ctx *x, const struct trial_cand *c, struct follow *f,
+		    int all, struct pipette_trainlog_steady *ss, struct pipette_err *err)
 {
 	const struct pipette_config *cfg = pipette_plan_config(c->plan);
 	struct pipette_trainlog *l = NULL;
-	struct pipette_file f;
-	size_t len;
 	int rc = 1;
 
-	*oom = 0;
-	if (pipette_read_file(c->log, "trial log", PIPETTE_TRAINLOG_MAX_BYTES, &f, err))
+	if (follow_read(f, c->log, all, err))
 		return -1;
-	*oom = oom_in(f.data, f.len);
-	for (len = f.len; len > 0 && f.data[len - 1] != '\n'; len--)
-		;
-	if (len && pipette_trainlog_parse(f.data, len, c->log, x->stack, &l, err) == 0) {
+	if (pipette_trainlog_reader_take(f->r, &l, err) == 0) {
 		if ((x->stack != PIPETTE_STACK_TORCHTITAN ||
 		     pipette_trainlog_derive(l, (double)cfg->global_batch * (double)cfg->seq_len,
 					     pipette_plan_world(c->plan), err) == 0) &&
 		    pipette_trainlog_steady(l, x->warmup, ss, err) == 0)
 			rc = 0;
 		pipette_trainlog_destroy(l);
-	} else if (!len) {
-		pipette_fail(err, "%s: no complete line yet", c->log);
 	}
-	pipette_file_free(&f);
 	return rc;
 }
 
@@ -330,56 +377,32 @@ static void refused(struct trial_cand *c)
 	pipette_file_free(&f);
 }
 
-int trial_run(const struct trial_ctx *x, struct trial_cand *c)
+/* Run the step and watch its log until it ends or must stop. */
+static void watch(const struct trial_ctx *x, struct trial_cand *c, pid_t pid, struct follow *f)
 {
 	struct pipette_trainlog_steady ss;
 	struct pipette_err err = { 0 };
-	double t0 = trial_now();
-	char **argv;
-	int argc = 0, fd, status = 0, have = 0, oom = 0;
-	off_t seen = -1;	/* the log's size when last read */
-	pid_t pid;
+	int status = 0, have = 0;
 
-	if (!(argv = trial_argv(x, c, &argc)))
-		return -1;
-	fd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || (pid = fork()) < 0) {
-		if (fd >= 0)
-			close(fd);
-		trial_argv_free(argv, argc);
-		return -1;
-	}
-	if (pid == 0)
-		child(x, c, argv, fd);
-	close(fd);
-	trial_argv_free(argv, argc);
-	setpgid(pid, pid);
 	memset(&ss, 0, sizeof(ss));
-	c->exit_status = -1;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		struct stat lst;
 
-		/* read again only when the log grew (its size taken before
-		 * the read: what is written meanwhile is read next time), and
-		 * once at the end */
-		off_t now = w != pid && stat(c->log, &lst) == 0 ? lst.st_size : -1;
-
-		if (now < 0 || now != seen) {
-			seen = now;
-			have = read_log(x, c, &ss, &oom, &err) == 0;
-		}
+		/* read again only when the log grew, and all of it once the
+		 * step ended */
+		if (w == pid || stat(c->log, &lst) || lst.st_size != f->off)
+			have = read_log(x, c, f, w == pid, &ss, &err) == 0;
 		if (w == pid) {
-			ended(c, status, have, oom, &ss, &err);
+			ended(c, status, have, f->oom, &ss, &err);
 			break;
 		}
 		if (judge(x, c, &ss, have)) {
-			status = stop(pid);
+			stop(pid);
 			break;
 		}
 		nap_ms(POLL_MS);
 	}
-	c->wall_s = trial_now() - t0;
 	if (have) {
 		c->measured_s = ss.median_s;
 		c->p10_s = ss.p10_s;
@@ -388,7 +411,37 @@ int trial_run(const struct trial_ctx *x, struct trial_cand *c)
 	}
 	if (c->status == TRIAL_CRASHED && !have)
 		refused(c);
-	return 0;
+}
+
+int trial_run(const struct trial_ctx *x, struct trial_cand *c)
+{
+	struct follow f = { .r = NULL };
+	struct pipette_err err;
+	double t0 = trial_now();
+	char **argv;
+	int argc = 0, fd = -1;
+	pid_t pid = -1;
+
+	if (!(argv = trial_argv(x, c, &argc)))
+		return -1;
+	if (pipette_trainlog_reader_create(c->log, x->stack, &f.r, &err) == 0 &&
+	    (f.buf = malloc(FOLLOW_CHUNK)) &&
+	    (fd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0)
+		pid = fork();
+	if (pid == 0)
+		child(x, c, argv, fd);
+	if (fd >= 0)
+		close(fd);
+	trial_argv_free(argv, argc);
+	if (pid > 0) {
+		setpgid(pid, pid);
+		c->exit_status = -1;
+		watch(x, c, pid, &f);
+		c->wall_s = trial_now() - t0;
+	}
+	pipette_trainlog_reader_destroy(f.r);
+	free(f.buf);
+	return pid > 0 ? 0 : -1;
 }
 
 int trial_self(char *const *args, const char *out_path, char *err_buf, size_t len)

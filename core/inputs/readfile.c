@@ -194,12 +194,17 @@ void pipette_sha256(const void *data, size_t len, unsigned char out[PIPETTE_SHA2
 
 	sha256_init(&ctx);
 	sha256_update(&ctx, len, data);
+	pipette_sha256_digest(&ctx, out);
+}
+
+void pipette_sha256_digest(struct sha256_ctx *ctx, unsigned char out[PIPETTE_SHA256_LEN])
+{
 	/* Nettle 4.0 dropped the digest-size argument of the *_digest
 	 * functions (Nettle's NEWS, "Interface changes" of 4.0). */
 #if NETTLE_VERSION_MAJOR >= 4
-	sha256_digest(&ctx, out);
+	sha256_digest(ctx, out);
 #else
-	sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
+	sha256_digest(ctx, SHA256_DIGEST_SIZE, out);
 #endif
 }
 

@@ -73,5 +73,9 @@ void pipette_sha256_hex(const unsigned char d[PIPETTE_SHA256_LEN],
 			char out[2 * PIPETTE_SHA256_LEN + 1]);
 /* SHA-256 of a memory buffer (for digests of other inputs) */
 void pipette_sha256(const void *data, size_t len, unsigned char out[PIPETTE_SHA256_LEN]);
+/* The digest of Nettle's running SHA-256 (its signature changed in Nettle
+ * 4.0), for a digest taken piece by piece. */
+struct sha256_ctx;
+void pipette_sha256_digest(struct sha256_ctx *ctx, unsigned char out[PIPETTE_SHA256_LEN]);
 
 #endif

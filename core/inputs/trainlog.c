@@ -108,6 +108,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nettle/sha2.h>
+
 #include "inputs/limits.h"
 #include "inputs/readfile.h"
 
@@ -116,6 +118,13 @@
  *    Megatron's iteration line with per-layer MoE metrics ([MLM]
  *    training.py:3630 appends one " name: value |" of about 40 bytes per
  *    metric and layer): 3 metrics x 256 layers is about 31 KB.
+ *  PIPETTE_TRAINLOG_LINE_READ, 4 x PIPETTE_TRAINLOG_MAX_LINE: the raw bytes
+ *    of a line read, room for a report of MAX_LINE characters in colours
+ *    (torchtitan wraps each field in a pair of ANSI escapes of 5 bytes,
+ *    [TT] tools/utils.py:263-274: about as many bytes as the fields'
+ *    own); a longer line counts as longer than MAX_LINE, and its bytes
+ *    past the limit are not looked at, so that a log followed as it grows
+ *    (pipette_trainlog_reader) keeps at most this much of a line.
  *  PIPETTE_TRAINLOG_MAX_STEP_S, a day: published steps take seconds to
  *    minutes; a bound on the arithmetic, not a policy.
  *  PIPETTE_TRAINLOG_MIN_STEP_S, 0.1 ms: the shortest step Megatron can
@@ -844,30 +853,40 @@ static int local_prefix(const char *line, const char **msg)
 	return (int)r;
 }
 
-static int parse_lines(struct ctx *c, const char *buf, size_t len)
+/* One line of n bytes (at most LINE_READ of them read; `cut`: it had more
+ * than were kept) with `line` as the room for its clean copy. */
+static int parse_line(struct ctx *c, char *line, const char *src, size_t n, int cut)
 {
-	char *line = malloc(PIPETTE_TRAINLOG_MAX_LINE + 1);
-	const char *msg, *nl;
-	size_t i = 0, n;
-	int local, rc = 0;
+	const char *msg;
+	int local;
 
-	if (!line)
-		return oom(c);
+	c->line++;
+	cut |= n > (size_t)PIPETTE_TRAINLOG_LINE_READ;
+	if (n > (size_t)PIPETTE_TRAINLOG_LINE_READ)
+		n = (size_t)PIPETTE_TRAINLOG_LINE_READ;
+	c->trunc = clean_line(line, src, n) | cut;
+	local = local_prefix(line, &msg);
+	if (c->fmt == FMT_MEGATRON)
+		return mlm_line(c, msg, local);
+	if (c->fmt == FMT_NEMO)
+		return nemo_line(c, msg, local);
+	return tt_line(c, msg, local);
+}
+
+/* The lines of buf[len], with `line` as the room for their clean copies;
+ * the last one may lack its newline. */
+static int parse_lines(struct ctx *c, char *line, const char *buf, size_t len)
+{
+	const char *nl;
+	size_t i = 0, n;
+	int rc = 0;
+
 	while (i < len && rc == 0) {
 		nl = memchr(buf + i, '\n', len - i);
 		n = nl ? (size_t)(nl - (buf + i)) : len - i;
-		c->line++;
-		c->trunc = clean_line(line, buf + i, n);
-		local = local_prefix(line, &msg);
-		if (c->fmt == FMT_MEGATRON)
-			rc = mlm_line(c, msg, local);
-		else if (c->fmt == FMT_NEMO)
-			rc = nemo_line(c, msg, local);
-		else
-			rc = tt_line(c, msg, local);
+		rc = parse_line(c, line, buf + i, n, 0);
 		i += n + 1;
 	}
-	free(line);
 	return rc;
 }
 
@@ -1037,9 +1056,13 @@ static int finish(struct ctx *c, const char *stack, struct pipette_trainlog *l)
 		return no_steps(c, stack);
 	if (keep_steps(c, l) < 0)
 		return -1;
-	l->mem = c->mem;
+	/* a copy: a log read as it grows (pipette_trainlog_reader) is taken
+	 * again after more reports */
+	if (c->nmem && !(l->mem = malloc(sizeof(*l->mem) * (size_t)c->nmem)))
+		return oom(c);
+	if (c->nmem)
+		memcpy(l->mem, c->mem, sizeof(*l->mem) * (size_t)c->nmem);
 	l->nmem = c->nmem;
-	c->mem = NULL;
 	l->stated = c->stated;
 	assign_stages(c, l);
 	if (c->fmt == FMT_TITAN && c->tt_tokens > 0 && c->tt_world > 0)
@@ -1081,6 +1104,7 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 	struct ctx c = { .name = name ? name : "training log", .err = err };
 	struct pipette_trainlog *l;
 	const char *sname;
+	char *line;
 	int rc;
 
 	*out = NULL;
@@ -1096,9 +1120,11 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 	l->stack = stack;
 	l->step_rank = -1;
 	pipette_sha256(buf ? buf : "", buf ? len : 0, l->sha256);
-	rc = parse_lines(&c, buf ? buf : "", len);
+	line = malloc(PIPETTE_TRAINLOG_MAX_LINE + 1);
+	rc = line ? parse_lines(&c, line, buf ? buf : "", len) : oom(&c);
 	if (rc == 0)
 		rc = finish(&c, sname, l);
+	free(line);
 	free(c.raw);
 	free(c.slot);
 	free(c.mem);
@@ -1127,6 +1153,137 @@ int pipette_trainlog_read(const char *path, enum pipette_stack_id stack,
 	rc = pipette_trainlog_parse(f.data, f.len, path, stack, out, err);
 	pipette_file_free(&f);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A log read as it grows                                              */
+
+struct pipette_trainlog_reader {
+	struct ctx c;
+	enum pipette_stack_id stack;
+	const char *sname;
+	char *name;
+	char *line;			/* room for a line's clean copy */
+	char *part;			/* the line not yet ended: its first LINE_READ bytes */
+	size_t npart;
+	int cut;			/* ... and it had more */
+	struct sha256_ctx all, done;	/* every byte fed; the complete lines' */
+	int failed;
+	struct pipette_err fail;	/* a line's error, returned from then on */
+};
+
+int pipette_trainlog_reader_create(const char *name, enum pipette_stack_id stack,
+				   struct pipette_trainlog_reader **out, struct pipette_err *err)
+{
+	struct pipette_trainlog_reader *r;
+	enum fmt fmt;
+	const char *sname;
+
+	*out = NULL;
+	if (stack_format(stack, &fmt, &sname, err) < 0)
+		return -1;
+	if (!(r = calloc(1, sizeof(*r))) || !(r->name = strdup(name ? name : "training log")) ||
+	    !(r->line = malloc(PIPETTE_TRAINLOG_MAX_LINE + 1)) ||
+	    !(r->part = malloc(PIPETTE_TRAINLOG_LINE_READ))) {
+		pipette_trainlog_reader_destroy(r);
+		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "%s: out of memory",
+					 name ? name : "training log");
+	}
+	r->c.name = r->name;
+	r->c.fmt = fmt;
+	r->c.err = &r->fail;
+	r->stack = stack;
+	r->sname = sname;
+	sha256_init(&r->all);
+	sha256_init(&r->done);
+	*out = r;
+	return 0;
+}
+
+/* n more bytes of the line not yet ended: those within LINE_READ kept. */
+static void keep_part(struct pipette_trainlog_reader *r, const char *src, size_t n)
+{
+	size_t room = (size_t)PIPETTE_TRAINLOG_LINE_READ - r->npart;
+
+	memcpy(r->part + r->npart, src, n < room ? n : room);
+	r->npart += n < room ? n : room;
+	r->cut |= n > room;
+}
+
+static int failed(struct pipette_trainlog_reader *r, struct pipette_err *err)
+{
+	r->failed = 1;
+	*err = r->fail;
+	return -1;
+}
+
+int pipette_trainlog_reader_feed(struct pipette_trainlog_reader *r, const char *buf, size_t len,
+				 struct pipette_err *err)
+{
+	size_t upto = len, first;
+
+	if (r->failed)
+		return failed(r, err);
+	while (upto > 0 && buf[upto - 1] != '\n')
+		upto--;
+	if (!upto) {	/* no line ends here */
+		sha256_update(&r->all, len, (const uint8_t *)buf);
+		keep_part(r, buf, len);
+		return 0;
+	}
+	sha256_update(&r->all, upto, (const uint8_t *)buf);
+	r->done = r->all;
+	sha256_update(&r->all, len - upto, (const uint8_t *)buf + upto);
+	/* the line that was waiting ends at the first newline */
+	first = (size_t)((const char *)memchr(buf, '\n', upto) - buf);
+	keep_part(r, buf, first);
+	if (parse_line(&r->c, r->line, r->part, r->npart, r->cut) < 0 ||
+	    parse_lines(&r->c, r->line, buf + first + 1, upto - first - 1) < 0)
+		return failed(r, err);
+	r->npart = 0;
+	r->cut = 0;
+	keep_part(r, buf + upto, len - upto);
+	return 0;
+}
+
+int pipette_trainlog_reader_take(struct pipette_trainlog_reader *r, struct pipette_trainlog **out,
+				 struct pipette_err *err)
+{
+	struct pipette_trainlog *l;
+	struct sha256_ctx done = r->done;
+	int rc;
+
+	*out = NULL;
+	if (r->failed)
+		return failed(r, err);
+	if (!(l = calloc(1, sizeof(*l))))
+		return pipette_fail_code(err, PIPETTE_E_INTERNAL, "%s: out of memory", r->name);
+	l->stack = r->stack;
+	l->step_rank = -1;
+	pipette_sha256_digest(&done, l->sha256);
+	/* no step yet is no error of the log's: the next take may have one */
+	r->c.err = err;
+	rc = finish(&r->c, r->sname, l);
+	r->c.err = &r->fail;
+	if (rc < 0) {
+		pipette_trainlog_destroy(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+void pipette_trainlog_reader_destroy(struct pipette_trainlog_reader *r)
+{
+	if (!r)
+		return;
+	free(r->c.raw);
+	free(r->c.slot);
+	free(r->c.mem);
+	free(r->name);
+	free(r->line);
+	free(r->part);
+	free(r);
 }
 
 void pipette_trainlog_destroy(struct pipette_trainlog *l)

@@ -89,9 +89,11 @@ struct pipette_trainlog_steady {
 #define PIPETTE_TRAINLOG_MAX_BYTES (256L << 20)
 #define PIPETTE_TRAINLOG_MAX_STEPS 1000000L
 #define PIPETTE_TRAINLOG_MAX_MEM 65536
-/* Bytes of one line looked at; the plausible ranges of the numbers read
+/* Characters of one line looked at (after its ANSI escapes are dropped),
+ * and the raw bytes of one line read (trainlog.c); the plausible ranges of the numbers read
  * (their sources are in trainlog.c). */
 #define PIPETTE_TRAINLOG_MAX_LINE 65536
+#define PIPETTE_TRAINLOG_LINE_READ (4 * PIPETTE_TRAINLOG_MAX_LINE)
 #define PIPETTE_TRAINLOG_MIN_STEP_S 1e-4
 #define PIPETTE_TRAINLOG_MAX_STEP_S 86400.0
 #define PIPETTE_TRAINLOG_MAX_GIB 4096.0
@@ -114,6 +116,27 @@ int pipette_trainlog_parse(const char *buf, size_t len, const char *name,
 			   enum pipette_stack_id stack, struct pipette_trainlog **out,
 			   struct pipette_err *err);
 void pipette_trainlog_destroy(struct pipette_trainlog *l);
+
+/* A log read as it grows (pipette trial follows a running job's log, which
+ * may grow past PIPETTE_TRAINLOG_MAX_BYTES): its bytes are fed as they
+ * come, in pieces of any size, and taken at any time, which gives what
+ * pipette_trainlog_parse gives for the complete lines fed so far (their
+ * SHA-256 included); a last line without its newline waits for it.  The
+ * log's size has no bound: what is kept is the steps and memory reports
+ * (at most PIPETTE_TRAINLOG_MAX_STEPS and PIPETTE_TRAINLOG_MAX_MEM) and
+ * the first PIPETTE_TRAINLOG_LINE_READ bytes of the line not yet ended.
+ * After an error in a line, feed and take return that error again.
+ * `name` is what error messages call the log (copied). */
+struct pipette_trainlog_reader;
+int pipette_trainlog_reader_create(const char *name, enum pipette_stack_id stack,
+				   struct pipette_trainlog_reader **out, struct pipette_err *err);
+int pipette_trainlog_reader_feed(struct pipette_trainlog_reader *r, const char *buf, size_t len,
+				 struct pipette_err *err);
+/* The log so far (*out allocated: pipette_trainlog_destroy), or -1 as
+ * pipette_trainlog_parse: no step yet is an error. */
+int pipette_trainlog_reader_take(struct pipette_trainlog_reader *r, struct pipette_trainlog **out,
+				 struct pipette_err *err);
+void pipette_trainlog_reader_destroy(struct pipette_trainlog_reader *r);
 
 /* The steady-state step time, skipping `warmup` steps (< 0: the default,
  * documented in trainlog.c with its source).  -1 when no step is left. */

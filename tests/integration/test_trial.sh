@@ -128,6 +128,22 @@ assert_rc 0 "trial (torchtitan) finds a winner"
 echo "$OUT"
 assert_match "winner: trial 2, plan ${H[1]}" "$OUT" "torchtitan: the measured fastest wins"
 
+# --- a log past 256 MiB (the whole-file parsers' bound) ----------------------------
+# 24 MiB of NCCL lines before each report: the 11th and 12th reports, which
+# the trial needs for its 10 steady steps, come after 256 MiB.  The trial
+# reads the log as it grows, each byte once (before: it read the whole log
+# at each look, and past 256 MiB not at all: the trial "hung").
+REQ=(--model llama3-8b --gpu h100 --global-batch 64 --seq-len 2048)
+mapfile -t H < <(dry_hashes --k 1)
+printf '%s noisy\n' "${H[0]}" >"$T_TMP/factors"
+trial noisy --k 1 --time 60 -- "$TRAINER" megatron "$T_TMP/factors" 2048
+assert_rc 0 "trial with a log past 256 MiB finds a winner"
+assert_match " 1 .*"$'\n'"      measured, 1[0-9] steady steps" "$OUT" "... having measured its 10 steps"
+size=$(stat -c %s "$T_TMP"/noisy.d/trial-*.log 2>/dev/null | sort -n | tail -n 1)
+if [ "${size:-0}" -gt $((256 << 20)) ]; then pass "... from a log of $((size >> 20)) MiB"
+else fail "the trial's log passed 256 MiB" "${size:-no log}"; fi
+rm -rf "$T_TMP/noisy.d"
+
 # --- out of memory, a crash and a hang are recorded and skipped --------------------
 REQ=(--model llama3-8b --gpu h100 --global-batch 64 --seq-len 2048)
 mapfile -t H < <(dry_hashes --k 4)

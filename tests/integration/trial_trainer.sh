@@ -7,7 +7,10 @@
 # trial stops it.  Its step time is the plan's prediction
 # (PIPETTE_PREDICTED_ITER_S, which the plugin exported) times a factor the
 # model cannot know, looked up by the plan's hash in TABLE ("HASH FACTOR",
-# or "HASH oom|crash|hang": the trial must record and skip those).
+# or "HASH oom|crash|hang": the trial must record and skip those; or
+# "HASH noisy": factor 1, and 24 MiB of other lines before each step
+# report, as NCCL_DEBUG=INFO prints, so that the log passes 256 MiB by
+# the 11th report).
 set -u
 fmt=$1 table=$2 seq=$3
 [ "${SLURM_PROCID:-0}" = 0 ] || exit 0
@@ -23,12 +26,16 @@ crash)
     exit 3 ;;
 hang)
     exec sleep 600 ;;
+noisy)
+    noise=$((24 << 20)) what=1.0 ;;
 esac
 world=$((PIPETTE_TP * PIPETTE_PP * PIPETTE_DP * PIPETTE_CP))
 tokens=$((PIPETTE_GLOBAL_BATCH * seq))
 gb=$PIPETTE_GLOBAL_BATCH
 total=$((PIPETTE_TRIAL_STEPS * 4))
 for ((i = 1; i <= total; i++)); do
+    [ -n "${noise-}" ] &&
+        yes 'node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read' | head -c "$noise"
     # the first step slow, as warm-up is; then +-0.4% of jitter
     step_s=$(awk -v t="$PIPETTE_PREDICTED_ITER_S" -v f="$what" -v i="$i" \
         'BEGIN { printf "%.6f", t * f * (i == 1 ? 3 : 1 + 0.002 * ((i * 7) % 5 - 2)) }')

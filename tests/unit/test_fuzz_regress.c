@@ -79,6 +79,37 @@ static void bwcache_fixed_point(const struct pipette_bwcache *bw, const char *pa
 	pipette_bwcache_destroy(again);
 }
 
+/* As in fuzz_trainlog.c: the reader of a growing log, fed the text in
+ * pieces of 7 bytes (and a newline after a last line without one), gives
+ * the parse's rc and error, or as many steps, memory reports and runs. */
+static void replay_reader(const char *text, size_t len, const char *path,
+			  enum pipette_stack_id stack, int rc, const struct pipette_err *perr,
+			  const struct pipette_trainlog *want)
+{
+	struct pipette_err err = { .msg = "" };
+	struct pipette_trainlog_reader *r = NULL;
+	struct pipette_trainlog *l = NULL;
+	size_t i;
+	int got = pipette_trainlog_reader_create(path, stack, &r, &err);
+
+	ck_assert_msg(got == 0, "%s: %s", path, err.msg);
+	for (i = 0; i < len && got == 0; i += 7)
+		got = pipette_trainlog_reader_feed(r, text + i, len - i < 7 ? len - i : 7, &err);
+	if (got == 0 && len && text[len - 1] != '\n')
+		got = pipette_trainlog_reader_feed(r, "\n", 1, &err);
+	if (got == 0)
+		got = pipette_trainlog_reader_take(r, &l, &err);
+	ck_assert_msg(got == rc, "%s: reader %d (%s), parse %d (%s)", path, got, err.msg, rc,
+		      perr->msg);
+	if (rc)
+		ck_assert_str_eq(err.msg, perr->msg);
+	else
+		ck_assert_msg(l->nsteps == want->nsteps && l->nmem == want->nmem &&
+			      l->nruns == want->nruns, "%s: the reader's log differs", path);
+	pipette_trainlog_destroy(l);
+	pipette_trainlog_reader_destroy(r);
+}
+
 /* As in fuzz_trainlog.c: the log as each stack's; what parses has steps
  * whose steady state is ordered where it exists. */
 static void replay_trainlog(const char *text, size_t len, const char *path)
@@ -96,6 +127,7 @@ static void replay_trainlog(const char *text, size_t len, const char *path)
 		int rc = pipette_trainlog_parse(text, len, path, stacks[k], &l, &err);
 
 		expect_clean(rc, &err, path);
+		replay_reader(text, len, path, stacks[k], rc, &err, l);
 		if (rc)
 			continue;
 		ck_assert_msg(l->nsteps >= 1, "%s: a log without steps", path);

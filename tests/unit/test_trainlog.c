@@ -704,6 +704,228 @@ START_TEST(test_steady_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A log read as it grows (pipette_trainlog_reader)                    */
+
+static char *slurp(const char *name, size_t *len)
+{
+	char path[512];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", LOGS, name);
+	f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "%s", path);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Field by field: the structs' padding is not the parser's. */
+static void same_log(const struct pipette_trainlog *a, const struct pipette_trainlog *b)
+{
+	long i;
+	int k;
+
+	ck_assert_int_eq(a->stack, b->stack);
+	ck_assert_mem_eq(a->sha256, b->sha256, PIPETTE_SHA256_LEN);
+	ck_assert_mem_eq(&a->stated, &b->stated, sizeof(a->stated));
+	ck_assert_int_eq(a->nsteps, b->nsteps);
+	for (i = 0; i < a->nsteps; i++) {
+		const struct pipette_trainlog_step *x = &a->steps[i], *y = &b->steps[i];
+
+		ck_assert_int_eq(x->iteration, y->iteration);
+		ck_assert_double_eq(x->step_s, y->step_s);
+		ck_assert_double_eq(x->tokens_per_s, y->tokens_per_s);
+		ck_assert_int_eq(x->first, y->first);
+		ck_assert_int_eq(x->run, y->run);
+		ck_assert_int_eq(x->line, y->line);
+	}
+	ck_assert_int_eq(a->nmem, b->nmem);
+	for (k = 0; k < a->nmem; k++) {
+		const struct pipette_trainlog_mem *x = &a->mem[k], *y = &b->mem[k];
+
+		ck_assert_int_eq(x->rank, y->rank);
+		ck_assert_int_eq(x->stage, y->stage);
+		ck_assert_double_eq(x->allocated_gib, y->allocated_gib);
+		ck_assert_double_eq(x->reserved_gib, y->reserved_gib);
+		ck_assert_int_eq(x->local_rank, y->local_rank);
+	}
+	ck_assert_int_eq(a->nruns, b->nruns);
+	ck_assert_double_eq(a->tokens_per_step, b->tokens_per_step);
+	ck_assert_int_eq(a->world_size, b->world_size);
+	ck_assert_int_eq(a->step_rank, b->step_rank);
+}
+
+/* Feed buf[len] to a reader in pieces of `piece` bytes; take it.  The rc
+ * of the first failing call (or of take), and the log or the error. */
+static int feed_all(const char *buf, size_t len, size_t piece, enum pipette_stack_id stack,
+		    struct pipette_trainlog **l, struct pipette_err *err)
+{
+	struct pipette_trainlog_reader *r;
+	size_t i, n;
+	int rc = 0;
+
+	ck_assert_int_eq(pipette_trainlog_reader_create("t.log", stack, &r, err), 0);
+	for (i = 0; i < len && rc == 0; i += n) {
+		n = len - i < piece ? len - i : piece;
+		rc = pipette_trainlog_reader_feed(r, buf + i, n, err);
+	}
+	if (rc == 0)
+		rc = pipette_trainlog_reader_take(r, l, err);
+	pipette_trainlog_reader_destroy(r);
+	return rc;
+}
+
+/* Every fixture, fed in pieces of 1, 3, 64 and 4096 bytes and whole,
+ * reads as the whole text parsed: the same steps, memory, runs, stated
+ * configuration and SHA-256, or the same error. */
+START_TEST(test_reader_pieces)
+{
+	static const struct {
+		const char *name;
+		enum pipette_stack_id stack;
+	} fx[] = {
+		{ "megatron.log", PIPETTE_STACK_MEGATRON },
+		{ "megatron-2022.log", PIPETTE_STACK_MEGATRON_2022 },
+		{ "megatron-zb.log", PIPETTE_STACK_MEGATRON_ZB },
+		{ "megatron-broken.log", PIPETTE_STACK_MEGATRON },
+		{ "nemo.log", PIPETTE_STACK_NEMO },
+		{ "nemo-delta.log", PIPETTE_STACK_NEMO },
+		{ "nemo-broken.log", PIPETTE_STACK_NEMO },
+		{ "torchtitan.log", PIPETTE_STACK_TORCHTITAN },
+		{ "torchtitan-2024.log", PIPETTE_STACK_TORCHTITAN },
+		{ "torchtitan-broken.log", PIPETTE_STACK_TORCHTITAN },
+	};
+	static const size_t pieces[] = { 1, 3, 64, 4096, (size_t)-1 };
+	size_t f, p, len;
+
+	for (f = 0; f < sizeof(fx) / sizeof(fx[0]); f++) {
+		char *buf = slurp(fx[f].name, &len);
+		struct pipette_err e1 = { .msg = "" }, e2 = { .msg = "" };
+		struct pipette_trainlog *want = NULL, *got = NULL;
+		int rc = pipette_trainlog_parse(buf, len, "t.log", fx[f].stack, &want, &e1);
+
+		ck_assert_msg(len > 0 && buf[len - 1] == '\n', "%s ends with a newline", fx[f].name);
+		for (p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+			ck_assert_msg(feed_all(buf, len, pieces[p], fx[f].stack, &got, &e2) == rc,
+				      "%s in pieces of %zu: %s", fx[f].name, pieces[p], e2.msg);
+			if (rc == 0)
+				same_log(want, got);
+			else
+				ck_assert_str_eq(e2.msg, e1.msg);
+			pipette_trainlog_destroy(got);
+			got = NULL;
+		}
+		pipette_trainlog_destroy(want);
+		free(buf);
+	}
+}
+END_TEST
+
+/* A line counts when its newline comes; a report line longer than the
+ * bytes a line may have is refused in pieces as whole; after an error,
+ * feed and take say it again. */
+START_TEST(test_reader_lines)
+{
+	static const char step[] = " iteration 10/ 20 | elapsed time per iteration (ms): 7 |";
+	size_t n = PIPETTE_TRAINLOG_LINE_READ + 10;
+	char *big = malloc(n + sizeof(step) + 2);
+	struct pipette_trainlog_reader *r;
+	struct pipette_trainlog *l = NULL;
+	struct pipette_err err = { .msg = "" }, e1 = { .msg = "" };
+
+	ck_assert_int_eq(pipette_trainlog_reader_create("t.log", PIPETTE_STACK_MEGATRON, &r, &err),
+			 0);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, step, strlen(step), &err), 0);
+	ck_assert_int_eq(pipette_trainlog_reader_take(r, &l, &err), -1);
+	ck_assert_ptr_null(l);
+	ck_assert_msg(strstr(err.msg, "t.log: line 0: step report: the log ends without") != NULL,
+		      "%s", err.msg);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, "\n", 1, &err), 0);
+	ck_assert_int_eq(pipette_trainlog_reader_take(r, &l, &err), 0);
+	ck_assert_int_eq(l->nsteps, 1);
+	ck_assert_double_eq_tol(l->steps[0].step_s, 0.007, TOL);
+	pipette_trainlog_destroy(l);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, step, 30, &err), 0);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, "x ms): 8 |\n", 11, &err), -1);
+	ck_assert_str_eq(err.msg, "t.log: line 2: elapsed time per iteration (ms): missing from the "
+			 "iteration report");
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, "\n", 1, &err), -1);
+	ck_assert_str_eq(err.msg, "t.log: line 2: elapsed time per iteration (ms): missing from the "
+			 "iteration report");
+	ck_assert_int_eq(pipette_trainlog_reader_take(r, &l, &err), -1);
+	pipette_trainlog_destroy(l);
+	pipette_trainlog_reader_destroy(r);
+
+	/* A line of more than LINE_READ bytes: noise is skipped, a report
+	 * refused, in pieces as whole. */
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', n);
+	snprintf(big + n, sizeof(step) + 2, "\n%s\n", step);
+	ck_assert_int_eq(feed_all(big, strlen(big), 4096, PIPETTE_STACK_MEGATRON, &l, &err), 0);
+	ck_assert_int_eq(l->steps[0].line, 2);
+	pipette_trainlog_destroy(l);
+	memcpy(big, step, strlen(step));
+	ck_assert_int_eq(pipette_trainlog_parse(big, strlen(big), "t.log", PIPETTE_STACK_MEGATRON,
+						&l, &e1), -1);
+	ck_assert_str_eq(e1.msg, "t.log: line 1: iteration report: the line is longer than the "
+			 "65536 bytes a report may have");
+	ck_assert_int_eq(feed_all(big, strlen(big), 4096, PIPETTE_STACK_MEGATRON, &l, &err), -1);
+	ck_assert_str_eq(err.msg, e1.msg);
+	ck_assert_int_eq(feed_all(big, strlen(big), 1 << 20, PIPETTE_STACK_MEGATRON, &l, &err), -1);
+	ck_assert_str_eq(err.msg, e1.msg);
+	free(big);
+}
+END_TEST
+
+/* A log past PIPETTE_TRAINLOG_MAX_BYTES, which pipette_trainlog_parse
+ * refuses: megatron.log's 9 reports, 257 MiB of other lines (4 KiB
+ * each, as NCCL_DEBUG=INFO or a chatty data loader would print), and the
+ * reports again (a second run: the iterations fall back).  The reader
+ * keeps both runs' 18 steps. */
+START_TEST(test_reader_past_limit)
+{
+	const size_t mib = 1 << 20, line = 4096;
+	size_t len, i, total = 0;
+	char *log = slurp("megatron.log", &len), *noise = malloc(mib);
+	struct pipette_trainlog_reader *r;
+	struct pipette_trainlog *l = NULL;
+	struct pipette_err err = { .msg = "" };
+
+	ck_assert_ptr_nonnull(noise);
+	memset(noise, 'n', mib);
+	for (i = line - 1; i < mib; i += line)
+		noise[i] = '\n';
+	ck_assert_int_eq(pipette_trainlog_reader_create("big.log", PIPETTE_STACK_MEGATRON, &r,
+							&err), 0);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, log, len, &err), 0);
+	for (i = 0; total <= (size_t)PIPETTE_TRAINLOG_MAX_BYTES; i++, total += mib)
+		ck_assert_int_eq(pipette_trainlog_reader_feed(r, noise, mib, &err), 0);
+	ck_assert_int_eq(pipette_trainlog_reader_feed(r, log, len, &err), 0);
+	ck_assert_uint_gt(total + 2 * len, (size_t)PIPETTE_TRAINLOG_MAX_BYTES);
+	ck_assert_msg(pipette_trainlog_reader_take(r, &l, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(l->nsteps, 18);
+	ck_assert_int_eq(l->nruns, 2);
+	ck_assert_int_eq(l->steps[9].run, 1);
+	ck_assert_int_eq(l->steps[9].iteration, l->steps[0].iteration);
+	/* megatron.log's 49 lines, the noise's, its last report on line 48 */
+	ck_assert_int_eq(l->steps[17].line, 49 + (long)(total / line) + 48);
+	pipette_trainlog_destroy(l);
+	pipette_trainlog_reader_destroy(r);
+	free(noise);
+	free(log);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trainlog");
@@ -728,6 +950,9 @@ int main(void)
 	tcase_add_test(tc, test_line_shapes);
 	tcase_add_test(tc, test_too_many_ranks);
 	tcase_add_test(tc, test_steady_errors);
+	tcase_add_test(tc, test_reader_pieces);
+	tcase_add_test(tc, test_reader_lines);
+	tcase_add_test(tc, test_reader_past_limit);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
