@@ -238,7 +238,7 @@ static void fsdp_state(const struct pipette_model *m, const struct pipette_confi
 	else
 		work = P;
 	out->params_bytes = st->shard_param_bytes * sharded + st->gather_bytes * work;
-	out->grads_bytes = 4.0 * sharded;
+	out->grads_bytes = st->shard_grad_bytes * sharded;
 	if (N > 1 || c->dp > 1) {
 		if (c->pp == 1 && (sync_each || pipette_config_microbatches(c) == 1))
 			out->grads_bytes += (st->gather_bytes +
@@ -246,6 +246,42 @@ static void fsdp_state(const struct pipette_model *m, const struct pipette_confi
 		else
 			out->grads_bytes += st->reduce_bytes * P;
 	}
+	out->optimizer_bytes = st->optim_bytes * sharded;
+}
+
+/* Megatron-FSDP (the stack's mfsdp fact) on the one stage of P
+ * parameters, X of them routed experts, whose largest transformer layer
+ * has P_l, sharded over N = dp x cp (experts over their expert-data-
+ * parallel ranks, N_x), as its buffers lay them out (NVIDIA/Megatron-LM
+ * @d98e8a64 megatron/core/distributed/fsdp/src/megatron_fsdp/
+ * param_and_grad_buffer.py:2630-2790; docs/user-guide/features/
+ * megatron_fsdp.md:351-429):
+ *   parameters  per sharded parameter the fp32 main weight and the shard
+ *               of the compute weight (held bytes: BF16 2, FP8 1, MXFP8's
+ *               two layouts 2); two transformer layers gathered in the
+ *               double buffer's persistent pair (fsdp_double_buffer, the
+ *               FSDP units being TransformerLayer, mcore_fsdp_adapter.py
+ *               :163-173); the embedding and the output layer, which are
+ *               no units, gathered throughout in BF16 ("non-unit modules
+ *               remain persistently un-sharded", megatron_fsdp.md:391-399);
+ *   gradients   the BF16 main-gradient shards, the double buffer's two
+ *               layers of unsharded BF16 gradients being reduced, and the
+ *               non-unit modules' whole gradients;
+ *   optimizer   optim_bytes (Adam's two fp32 moments) per sharded
+ *               parameter. */
+static void mfsdp_state(const struct pipette_model *m, const struct pipette_config *c,
+			struct pipette_stage_memory *out)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double P = out->stage_params, X = out->expert_params, Pl = out->layer_params;
+	double N = pipette_config_shard_group(c), emb = pipette_model_embedding_params(m) / c->tp;
+	double Nx = fmax(1.0, (double)c->dp * c->cp * c->tp / ((double)c->ep * c->etp));
+	double sharded = (P - X) / N + X / Nx, hb = pipette_stack_held_bytes(st, c->precision);
+	double nonunit = emb + (m->tied_embeddings ? 0 : emb);
+
+	out->params_bytes = (st->shard_param_bytes + hb) * sharded + hb * 2.0 * Pl +
+			    BYTES_PARAM * nonunit;
+	out->grads_bytes = st->shard_grad_bytes * sharded + st->reduce_bytes * (2.0 * Pl + nonunit);
 	out->optimizer_bytes = st->optim_bytes * sharded;
 }
 
@@ -431,6 +467,14 @@ static double stage_layer_activations(const struct pipette_model *m,
 	return act;
 }
 
+double pipette_memory_offloaded_activations(const struct pipette_model *m,
+					    const struct pipette_config *c)
+{
+	int k = pipette_config_stack(c)->offload_layers;
+
+	return k > 0 && k < m->layers ? stage_layer_activations(m, c, 0, k) : 0;
+}
+
 /* Full recomputation's backward recomputes one layer at a time: the
  * largest layer's activations for one micro-batch, as the stack keeps
  * them while recomputing.  A layer's figure depends on it only through
@@ -508,7 +552,9 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 	stage_params(m, c, stage, &dense, &expert);
 	out->stage_params = dense + expert;
 	out->expert_params = expert;
-	if (pipette_config_fsdp(c)) {
+	if (st->mfsdp) {
+		mfsdp_state(m, c, out);
+	} else if (pipette_config_fsdp(c)) {
 		fsdp_state(m, c, stage, out);
 	} else {
 		out->params_bytes = BYTES_PARAM * (dense + expert) +
@@ -523,7 +569,18 @@ void pipette_memory_stage(const struct pipette_model *m, const struct pipette_gp
 	if (c->schedule == PIPETTE_SCHED_DUALPIPE)
 		out->params_bytes *= 2;
 
-	act = stage_layer_activations(m, c, first, n);
+	/* CPU offloading: of the stage's n layers (the model's: no pipeline),
+	 * at most n - N sets of activations are on the GPU at any time
+	 * (Transformer Engine's default schedule: NVIDIA/TransformerEngine
+	 * @d0067d0d docs/features/other_optimizations/cpu_offloading/
+	 * cpu_offloading.rst:138-149), the last layers' */
+	if (st->offload_layers > 0 && st->offload_layers < n) {
+		act = stage_layer_activations(m, c, first + st->offload_layers,
+					      n - st->offload_layers);
+		out->offloaded_bytes = inflight * pipette_memory_offloaded_activations(m, c);
+	} else {
+		act = stage_layer_activations(m, c, first, n);
+	}
 	act *= inflight;
 	if (c->recompute == PIPETTE_RECOMPUTE_FULL)
 		act += worst_recomputed_layer(m, c, first, n);

@@ -40,6 +40,7 @@ struct pipette_stage_memory {
 	double stage_params;	/* parameters this GPU holds unsharded (after TP/EP) */
 	double expert_params;	/* of them, the routed experts' */
 	double layer_params;	/* of them, the largest transformer layer's */
+	double offloaded_bytes;	/* activations in host memory (CPU offloading), not counted */
 	double total_bytes;
 };
 
@@ -57,6 +58,12 @@ struct pipette_memory {
  * GPU, as stored for the backward pass (before the in-flight factor). */
 double pipette_memory_layer_activations(const struct pipette_model *m,
 					const struct pipette_config *c, int layer);
+
+/* CPU activation offloading (the stack's offload_layers, N): what the
+ * first N layers of the (only) stage save for one micro-batch, the bytes
+ * that go to host memory and come back. */
+double pipette_memory_offloaded_activations(const struct pipette_model *m,
+					    const struct pipette_config *c);
 
 /* Routed token copies the busiest EP rank holds per token of its own:
  * topk, times the load imbalance (dropless) or the capacity factor. */

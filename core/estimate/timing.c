@@ -1799,6 +1799,7 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 	double Pl = n > 0 ? sm->stage_params / n : sm->stage_params;
 	double f_l = n > 0 ? st->lf / n : st->lf, b_l = n > 0 ? st->lb / n : st->lb;
 	double ag, rs, ar = 0, red, agb, mb = (double)pipette_config_microbatches(c);
+	double gb = pipette_stack_gather_bytes(sk, c->precision);
 	int always = c->reshard == PIPETTE_RESHARD_ALWAYS, piped = c->pp > 1;
 	int sync_mb = !piped && sk->sync_each_mb;
 	struct group_links sh, rp;
@@ -1806,8 +1807,8 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 	memset(fc, 0, sizeof(*fc));
 	if (n < 1)
 		n = 1;
-	worst_group(t, pl, c, s, G_SHARD, COLL_AG, sk->gather_bytes * Pl, &sh);
-	ag = coll_time(COLL_AG, &sh, sk->gather_bytes * Pl);
+	worst_group(t, pl, c, s, G_SHARD, COLL_AG, gb * Pl, &sh);
+	ag = coll_time(COLL_AG, &sh, gb * Pl);
 	rs = coll_time(COLL_AG, &sh, sk->reduce_bytes * Pl);
 	if (R > 1) {
 		worst_group(t, pl, c, s, G_REPL, COLL_AR, sk->reduce_bytes * Pl / N, &rp);
@@ -1829,6 +1830,59 @@ static void stage_fsdp(struct pipette_timer *t, const struct placement *pl,
 		fc->once += n * (fmax(0, agb + red - b_l) - fmax(0, agb - b_l)) + red;
 	fc->total = mb * n * ((piped ? 0 : ag) + agb + (sync_mb ? red : 0)) +
 		    (piped ? n * ag : 0) + (sync_mb ? 0 : n * red);
+}
+
+/* CPU activation offloading (the stack's offload_layers, k of the stage's
+ * n layers) for one micro-batch, as Transformer Engine schedules it by
+ * default (NVIDIA/TransformerEngine @d0067d0d docs/features/
+ * other_optimizations/cpu_offloading/cpu_offloading.rst:138-164): the
+ * first k layers' activations are copied to the host, one layer after the
+ * other, from when the layer saves them (its forward's start), and back in
+ * reverse order for backward; at most n - k sets are on the GPU, so layer
+ * j's forward waits until layer j - (n - k)'s copy is done, a reload waits
+ * for the backward that frees its set (layer i's, for layer i + n - k),
+ * and a layer's backward waits for its reload.  f and b are a layer's
+ * forward and backward, x one layer's copy over the host link.  Returns
+ * the time the forward and the backward take beyond n f and n b. */
+static void offload_exposed(int n, int k, double f, double b, double x, double *xf, double *xb)
+{
+	double t = 0, start, r = 0, *done, *bend;
+	int K = n - k, j;
+
+	*xf = *xb = 0;
+	if (k < 1 || K < 1)
+		return;
+	done = calloc((size_t)n + 1, sizeof(*done));
+	bend = calloc((size_t)n + 2, sizeof(*bend));
+	if (!done || !bend) {	/* no room to schedule: every copy exposed */
+		free(done);
+		free(bend);
+		*xf = *xb = k * x;
+		return;
+	}
+	for (j = 1; j <= n; j++) {		/* forward; done[i]: layer i on the host */
+		start = t;
+		if (j - K >= 1 && j - K <= k)
+			start = fmax(start, done[j - K]);
+		if (j <= k)
+			done[j] = fmax(j > 1 ? done[j - 1] : 0, start) + x;
+		t = start + f;
+	}
+	*xf = t - n * f;
+	bend[n + 1] = t;
+	for (j = n; j >= 1; j--) {		/* backward; r: the last reload done */
+		start = bend[j + 1];
+		if (j <= k) {
+			/* layer j's reload: after the one before it, its own
+			 * copy out and the backward that frees a set */
+			r = fmax(fmax(j < k ? r : done[k], done[j]), bend[j + K]) + x;
+			start = fmax(start, r);
+		}
+		bend[j] = start + b;
+	}
+	*xb = bend[1] - t - n * b;
+	free(done);
+	free(bend);
 }
 
 /* The optimizer step of a stage: memory-bound over its local share of the
@@ -2012,6 +2066,25 @@ struct stages_sum {
 	double dp_exposed, in_pipe_dp;
 };
 
+/* The offloading's exposure added to stage s's forward and backward of
+ * one micro-batch (offload_exposed), over the GPU's host link (hardware.h
+ * host_gbps, one direction; a copy moves at the link's nominal rate);
+ * out->offload_exposed_s: the iteration's. */
+static void stage_offload(const struct pipette_model *m, const struct pipette_gpu_spec *gpu,
+			  const struct pipette_config *c, int s, struct stage_times *st,
+			  struct pipette_time *out)
+{
+	int n = pipette_config_stage_layers(m, c, s), k = pipette_config_stack(c)->offload_layers;
+	double xf, xb, a = pipette_memory_offloaded_activations(m, c) / k;
+
+	if (n < 1 || !(gpu->host_gbps > 0))
+		return;
+	offload_exposed(n, k, st->lf / n, st->lb / n, a / (gpu->host_gbps * 1e9), &xf, &xb);
+	st->f += xf;
+	st->b += xb;
+	out->offload_exposed_s = (xf + xb) * (double)pipette_config_microbatches(c);
+}
+
 /* Every stage's times, DP and optimizer step; the busiest stage's into
  * out.  For a bound (pipette_time_bound) only the stage times. */
 static void stages_times(struct pipette_timer *t, const struct placement *pl,
@@ -2040,6 +2113,8 @@ static void stages_times(struct pipette_timer *t, const struct placement *pl,
 			st.b += fc.b;
 			st.dpc = fc.f + fc.b;
 		}
+		if (pipette_config_stack(c)->offload_layers > 0)
+			stage_offload(m, gpu, c, s, &st, out);
 		stage_chunks(t, m, gpu, c, s, pm, &st);
 		if ((st.f + st.b + st.w) * mb > best_busy) {
 			best_busy = (st.f + st.b + st.w) * mb;

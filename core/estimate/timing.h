@@ -37,6 +37,9 @@ struct pipette_time {
 	double dp_comm_s;	/* gradient reduction (+ parameter gather) */
 	double dp_exposed_s;
 	double embed_sync_s;	/* tied embedding gradient all-reduce */
+	/* CPU activation offloading: what the copies over the host link add
+	 * to the iteration, inside compute_s (0: no offloading) */
+	double offload_exposed_s;
 	double optimizer_s;
 	double exposed_comm_s;	/* all communication not hidden by compute */
 	double makespan_s;	/* the simulated pipeline */

@@ -228,6 +228,59 @@ static int check_schedule(const struct pipette_config *c, struct pipette_err *er
 	return 0;
 }
 
+/* Megatron-FSDP as pipette prices it (stack.c option_mfsdp): its
+ * optim_grads_params strategy shards over every data-parallel rank (HSDP
+ * needs --num-distributed-optimizer-instances, which the launch does not
+ * write), reshards after forward (megatron_fsdp.md:391-393), runs without
+ * the distributed optimizer of the non-FSDP path, and without a pipeline,
+ * as every Megatron-Bridge recipe that uses it (perf_recipes/llama/
+ * {b200,b300,gb200,gb300}/llama3*.py: pipeline_model_parallel_size 1).
+ * Its double buffer refuses the EP all-to-all overlap (NVIDIA/Megatron-LM
+ * @d98e8a64 megatron/core/distributed/fsdp/mcore_fsdp_adapter.py:177-181). */
+static int check_mfsdp(const struct pipette_config *c, struct pipette_err *err)
+{
+	if (c->pp > 1)
+		return pipette_fail(err, "--pp %d: pipette prices Megatron-FSDP (megatron_fsdp=on) "
+				    "without a pipeline, as Megatron-Bridge's recipes run it", c->pp);
+	if (c->dp_shard != c->dp)
+		return pipette_fail(err, "--dp-shard %d: Megatron-FSDP shards over all %d "
+				    "data-parallel ranks", c->dp_shard, c->dp);
+	if (c->reshard != PIPETTE_RESHARD_ALWAYS)
+		return pipette_fail(err, "reshard never: Megatron-FSDP reshards each layer after "
+				    "forward");
+	if (c->distributed_optimizer)
+		return pipette_fail(err, "--distributed-optimizer: Megatron-FSDP (megatron_fsdp=on) "
+				    "shards the optimizer itself");
+	if (c->moe.ep_overlap)
+		return pipette_fail(err, "--ep-overlap: Megatron-FSDP's double buffer refuses the EP "
+				    "all-to-all overlap");
+	return 0;
+}
+
+/* CPU activation offloading (the stack's offload_layers) as Megatron-Core
+ * validates it: fewer layers than the model's, no pipeline, no
+ * recomputation (NVIDIA/Megatron-LM @d98e8a64 megatron/core/transformer/
+ * transformer_config.py:1884-1899). */
+static int check_offload(const struct pipette_model *m, const struct pipette_config *c,
+			 struct pipette_err *err)
+{
+	int n = pipette_config_stack(c)->offload_layers;
+
+	if (!n)
+		return 0;
+	if (n >= m->layers)
+		return pipette_fail(err, "--stack-option cpu_offload=%d: Megatron-Core offloads fewer "
+				    "layers than the model's %d", n, m->layers);
+	if (c->pp > 1)
+		return pipette_fail(err, "--pp %d: Megatron-Core's CPU offloading "
+				    "(cpu_offload=%d) runs without a pipeline", c->pp, n);
+	if (c->recompute != PIPETTE_RECOMPUTE_NONE)
+		return pipette_fail(err, "--recompute %s: Megatron-Core's CPU offloading "
+				    "(cpu_offload=%d) refuses recomputation",
+				    pipette_recompute_name(c->recompute), n);
+	return 0;
+}
+
 /* FSDP and layer-wise recomputation exist only in the stacks that run them. */
 static int check_sharding(const struct pipette_config *c, struct pipette_err *err)
 {
@@ -247,6 +300,8 @@ static int check_sharding(const struct pipette_config *c, struct pipette_err *er
 				    "that checkpoints every k-th layer (torchtitan)", c->recompute_every);
 	if (st->data_parallel_only && (c->tp > 1 || c->pp > 1 || c->cp > 1 || c->ep > 1))
 		return pipette_fail(err, "the %s stack runs data parallelism only", st->name);
+	if (st->mfsdp)
+		return check_mfsdp(c, err);
 	/* torchtitan's Trainer: a micro-batch's tokens divide by TP (sequence
 	 * parallel) times 2 CP (load-balanced chunks), torchtitan.md §2 */
 	if (st->fsdp && ((long)c->micro_batch * c->seq_len) %
@@ -405,8 +460,8 @@ int pipette_config_check(const struct pipette_model *m,
 		return pipette_fail(err, "--global-batch %ld is not a multiple of "
 				    "dp %d x micro-batch %d", c->global_batch, c->dp,
 				    c->micro_batch);
-	if (check_schedule(c, err) || check_sharding(c, err) || check_moe(m, c, err) ||
-	    check_precision(m, c, err))
+	if (check_schedule(c, err) || check_sharding(c, err) || check_offload(m, c, err) ||
+	    check_moe(m, c, err) || check_precision(m, c, err))
 		return -1;
 	if (m->experts) {
 		if (m->experts % c->ep)

@@ -28,6 +28,7 @@ struct pipette_gpu_spec {
 	double hbm_gbps;	/* HBM bandwidth, GB/s */
 	double nvlink_gbps;	/* per-GPU NVLink bandwidth, one direction, GB/s */
 	double nic_gbps;	/* per-GPU network bandwidth, one direction, GB/s */
+	double host_gbps;	/* the GPU's link to host memory, one direction, GB/s */
 	double nvlink_lat_us;	/* per-hop latency of an intra-node transfer */
 	double nic_lat_us;	/* per-hop latency of an inter-node transfer */
 	int gpus_per_node;	/* typical HGX/DGX board */

@@ -284,6 +284,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.fsdp = 1, .prefetch_before_backward = 1,
 		.shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
 		.reduce_bytes = TT_REDUCE_BYTES, .sync_each_mb = TT_SYNC_EACH_MB,
+		.shard_grad_bytes = FSDP_SHARD_BYTES,
 		.selective_ops = 1, .layer_ac = 1, .sp_with_tp = 1,
 		.elementwise_factor = TT_EAGER_ELEMENTWISE, .attn_utilization = FA2_UTILIZATION,
 		.attn_measured = 1, .host_floor_s = TT_FLOOR_EAGER,
@@ -308,6 +309,7 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 		.fsdp = 1, .prefetch_before_backward = 0,
 		.shard_param_bytes = FSDP_SHARD_BYTES, .gather_bytes = FSDP_GATHER_BYTES,
 		.reduce_bytes = CF_REDUCE_BYTES, .sync_each_mb = CF_SYNC_EACH_MB,
+		.shard_grad_bytes = FSDP_SHARD_BYTES,
 		/* eager PyTorch, no torch.compile (composer-fsdp.md §1.3) */
 		.selective_ops = 0, .layer_ac = 0, .data_parallel_only = 1,
 		.elementwise_factor = TT_EAGER_ELEMENTWISE,
@@ -369,8 +371,8 @@ static const struct pipette_stack stacks[PIPETTE_STACK_COUNT] = {
 	 * or the flex dispatcher with DeepEP or HybridEP (scripts/performance/
 	 * argument_parser.py:869-878); the all-to-all overlap on request
 	 * (comm_overlap.overlap_moe_expert_parallel_comm).  Megatron-FSDP
-	 * (overrides.py:94-114) and CPU activation offloading (:163-173) exist
-	 * and are not priced. */
+	 * (overrides.py:94-114) and CPU activation offloading (:163-173) on
+	 * request: option_mfsdp and option_offload. */
 	[PIPETTE_STACK_MEGATRON_BRIDGE] = {
 		.id = PIPETTE_STACK_MEGATRON_BRIDGE, .name = "megatron-bridge",
 		.what = "Megatron-Bridge performance recipes (NeMo 25.11 on: bf16 gradients, "
@@ -431,6 +433,9 @@ static int on_off(const char *key, const char *v, int *out, struct pipette_err *
  * reduce-scatter dtype. */
 static int option_grad_reduce(struct pipette_stack *s, const char *v, struct pipette_err *err)
 {
+	if (s->mfsdp && strcmp(v, "bf16"))
+		return pipette_fail(err, "--stack-option grad_reduce=%.16s: under Megatron-FSDP "
+				    "(megatron_fsdp=on) gradients are kept and reduced in BF16", v);
 	if (!strcmp(v, "fp32"))
 		s->grad_bytes = 4;
 	else if (!strcmp(v, "bf16"))
@@ -457,28 +462,91 @@ static int option_grad_reduce(struct pipette_stack *s, const char *v, struct pip
 	return 0;
 }
 
-/* megatron_fsdp=on|off, cpu_offload=on|off: what Megatron-Bridge's run
- * script can turn on (--use_megatron_fsdp, -ol/--activation_offload_layers;
- * scripts/performance/utils/overrides.py:94-114, 163-173) but pipette's
- * memory and time models do not price: off is what they model, on is
- * refused in one line rather than planned as if it were not there. */
-static int option_unpriced(const struct pipette_stack *s, const char *key, const char *v,
-			   struct pipette_err *err)
-{
-	int b = 0, can = !strcmp(key, "megatron_fsdp") ? s->megatron_fsdp : s->cpu_offload;
+/* Megatron-FSDP as Megatron-Bridge's recipes run it (NVIDIA-NeMo/
+ * Megatron-Bridge @067f987d src/megatron/bridge/perf_recipes/llama/gb200/
+ * llama3.py:272-279: use_megatron_fsdp, data_parallel_sharding_strategy
+ * "optim_grads_params", fsdp_double_buffer; scripts/performance/utils/
+ * overrides.py:94-114), read in NVIDIA/Megatron-LM @d98e8a64:
+ *  - ZeRO-3: optimizer states, gradients and parameters sharded over the
+ *    data-parallel (and context-parallel) ranks, the gradients
+ *    reduce-scattered on every micro-batch, the next unit's parameters
+ *    prefetched before forward and before backward (docs/user-guide/
+ *    features/megatron_fsdp.md:385-402, 450-452);
+ *  - main weights fp32 (megatron_fsdp_main_params_dtype, core/distributed/
+ *    distributed_data_parallel_config.py:188), main gradients in the
+ *    compute weights' dtype, BF16 (main_grads_dtype None, :195-199; BF16
+ *    also for FP8 parameters, fsdp/src/megatron_fsdp/param_and_grad_buffer.py
+ *    :2313-2322), reduced in it (grad_comm_dtype None, :201-212);
+ *  - Adam's two fp32 moments beside the fp32 main weights (Megatron-Core's
+ *    distributed optimizer, which Megatron-FSDP v1 always uses:
+ *    Megatron-Bridge training/config.py:1079-1085).
+ * Not modelled: HSDP and Hybrid-FSDP (--num-distributed-optimizer-
+ * instances), which the recipes do not use. */
+#define MFSDP_MAIN_PARAM_BYTES 4.0
+#define MFSDP_GRAD_BYTES 2.0
 
-	if (on_off(key, v, &b, err))
+static int option_mfsdp(struct pipette_stack *s, const char *v, struct pipette_err *err)
+{
+	const struct pipette_stack *d = &stacks[s->id];
+	int b = 0;
+
+	if (on_off("megatron_fsdp", v, &b, err))
 		return -1;
-	if (b && !can)
-		return pipette_fail(err, "--stack-option %s=on: the %s stack's launch has no such "
-				    "setting", key, s->name);
-	if (b)
-		return pipette_fail(err, "--stack-option %s=on: pipette's memory and time models do "
-				    "not price %s; plan without it (%s runs the distributed optimizer "
-				    "with activations kept on the GPU)", key,
-				    !strcmp(key, "megatron_fsdp") ? "Megatron-FSDP"
-								   : "CPU activation offloading",
-				    s->name);
+	if (b && !s->megatron_fsdp)
+		return pipette_fail(err, "--stack-option megatron_fsdp=on: the %s stack's launch has "
+				    "no such setting (megatron-bridge has)", s->name);
+	if (b && s->grad_bytes != 2)
+		return pipette_fail(err, "--stack-option megatron_fsdp=on: Megatron-FSDP keeps and "
+				    "reduces gradients in BF16 as the recipes run it; drop grad_reduce=fp32");
+	if (b && s->wgrad_deferral_limit)
+		return pipette_fail(err, "--stack-option megatron_fsdp=on: Megatron-Bridge turns the "
+				    "deferred embedding wgrad off under Megatron-FSDP; drop wgrad_deferral");
+	s->fsdp = s->mfsdp = b;
+	s->prefetch_before_backward = b ? 1 : d->prefetch_before_backward;
+	s->shard_param_bytes = b ? MFSDP_MAIN_PARAM_BYTES : d->shard_param_bytes;
+	s->shard_grad_bytes = b ? MFSDP_GRAD_BYTES : d->shard_grad_bytes;
+	s->gather_bytes = b ? 2.0 : d->gather_bytes;
+	s->reduce_bytes = b ? MFSDP_GRAD_BYTES : d->reduce_bytes;
+	s->sync_each_mb = b ? 1 : d->sync_each_mb;
+	s->optim_bytes = b ? ADAM_MOMENTS : d->optim_bytes;
+	s->optim_needs_distopt = b ? 0 : d->optim_needs_distopt;
+	return 0;
+}
+
+/* cpu_offload=N (0 or off: none): Megatron-Core's cpu_offloading with
+ * cpu_offloading_num_layers N and activations only (Megatron-Bridge's -ol
+ * and the recipes: cpu_offloading_weights False, overrides.py:163-173),
+ * which Transformer Engine's get_cpu_offload_context runs (megatron/core/
+ * transformer/transformer_block.py:304-318); N below the model's layers,
+ * no pipeline, no recomputation (transformer_config.py:1884-1899: checked
+ * against the plan in inputs/config.c). */
+static int option_offload(struct pipette_stack *s, const char *v, struct pipette_err *err)
+{
+	long n = 0;
+
+	if (strcmp(v, "off") &&
+	    pipette_parse_long(v, 0, 4096, &n, "--stack-option cpu_offload (layers, or off)", err))
+		return -1;
+	if (n && !s->cpu_offload)
+		return pipette_fail(err, "--stack-option cpu_offload=%ld: the %s stack's launch has no "
+				    "such setting (megatron-bridge has)", n, s->name);
+	s->offload_layers = (int)n;
+	return 0;
+}
+
+static int option_wgrad_deferral(struct pipette_stack *s, const char *v, struct pipette_err *err)
+{
+	long n;
+
+	if (pipette_parse_long(v, 0, 1000, &n, "--stack-option wgrad_deferral", err))
+		return -1;
+	if (n && (s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB))
+		return pipette_fail(err, "--stack-option wgrad_deferral: %s cannot defer "
+				    "the embedding's weight gradient", s->name);
+	if (n && s->mfsdp)
+		return pipette_fail(err, "--stack-option wgrad_deferral: Megatron-Bridge turns "
+				    "it off under Megatron-FSDP (megatron_fsdp=on)");
+	s->wgrad_deferral_limit = (int)n;
 	return 0;
 }
 
@@ -487,7 +555,6 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 	char key[32];
 	const char *eq = kv ? strchr(kv, '=') : NULL, *v;
 	int b = 0;
-	long n;
 
 	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
 		return pipette_fail(err, "--stack-option '%.48s': expected key=value", kv ? kv : "");
@@ -504,7 +571,7 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 			s->tp_exposed = b ? TT_ASYNC_TP_EXPOSED : 1.0;
 			return 0;
 		}
-		if (b && (s->id == PIPETTE_STACK_MEGATRON_2022 || s->fsdp))
+		if (b && (s->id == PIPETTE_STACK_MEGATRON_2022 || (s->fsdp && !s->mfsdp)))
 			return pipette_fail(err, "--stack-option tp_overlap=on: %s has no "
 					    "userbuffers TP overlap", s->name);
 		if (!b && s->form == PIPETTE_FORM_NEMO)
@@ -533,15 +600,8 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->dp_overlap = b;
 		return 0;
 	}
-	if (!strcmp(key, "wgrad_deferral")) {
-		if (pipette_parse_long(v, 0, 1000, &n, "--stack-option wgrad_deferral", err))
-			return -1;
-		if (n && (s->id == PIPETTE_STACK_MEGATRON_2022 || s->id == PIPETTE_STACK_MEGATRON_ZB))
-			return pipette_fail(err, "--stack-option wgrad_deferral: %s cannot defer "
-					    "the embedding's weight gradient", s->name);
-		s->wgrad_deferral_limit = (int)n;
-		return 0;
-	}
+	if (!strcmp(key, "wgrad_deferral"))
+		return option_wgrad_deferral(s, v, err);
 	if (!strcmp(key, "adam_states")) {
 		/* Megatron-Core's precision-aware optimizer keeps the fp32
 		 * master weights and the two moments in bf16: 4 + 2 + 2 bytes
@@ -588,8 +648,10 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		s->precisions |= PIPETTE_PREC_BIT(s->default_precision);
 		return 0;
 	}
-	if (!strcmp(key, "megatron_fsdp") || !strcmp(key, "cpu_offload"))
-		return option_unpriced(s, key, v, err);
+	if (!strcmp(key, "megatron_fsdp"))
+		return option_mfsdp(s, v, err);
+	if (!strcmp(key, "cpu_offload"))
+		return option_offload(s, v, err);
 	if (!strcmp(key, "reserve")) {
 		double f;
 
@@ -654,6 +716,34 @@ int pipette_stack_precision_check(const struct pipette_stack *s, const struct pi
 	return 0;
 }
 
+/* Megatron-FSDP's compute-weight buffer is a Transformer Engine FP8
+ * tensor's storage under the recipe's parameter gather (uint8, fsdp/src/
+ * megatron_fsdp/param_and_grad_buffer.py:2630-2643), with a second,
+ * transposed buffer where the recipe's FP8 data is not transposable
+ * (MXFP8: fp8_need_transpose_data; docs/user-guide/features/
+ * megatron_fsdp.md:561, 582); the gather moves the one a pass needs.  The
+ * bridge stack gathers FP8 under per-tensor current scaling and MXFP8
+ * (fp8_param_gather, render/bridge.c precision_keys), not under the
+ * blockwise and NVFP4 recipes. */
+static int mfsdp_fp8_gather(const struct pipette_stack *s, enum pipette_precision p)
+{
+	return s->mfsdp && s->fp8_param_gather &&
+	       (p == PIPETTE_PREC_FP8_CURRENT || p == PIPETTE_PREC_FP8_DELAYED ||
+		p == PIPETTE_PREC_MXFP8);
+}
+
+double pipette_stack_gather_bytes(const struct pipette_stack *s, enum pipette_precision p)
+{
+	return mfsdp_fp8_gather(s, p) ? 1.0 : s->gather_bytes;
+}
+
+double pipette_stack_held_bytes(const struct pipette_stack *s, enum pipette_precision p)
+{
+	if (!mfsdp_fp8_gather(s, p))
+		return s->gather_bytes;
+	return p == PIPETTE_PREC_MXFP8 ? 2.0 : 1.0;
+}
+
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k)
 {
 	return (unsigned)k < PIPETTE_SCHED_COUNT && (s->schedules & SCHED(k));
@@ -681,7 +771,13 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 	buf[0] = '\0';
 	pipette_stack_schedules_text(s, sched, sizeof(sched));
 	pipette_arg(&a, "%s: %s\n", s->name, s->what);
-	if (s->fsdp)
+	if (s->mfsdp)
+		pipette_arg(&a, "  data parallel      Megatron-FSDP (optim_grads_params) over dp x cp, "
+			      "no pipeline: fp32 main-weight and bf16 gradient shards, a compute-weight "
+			      "shard, bf16 gathers (FP8 with the recipe's parameter gather), bf16 "
+			      "reduce-scatter on every micro-batch, layers double-buffered, embedding "
+			      "and output layer kept gathered\n");
+	else if (s->fsdp)
 		pipette_arg(&a, "  data parallel      FSDP over dp_shard x cp (HSDP with "
 			      "replicas): fp32 shards, %s gathers, %s reduce-scatter%s; backward "
 			      "gathers prefetched %s the layer before\n",
@@ -750,11 +846,17 @@ int pipette_stack_describe(const struct pipette_stack *s, char *buf, size_t len)
 	if (s->form == PIPETTE_FORM_BRIDGE)
 		pipette_arg(&a, "  MoE dispatch       alltoall or DeepEP (flex backends; HybridEP not "
 			    "priced: the launch pins one of the two); EP overlap on request\n");
-	if (s->megatron_fsdp || s->cpu_offload)
-		pipette_arg(&a, "  not priced         %s%s%s (--stack-option ...=on is refused)\n",
-			    s->megatron_fsdp ? "Megatron-FSDP" : "",
-			    s->megatron_fsdp && s->cpu_offload ? ", " : "",
-			    s->cpu_offload ? "CPU activation offloading" : "");
+	if (s->offload_layers)
+		pipette_arg(&a, "  CPU offload        the activations of the first %d layers in host "
+			    "memory, copied over the GPU's host link (no pipeline, no recomputation)\n",
+			    s->offload_layers);
+	else if (s->megatron_fsdp || s->cpu_offload)
+		pipette_arg(&a, "  on request         %s%s%s\n",
+			    s->megatron_fsdp && !s->mfsdp ? "Megatron-FSDP (--stack-option megatron_fsdp=on)"
+							  : "",
+			    s->megatron_fsdp && !s->mfsdp && s->cpu_offload ? ", " : "",
+			    s->cpu_offload ? "CPU activation offloading (--stack-option cpu_offload=N)"
+					   : "");
 	if (s->mem_fraction <= 0)
 		pipette_arg(&a, "  allocator reserve  %.0f%% of the activations and "
 			      "temporaries, at least %.1f GiB\n", 100 * s->reserve_fraction,

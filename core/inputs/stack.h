@@ -75,6 +75,21 @@ struct pipette_stack {
 	double gather_bytes;
 	double reduce_bytes;
 	int sync_each_mb;
+	double shard_grad_bytes;	/* the sharded gradients, bytes per parameter */
+	/* Megatron-FSDP (--stack-option megatron_fsdp=on; Megatron-Core's
+	 * --use-megatron-fsdp with optim_grads_params): sharded over all of
+	 * dp x cp, without a pipeline, resharded after forward; beside the
+	 * fp32 main-weight shards it keeps a shard of the compute weights in
+	 * the gathered dtype (FP8 with the recipe's parameter gather:
+	 * pipette_stack_gather_bytes), units of one transformer layer in two
+	 * persistent buffers (fsdp_double_buffer), the embedding and the
+	 * output layer, which are no units, gathered throughout. */
+	int mfsdp;
+	/* CPU activation offloading (--stack-option cpu_offload=N): the
+	 * activations of the first N layers go to host memory during forward
+	 * and come back for backward (Transformer Engine's default schedule);
+	 * 0 = off. */
+	int offload_layers;
 	/* Activation checkpointing: selective_ops = the stack's "selective"
 	 * saves matmul and attention outputs per op and recomputes the rest
 	 * (torchtitan's per-op SAC) rather than only the attention core
@@ -163,10 +178,9 @@ struct pipette_stack {
 	/* The launch names every precision and overlap flag the prediction
 	 * assumes (Megatron-Core's flags; megatron-2022 predates them). */
 	int core_flags;
-	/* What the stack's recipes can run that pipette's memory and time
-	 * models do not price (Megatron-Bridge's Megatron-FSDP and CPU
-	 * activation offloading): `pipette stacks` names them and
-	 * --stack-option refuses them in one line. */
+	/* What the stack's launch can turn on when asked (Megatron-Bridge's
+	 * Megatron-FSDP and CPU activation offloading): --stack-option
+	 * megatron_fsdp=on and cpu_offload=N are refused elsewhere. */
 	int megatron_fsdp;
 	int cpu_offload;
 };
@@ -191,6 +205,14 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 struct pipette_gpu_spec;
 int pipette_stack_precision_check(const struct pipette_stack *s, const struct pipette_gpu_spec *g,
 				  enum pipette_precision p, struct pipette_err *err);
+/* FSDP's gathered parameters, bytes per parameter: what one all-gather
+ * moves (gather) and what a unit's compute weights hold (held), under
+ * precision recipe p.  The stack's gather_bytes but under Megatron-FSDP
+ * with the recipe's FP8 parameter gather (fp8_param_gather): per-tensor
+ * FP8 1 and 1, MXFP8 1 and 2 (its row-wise data gathered for forward, its
+ * column-wise for backward, both buffered). */
+double pipette_stack_gather_bytes(const struct pipette_stack *s, enum pipette_precision p);
+double pipette_stack_held_bytes(const struct pipette_stack *s, enum pipette_precision p);
 /* Whether the stack runs this schedule. */
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k);
 /* "1f1b, interleaved" */

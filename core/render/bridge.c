@@ -272,10 +272,35 @@ static void overlap_keys(const struct pipette_plan *plan, struct pipette_args *a
 	pipette_arg(a, " comm_overlap.tp_comm_overlap=%s",
 		    hy_bool(pipette_stack_tp_exposed(st, c) < 1));
 	pipette_arg(a, " comm_overlap.overlap_grad_reduce=%s comm_overlap.overlap_param_gather=%s",
-		    hy_bool(st->dp_overlap), hy_bool(st->dp_overlap && c->distributed_optimizer));
+		    hy_bool(st->dp_overlap),
+		    hy_bool(st->dp_overlap && (c->distributed_optimizer || st->mfsdp)));
 	pipette_arg(a, " comm_overlap.defer_embedding_wgrad_compute=%s", hy_bool(defer));
 	if (defer)
 		pipette_arg(a, " comm_overlap.wgrad_deferral_limit=%d", st->wgrad_deferral_limit);
+}
+
+/* Megatron-FSDP and CPU activation offloading, on exactly when the plan's
+ * stack prices them (stack.c option_mfsdp, option_offload) and off
+ * otherwise, since a flat recipe may turn them on itself (perf_recipes/
+ * llama/gb200/llama3.py:272-284).  On, as the recipes that use them set
+ * them: the ZeRO-3 strategy optim_grads_params, the double buffer the
+ * memory model lays the layers out in, no cached FP8 transposes
+ * (:272-276); activations only, of the first N layers (:282-284,
+ * overrides.py:163-173).  Megatron-FSDP v1 runs the distributed optimizer
+ * and overlaps its parameter gathers itself (training/config.py
+ * :1079-1085; Megatron-LM docs/user-guide/features/megatron_fsdp.md:358). */
+static void fsdp_offload_keys(const struct pipette_plan *plan, struct pipette_args *a)
+{
+	const struct pipette_stack *st = &plan->stack;
+
+	pipette_arg(a, " ddp.use_megatron_fsdp=%s", hy_bool(st->mfsdp));
+	if (st->mfsdp)
+		pipette_arg(a, " ddp.data_parallel_sharding_strategy=optim_grads_params "
+			    "ddp.fsdp_double_buffer=true ddp.keep_fp8_transpose_cache=false");
+	pipette_arg(a, " model.cpu_offloading=%s", hy_bool(st->offload_layers > 0));
+	if (st->offload_layers > 0)
+		pipette_arg(a, " model.cpu_offloading_weights=false "
+			    "model.cpu_offloading_num_layers=%d", st->offload_layers);
 }
 
 /* 0, 1 when the run script cannot run the plan as its stack assumes (buf
@@ -308,7 +333,9 @@ int pipette_plan_bridge_args(const struct pipette_plan *plan, char *buf, size_t 
 	split_keys(plan, &a);
 	recompute_keys(c, &a);
 	pipette_arg(&a, " optimizer.use_distributed_optimizer=%s ddp.use_distributed_optimizer=%s",
-		    hy_bool(c->distributed_optimizer), hy_bool(c->distributed_optimizer));
+		    hy_bool(c->distributed_optimizer || plan->stack.mfsdp),
+		    hy_bool(c->distributed_optimizer || plan->stack.mfsdp));
+	fsdp_offload_keys(plan, &a);
 	overlap_keys(plan, &a);
 	precision_keys(plan, &a);
 	return !a.bad && a.n < len ? 0 : -1;

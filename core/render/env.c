@@ -96,7 +96,10 @@ int pipette_plan_device_max_connections(const struct pipette_plan *plan)
 	if (plan->stack.device_max_connections == PIPETTE_CDMC_BRIDGE) {
 		if (plan->gpu->fp4_tflops > 0)
 			return 32;
-		if ((c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap)
+		/* Megatron-FSDP refuses 1 (Megatron-Bridge training/config.py
+		 * :1110-1111; Megatron-LM only warns with TP or CP on Hopper,
+		 * megatron/training/arguments.py:1453-1465) */
+		if ((c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap && !plan->stack.mfsdp)
 			return 1;
 		return c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP ? 32 : 8;
 	}

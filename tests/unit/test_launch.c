@@ -1407,14 +1407,14 @@ enum rule {
 	R_SHELL, R_CDMC, R_NEMO_LIST, R_NEMO_SPLIT, R_NEMO_FACTORY, R_NEMO_CB, R_TT_STAGES,
 	R_TT_OWN, R_TT_PRESET, R_ZB_MLA, R_ZB_EPDP, R_ZB_PP, R_REFUSAL, R_SB_SYNTAX, R_SB_LINES,
 	R_SB_RANKS, R_TT_ASYNC, R_BR_KEYS, R_BR_SELECT, R_BR_SPLIT, R_BR_PREC, R_BR_OVERLAP,
-	R_BR_CDMC, R_COUNT
+	R_BR_CDMC, R_BR_FSDP, R_COUNT
 };
 static const char *const rule_ids[R_COUNT] = {
 	"shell-words", "cdmc-prefix", "nemo-list-literal", "nemo-split-keys", "nemo-factory",
 	"nemo-callbacks", "tt-stage-count", "tt-own-stack", "tt-preset", "zb-no-mla", "zb-ep-dp",
 	"zb-pp", "refusal-named", "sbatch-syntax", "sbatch-lines", "sbatch-ranks", "tt-async-tp",
 	"bridge-keys", "bridge-selector", "bridge-split-keys", "bridge-precision",
-	"bridge-overlap", "bridge-cdmc",
+	"bridge-overlap", "bridge-cdmc", "bridge-fsdp-offload",
 };
 static int rule_used[R_COUNT];
 
@@ -1726,11 +1726,47 @@ static void check_bridge_cdmc(const struct pipette_plan *p, const char *gpu)
 	char v[16] = "", w[16];
 
 	ck_assert_int_eq(pipette_plan_job_env(p, env_value, v), 0);
-	want = blackwell ? 32 : (c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap ? 1
+	want = blackwell ? 32
+	       : (c->tp > 1 || c->cp > 1) && !c->moe.ep_overlap && !pipette_config_stack(c)->mfsdp ? 1
 	       : c->moe.dispatcher == PIPETTE_DISPATCH_DEEPEP ? 32 : 8;
 	snprintf(w, sizeof(w), "%d", want);
 	ck_assert_str_eq(v, w);
 	rule_used[R_BR_CDMC]++;
+}
+
+/* bridge-fsdp-offload: Megatron-FSDP and CPU offloading on exactly when
+ * the plan's stack prices them, as the recipes set them (perf_recipes/
+ * llama/gb200/llama3.py:272-284), within what Megatron-Core accepts
+ * (transformer_config.py:1884-1899). */
+static void check_bridge_fsdp(const struct pipette_plan *p, const char *args)
+{
+	const struct pipette_config *c = pipette_plan_config(p);
+	const struct pipette_stack *st = pipette_config_stack(c);
+	char v[64];
+
+	ck_assert_msg(bridge_is(args, "ddp.use_megatron_fsdp", hy(st->mfsdp)), "%s", args);
+	if (st->mfsdp) {
+		ck_assert(bridge_is(args, "ddp.data_parallel_sharding_strategy", "optim_grads_params"));
+		ck_assert(bridge_is(args, "ddp.fsdp_double_buffer", "true"));
+		ck_assert(bridge_is(args, "ddp.keep_fp8_transpose_cache", "false"));
+		ck_assert(bridge_is(args, "ddp.use_distributed_optimizer", "true"));
+		ck_assert(bridge_is(args, "comm_overlap.overlap_param_gather", "true"));
+		ck_assert(bridge_is(args, "model.pipeline_model_parallel_size", "1"));
+		ck_assert_int_eq(c->dp_shard, c->dp);
+	} else {
+		ck_assert(!bridge_value(args, "ddp.data_parallel_sharding_strategy", v, sizeof(v)));
+	}
+	ck_assert_msg(bridge_is(args, "model.cpu_offloading", hy(st->offload_layers > 0)), "%s", args);
+	if (st->offload_layers > 0) {
+		ck_assert(bridge_is(args, "model.cpu_offloading_weights", "false"));
+		ck_assert_int_eq(atoi(bridge_value(args, "model.cpu_offloading_num_layers", v,
+						   sizeof(v))), st->offload_layers);
+		ck_assert(bridge_is(args, "model.pipeline_model_parallel_size", "1"));
+		ck_assert(bridge_is(args, "model.recompute_granularity", "null"));
+	} else {
+		ck_assert(!bridge_value(args, "model.cpu_offloading_num_layers", v, sizeof(v)));
+	}
+	rule_used[R_BR_FSDP]++;
 }
 
 static void check_bridge_line(const struct keyset *keys, const struct pipette_plan *p,
@@ -1746,6 +1782,7 @@ static void check_bridge_line(const struct keyset *keys, const struct pipette_pl
 	check_bridge_precision(p, args);
 	check_bridge_overlap(p, args);
 	check_bridge_cdmc(p, gpu);
+	check_bridge_fsdp(p, args);
 }
 
 /* zb-no-mla, zb-ep-dp, zb-pp on a plan of the zero-bubble fork. */
@@ -2077,9 +2114,12 @@ START_TEST(test_all_formats)
 		{ "megatron", "" }, { "nemo", "" }, { "megatron-zb", "" }, { "megatron-2022", "" },
 		{ "torchtitan", "" }, { "composer-fsdp", "" }, { "megatron-bridge", "" },
 		{ "torchtitan", "compile=on,tp_overlap=on" },	/* async TP */
+		{ "megatron-bridge", "megatron_fsdp=on" },
+		{ "megatron-bridge", "megatron_fsdp=on,cpu_offload=8" },
+		{ "megatron-bridge", "cpu_offload=4" },
 	};
 	struct fmt_keys *k = malloc(sizeof(*k));
-	int own[8] = { 0 }, i, found[R_COUNT] = { 0 };
+	int own[11] = { 0 }, i, found[R_COUNT] = { 0 };
 	size_t s, j;
 	FILE *f = fopen(DATA "launch-rules.tsv", "r");
 	char row[2048];

@@ -672,6 +672,90 @@ START_TEST(test_precision_terms_hand)
 }
 END_TEST
 
+/* Megatron-FSDP and CPU offloading on Llama 3 70B as NVIDIA's GB200 run
+ * (64 GPUs, TP 1, micro-batch 2, 8192 tokens, FP8 current scaling, 40
+ * layers offloaded), by hand.  A layer: attention 8192 x (8192 + 2 x 1024
+ * + 8192) + the output 8192 x 8192 = 150994944, the MLP 3 x 8192 x 28672 =
+ * 704643072, two norms 16384: 855654400.  The embedding and the output
+ * layer 128256 x 8192 = 1050673152 each, the final norm 8192: P = 80 x
+ * 855654400 + 2 x 1050673152 + 8192 = 70553706496, P / 64 = 1102401664
+ * per GPU.
+ *   params     (4 fp32 main + 1 FP8 compute) x 1102401664 + 1 x 2 layers
+ *              (the double buffer) + 2 x 2101346304 (BF16 embedding and
+ *              output layer, no FSDP units) = 11426009728;
+ *   grads      2 x 1102401664 (BF16 shards) + 2 x (2 x 855654400 +
+ *              2101346304) = 9830113536;
+ *   optimizer  8 x 1102401664 = 8819213312;
+ *   offloaded  40 of the 80 layers' activations, all of one kind: the
+ *              activations drop by 40 layers' and the host holds them. */
+START_TEST(test_mfsdp_offload_hand)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stage_memory a, b;
+	struct pipette_stack st, off;
+	struct pipette_err err;
+	const struct pipette_gpu_spec *gb200 = pipette_gpu_lookup("gb200", NULL);
+	double layer;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-70b", &m, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve("megatron-bridge", "megatron_fsdp=on", &st, &err), 0);
+	ck_assert_int_eq(pipette_stack_resolve("megatron-bridge", "megatron_fsdp=on,cpu_offload=40",
+					       &off, &err), 0);
+	pipette_config_init(&c);
+	c.stack = &st;
+	c.dp = c.dp_shard = 64;
+	c.micro_batch = 2;
+	c.global_batch = 256;
+	c.seq_len = 8192;
+	c.precision = PIPETTE_PREC_FP8_CURRENT;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), 0);
+	pipette_memory_stage(&m, gb200, &c, 0, 1.0, &a);
+	ck_assert_double_eq_tol(a.params_bytes, 11426009728.0, 1.0);
+	ck_assert_double_eq_tol(a.grads_bytes, 9830113536.0, 1.0);
+	ck_assert_double_eq_tol(a.optimizer_bytes, 8819213312.0, 1.0);
+	ck_assert_double_eq(a.offloaded_bytes, 0.0);
+	/* BF16 gathers: 4 + 2 per shard, 2 per buffered layer */
+	c.precision = PIPETTE_PREC_BF16;
+	pipette_memory_stage(&m, gb200, &c, 0, 1.0, &b);
+	ck_assert_double_eq_tol(b.params_bytes - a.params_bytes,
+				1102401664.0 + 2 * 855654400.0, 1.0);
+	c.precision = PIPETTE_PREC_FP8_CURRENT;
+	c.stack = &off;
+	ck_assert_int_eq(pipette_config_check(&m, &c, &err), 0);
+	pipette_memory_stage(&m, gb200, &c, 0, 1.0, &b);
+	layer = pipette_memory_layer_activations(&m, &c, 0);
+	ck_assert_double_eq_tol(a.activations_bytes - b.activations_bytes, 40 * layer, 1.0);
+	ck_assert_double_eq_tol(b.offloaded_bytes, 40 * layer, 1.0);
+	ck_assert_double_eq(b.params_bytes, a.params_bytes);
+	/* what Megatron-Core refuses, and what pipette does not price */
+	c.recompute = PIPETTE_RECOMPUTE_SELECTIVE;
+	ck_assert_int_ne(pipette_config_check(&m, &c, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "recompute"));
+	c.recompute = PIPETTE_RECOMPUTE_NONE;
+	c.dp_shard = 32;
+	ck_assert_int_ne(pipette_config_check(&m, &c, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "dp-shard"));
+	c.dp_shard = 64;
+	ck_assert_int_eq(pipette_stack_resolve("megatron-bridge", "megatron_fsdp=on,cpu_offload=80", &off,
+					       &err), 0);
+	ck_assert_int_ne(pipette_config_check(&m, &c, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cpu_offload=80"));
+	c.stack = &st;
+	c.dp = c.dp_shard = 16;
+	c.pp = 4;
+	ck_assert_int_ne(pipette_config_check(&m, &c, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "Megatron-FSDP"));
+	ck_assert_int_ne(pipette_stack_resolve("megatron", "megatron_fsdp=on", &st, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "megatron_fsdp=on"));
+	ck_assert_int_ne(pipette_stack_resolve("megatron-bridge", "cpu_offload=on", &st, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cpu_offload"));
+	ck_assert_int_ne(pipette_stack_resolve("megatron-bridge", "grad_reduce=fp32,megatron_fsdp=on",
+					       &st, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "BF16"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -693,6 +777,7 @@ int main(void)
 	tcase_add_test(tc, test_recompute_modules_hand);
 	tcase_add_test(tc, test_precision_terms_hand);
 	tcase_add_test(tc, test_bf16_end_layers_in_stage);
+	tcase_add_test(tc, test_mfsdp_offload_hand);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -815,10 +815,66 @@ START_TEST(test_mapped_estimates_reused)
 }
 END_TEST
 
+/* CPU offloading's schedule (timing.c offload_exposed) on Llama 3 8B, one
+ * GB200 (NVLink-C2C at 450 GB/s one way), micro-batch 1 of 8192 tokens,
+ * where one layer's copy x (its activations over the link) is shorter
+ * than its forward: with 16 of the 32 layers offloaded, 16 sets stay on
+ * the GPU and every copy hides (nothing added); with 31, one set stays:
+ * the forward still hides each copy behind the next layer, but each of
+ * the 31 reloads waits for the backward before it and the backward waits
+ * for it, 31 x added to the backward (TE's cpu_offloading.rst:146-148:
+ * "compute and transfers cannot overlap"). */
+static void offload_run(const char *opts, struct pipette_time *tm, double *x)
+{
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_stack st;
+	struct pipette_err err;
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_cluster *cl = nominal(1, 4, "gb200");
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("gb200", NULL);
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	ck_assert_int_eq(pipette_stack_resolve("megatron-bridge", opts, &st, &err), 0);
+	pipette_config_init(&c);
+	c.stack = &st;
+	c.seq_len = 8192;
+	c.global_batch = 1;
+	ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(pipette_time_estimate(t, &m, g, &c, cl, NULL, 0, tm, &err) == 0, "%s",
+		      err.msg);
+	*x = st.offload_layers ? pipette_memory_offloaded_activations(&m, &c) / st.offload_layers /
+				 (g->host_gbps * 1e9) : 0;
+	pipette_timer_destroy(t);
+	pipette_cluster_destroy(cl);
+}
+
+START_TEST(test_offload_schedule)
+{
+	struct pipette_time base, half, most;
+	double x0, x;
+
+	offload_run("", &base, &x0);
+	ck_assert_double_eq(base.offload_exposed_s, 0.0);
+	offload_run("cpu_offload=16", &half, &x);
+	ck_assert_double_eq_tol(half.stage_f_s, base.stage_f_s, 1e-12);
+	ck_assert_double_eq_tol(half.stage_b_s, base.stage_b_s, 1e-12);
+	ck_assert_double_eq_tol(half.offload_exposed_s, 0.0, 1e-12);
+	offload_run("cpu_offload=31", &most, &x);
+	ck_assert(x > 0 && x < base.stage_f_s / 32);	/* the case the comment derives */
+	ck_assert_double_eq_tol(most.stage_f_s, base.stage_f_s, 1e-12);
+	ck_assert_double_eq_tol(most.stage_b_s - base.stage_b_s, 31 * x, 1e-9);
+	ck_assert_double_eq_tol(most.offload_exposed_s, 31 * x, 1e-9);
+	ck_assert_double_eq_tol(most.iteration_s - base.iteration_s, 31 * x, 1e-9);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
 	TCase *tc = tcase_create("timing");
+
+	tcase_add_test(tc, test_offload_schedule);
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_collectives);

@@ -162,12 +162,24 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	struct pipette_cluster *cl;
 	const struct pipette_gpu_spec *table = pipette_gpu_lookup(f[col(hdr, nh, "gpu")], NULL);
 	struct pipette_gpu_spec gs, *g = &gs;
+	struct pipette_stack fs;
 	int rc;
 
 	if (!table || row_model(f[col(hdr, nh, "model")], &m))
 		return snprintf(why, wlen, "model or GPU not known"), -1;
-	if (atoi(f[col(hdr, nh, "fsdp")]))
-		return snprintf(why, wlen, "Megatron-FSDP with CPU offload: not modelled"), -1;
+	/* Megatron-FSDP and CPU activation offloading, as the row's flags
+	 * name them ("CPU activation offload N layers") */
+	if (atoi(f[col(hdr, nh, "fsdp")])) {
+		const char *ol = strstr(f[col(hdr, nh, "flags")], "CPU activation offload ");
+		char opt[48];
+
+		fs = *st;
+		snprintf(opt, sizeof(opt), "cpu_offload=%d", ol ? atoi(ol + 23) : 0);
+		if (pipette_stack_option(&fs, "megatron_fsdp=on", &err) ||
+		    pipette_stack_option(&fs, opt, &err))
+			return snprintf(why, wlen, "%.180s", err.msg), -1;
+		st = &fs;
+	}
 	pipette_config_init(&c);
 	c.stack = st;
 	c.tp = atoi(f[col(hdr, nh, "tp")]);
@@ -181,6 +193,10 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	c.seq_len = atol(f[col(hdr, nh, "seq")]);
 	c.sequence_parallel = atoi(f[col(hdr, nh, "sp")]);
 	c.distributed_optimizer = atoi(f[col(hdr, nh, "dopt")]);
+	if (st->mfsdp) {	/* sharded over every DP rank, its own optimizer */
+		c.dp_shard = c.dp;
+		c.distributed_optimizer = 0;
+	}
 	c.bf16_first = atoi(f[col(hdr, nh, "first")]);
 	c.bf16_last = atoi(f[col(hdr, nh, "last")]);
 	if (atoi(f[col(hdr, nh, "vpp")]) > 1) {
@@ -268,6 +284,7 @@ struct lrow {
 	int family;		/* 0 Hopper (measured kernels), 1 Blackwell, 2 Blackwell Ultra */
 	int rdt;		/* the recipe's factor: 0 bf16, 1 FP8, 2 MXFP8, 3 NVFP4 */
 	int dense;
+	int fsdp;		/* Megatron-FSDP (with CPU offloading): checks, not fitted */
 };
 
 #define MAX_LROWS 96
@@ -296,7 +313,7 @@ static double lcost(const struct lrow *rows, int n, const struct lfit *x, int sk
 	double sum = 0;
 
 	for (int i = 0; i < n; i++)
-		if (i != skip && rows[i].family > 0 && rows[i].dense)
+		if (i != skip && rows[i].family > 0 && rows[i].dense && !rows[i].fsdp)
 			sum += fabs(lpredict(&rows[i], x) / rows[i].meas - 1);
 	return sum;
 }
@@ -402,6 +419,7 @@ static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int 
 		}
 		r->rdt = rdt_of(dt);
 		r->dense = !strstr(f[col(hdr, nh, "model")], "experts");
+		r->fsdp = atoi(f[col(hdr, nh, "fsdp")]) != 0;
 		n++;
 	}
 	return n;
