@@ -141,7 +141,8 @@ static void moe_args(const struct pipette_plan *plan, struct pipette_args *a)
  * distributed optimizer (megatron-rules.tsv fp8-param-distopt), and with
  * MXFP8 the gradient buffer reused for the gather
  * (--reuse-grad-buf-for-mxfp8-param-ag, as Megatron-Core's optimizer
- * config asks: megatron/core/optimizer/optimizer_config.py:416-425). */
+ * config asks: megatron/core/optimizer/optimizer_config.py:416-425);
+ * Megatron-FSDP gathers them so too (its gather bytes, stack.c). */
 static const char *const recipe_flags[PIPETTE_PREC_COUNT] = {
 	[PIPETTE_PREC_FP8_DELAYED] = "--fp8-format hybrid --fp8-recipe delayed",
 	[PIPETTE_PREC_FP8_CURRENT] = "--fp8-format hybrid --fp8-recipe tensorwise",
@@ -162,7 +163,7 @@ static void precision_args(const struct pipette_config *c, const struct pipette_
 	pipette_arg(a, " %s", recipe_flags[c->precision]);
 	/* the gathers memory.c prices (lowp_weight_bytes): not blockwise,
 	 * not NVFP4 */
-	if (st->fp8_param_gather && c->distributed_optimizer &&
+	if (st->fp8_param_gather && (c->distributed_optimizer || st->mfsdp) &&
 	    c->precision != PIPETTE_PREC_FP8_BLOCKWISE && c->precision != PIPETTE_PREC_NVFP4)
 		pipette_arg(a, " --fp8-param-gather%s", c->precision == PIPETTE_PREC_MXFP8
 			    ? " --reuse-grad-buf-for-mxfp8-param-ag" : "");
@@ -260,6 +261,18 @@ int pipette_plan_megatron_args(const struct pipette_plan *plan, char *buf, size_
 		pipette_arg(&a, " --sequence-parallel");
 	if (c->distributed_optimizer)
 		pipette_arg(&a, " --use-distributed-optimizer");
+	/* Megatron-FSDP as the plan prices it (stack.h mfsdp): ZeRO-3 with
+	 * the double buffer; version 1 runs on the distributed optimizer and
+	 * the fsdp_dtensor checkpoints (megatron-rules.tsv
+	 * megatron-fsdp-distopt) */
+	if (plan->stack.mfsdp)
+		pipette_arg(&a, "%s --use-megatron-fsdp --data-parallel-sharding-strategy "
+			    "optim_grads_params --fsdp-double-buffer --ckpt-format fsdp_dtensor",
+			    c->distributed_optimizer ? "" : " --use-distributed-optimizer");
+	/* CPU activation offloading of the first N layers (stack.h
+	 * offload_layers; N > 0 turns cpu_offloading on, megatron-args.tsv) */
+	if (plan->stack.offload_layers > 0)
+		pipette_arg(&a, " --cpu-offloading-num-layers %d", plan->stack.offload_layers);
 	/* Flash: Megatron-Core's default backend (auto) already picks a fused
 	 * kernel; the fork asks for FlashAttention by name. */
 	if (c->attention == PIPETTE_ATTN_UNFUSED && !zb_fork(plan))

@@ -236,7 +236,15 @@ _BRIDGE_HOMES = {
     "use_distributed_optimizer": ("ddp", "optimizer"), "overlap_grad_reduce": ("ddp",),
     "overlap_param_gather": ("ddp",), "num_distributed_optimizer_instances": ("ddp",),
     "use_precision_aware_optimizer": ("optimizer",), "seq_length": ("model", "dataset"),
+    # Megatron-FSDP (distributed_data_parallel_config.py:90-138)
+    "use_megatron_fsdp": ("ddp",), "data_parallel_sharding_strategy": ("ddp",),
+    "fsdp_double_buffer": ("ddp",),
 }
+# Flags whose value belongs to a config the plan does not own: the
+# checkpoint format Megatron-FSDP's checkpoints need (--ckpt-format
+# fsdp_dtensor, arguments.py:1169-1170) is the Bridge's checkpoint config,
+# which the user sets with the checkpoint directory.
+_SKIP_DESTS = ("ckpt_format",)
 # Flags whose dest is not the flag's name with '-' -> '_' (Megatron-LM's
 # rule; tests/data/stacks/megatron-args.tsv).
 _FLAG_DEST = {
@@ -343,6 +351,10 @@ def _bridge_fields(doc, config):
         if dest in _PRECISION_DESTS:
             precision[dest] = value
             continue
+        if dest in _SKIP_DESTS:
+            continue
+        if dest == "cpu_offloading_num_layers":	# > 0 turns it on: arguments.py:1950-1951
+            fields.append(("model.cpu_offloading", int(value) > 0))
         if dest in ("pipeline_model_parallel_layout", "num_virtual_stages_per_pipeline_rank",
                     "num_layers_per_virtual_pipeline_stage"):
             fields.append(("model.virtual_pipeline_model_parallel_size",

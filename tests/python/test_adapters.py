@@ -293,6 +293,21 @@ class MegatronBridge(unittest.TestCase):
         self.assertIs(m.tp_comm_overlap, m.tensor_model_parallel_size > 1)
         self.assertFalse(getattr(m, "defer_embedding_wgrad_compute", False))
 
+    def test_megatron_fsdp_and_offload(self):
+        # a plan priced with Megatron-FSDP and CPU offloading carries both
+        # onto the DDP and model configs (distributed_data_parallel_config.py
+        # :90-138, model_parallel_config.py:458-461)
+        doc = pipette.plan(model="llama3-8b", nodes=1, gpu="h100", global_batch=128,
+                           stack="megatron-bridge", dp=8, dp_shard=8, micro_batch=1,
+                           stack_option={"megatron_fsdp": "on", "cpu_offload": "8"})
+        cfg = self.container()
+        pipette.apply_megatron_bridge(cfg, doc)
+        self.assertIs(cfg.ddp.use_megatron_fsdp, True)
+        self.assertEqual(cfg.ddp.data_parallel_sharding_strategy, "optim_grads_params")
+        self.assertIs(cfg.ddp.fsdp_double_buffer, True)
+        self.assertEqual((cfg.model.cpu_offloading, cfg.model.cpu_offloading_num_layers),
+                         (True, 8))
+
     def test_nemo_plan_with_layout_and_overlaps(self):
         doc = pipette.plan(model="llama3-70b", nodes=8, gpu="h100", global_batch=256,
                            stack="nemo")

@@ -696,7 +696,8 @@ static void check_megatron_precision(const struct pipette_plan *p, const char *l
 	/* parameters gathered quantized where the plan's memory assumes it
 	 * (the stack's fp8_param_gather, NeMo's recipes' gather per recipe) */
 	{
-		int want = pipette_config_stack(c)->fp8_param_gather && c->distributed_optimizer &&
+		int want = pipette_config_stack(c)->fp8_param_gather &&
+			   (c->distributed_optimizer || pipette_config_stack(c)->mfsdp) &&
 			   expect_recipe[c->precision].gather;
 
 		ck_assert_msg(want == (flag(line, "--fp8-param-gather", v, sizeof(v)) != NULL), "%s",
