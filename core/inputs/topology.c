@@ -24,6 +24,9 @@ struct pipette_topology {
 	struct tnode *node;	/* sorted by name once read */
 	int n_nodes, cap_nodes;
 	int base;		/* BlockSizes' first, 0: none */
+	/* SHA-256 of the file's bytes (pipette_topology_load) */
+	unsigned char sha256[PIPETTE_SHA256_LEN];
+	int has_sha256;
 };
 
 /* One logical line while parsing: its number and its text. */
@@ -325,8 +328,17 @@ int pipette_topology_load(const char *path, pipette_hostlist_fn expand,
 	if (pipette_read_file(path, "topology.conf", PIPETTE_TOPO_MAX_FILE_BYTES, &f, err))
 		return -1;
 	rv = pipette_topology_parse(f.data, f.len, path, expand, out, err);
+	if (rv == 0) {
+		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
+		(*out)->has_sha256 = 1;
+	}
 	pipette_file_free(&f);
 	return rv;
+}
+
+const unsigned char *pipette_topology_sha256(const struct pipette_topology *t)
+{
+	return t->has_sha256 ? t->sha256 : NULL;
 }
 
 const char *pipette_topology_source(const struct pipette_topology *t)
