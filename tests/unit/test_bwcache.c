@@ -1099,6 +1099,23 @@ START_TEST(test_cli)
 		ck_assert_ptr_nonnull(strstr(svg, "<title>gpu002 -&gt; gpu003: 12.50 GB/s</title>"));
 		free(svg);
 	}
+	/* The cache's own domains, not contiguous in the order shown: gb01,
+	 * gb02 | gb03 | gb04 | gb05, gb06 alternate between c0f1/1 and c0f1/2,
+	 * so each domain is two runs and gets a dashed rectangle wherever two
+	 * of its runs meet: 4 + 4, none where the domains meet. */
+	snprintf(args, sizeof(args), "bandwidth show " BW_DIR "/good-domains.json --svg %s", o1);
+	expect(args, 0, "worst inter-node links");
+	{
+		char *svg = slurp(o1, NULL), *g = strstr(svg, "<g stroke=\"#e7298a\""), *p;
+		int rects = 0;
+
+		ck_assert_ptr_nonnull(g);
+		for (p = g; (p = strstr(p + 1, "<rect")) && p < strstr(g, "</g>");)
+			rects++;
+		ck_assert_int_eq(rects, 8);
+		ck_assert_ptr_nonnull(strstr(svg, ">NVLink domain</text>"));
+		free(svg);
+	}
 	expect("bandwidth import " BW_DIR "/legacy-4.json -o /dev/null", 2,
 	       "--from must be pipette-legacy or nccl-tests");
 	expect("bandwidth import --from nccl-tests --pair a " BW_DIR
