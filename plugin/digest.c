@@ -10,8 +10,10 @@
  * exported to the step as PIPETTE_INPUT_DIGEST.  Each node then refuses to
  * apply a plan made from anything else (PIPETTE_E_CHANGED).
  *
- *   PIPETTE_INPUT_DIGEST=2:<options>:<bandwidth cache>:<model config>:<calibration>
+ *   PIPETTE_INPUT_DIGEST=3:<options>:<bandwidth cache>:<model config>:<calibration>:<topology>
  *
+ * (3: the site's topology.conf, whose blocks are the NVLink domains, is
+ * pinned too, so that every node of a step plans on the same blocks)
  * each field PIPETTE_HASH_HEX hex digits of a SHA-256, or "-" when srun
  * could not read the file (then that file is not pinned).  Launches
  * without srun's local context (the batch step, srun --export=NONE) carry
@@ -84,11 +86,11 @@ void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX +
 }
 
 /* The digest's fields, after the options': the files by content. */
-enum { F_OPTS, F_BANDWIDTH, F_MODEL, F_CALIBRATION, N_FIELDS };
+enum { F_OPTS, F_BANDWIDTH, F_MODEL, F_CALIBRATION, F_TOPOLOGY, N_FIELDS };
 
-/* The digest's field of the bandwidth cache, the model config or the
- * site's calibration: the hash of the file's content, "-" for none or
- * unreadable. */
+/* The digest's field of the bandwidth cache, the model config, the
+ * site's calibration or its topology.conf: the hash of the file's
+ * content, "-" for none or unreadable. */
 static void input_file_hex(const struct pipette_opts *o, const struct pipette_site *s,
 			   int which, char out[PIPETTE_HASH_HEX + 1])
 {
@@ -100,6 +102,8 @@ static void input_file_hex(const struct pipette_opts *o, const struct pipette_si
 			 out);
 	else if (which == F_CALIBRATION)
 		file_hex(s->calibration, CALIBRATION_MAX, out);
+	else if (which == F_TOPOLOGY)
+		file_hex(s->topology, PIPETTE_TOPO_MAX_FILE_BYTES, out);
 	else if (pipette_model_config_path(o->model, s->models[0] ? s->models : NULL, path,
 					   sizeof(path), NULL) >= 1)
 		file_hex(path, PIPETTE_MODEL_MAX_FILE_BYTES, out);
@@ -114,8 +118,8 @@ int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site
 	pipette_opts_hash(o, f[F_OPTS]);
 	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
 		input_file_hex(o, s, i, f[i]);
-	w = snprintf(out, len, "2:%s:%s:%s:%s", f[F_OPTS], f[F_BANDWIDTH], f[F_MODEL],
-		     f[F_CALIBRATION]);
+	w = snprintf(out, len, "3:%s:%s:%s:%s:%s", f[F_OPTS], f[F_BANDWIDTH], f[F_MODEL],
+		     f[F_CALIBRATION], f[F_TOPOLOGY]);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
@@ -134,14 +138,15 @@ static int field_ok(const char *f, size_t n)
 }
 
 /* The fields of a digest, checked: options, bandwidth cache, model
- * config, calibration; each PIPETTE_HASH_HEX hex digits or "-". */
+ * config, calibration, topology; each PIPETTE_HASH_HEX hex digits or
+ * "-". */
 static int digest_fields(const char *digest, const char *f[N_FIELDS], size_t n[N_FIELDS],
 			 struct pipette_err *err)
 {
 	const char *p;
 	int i;
 
-	if (strncmp(digest, "2:", 2))
+	if (strncmp(digest, "3:", 2))
 		return pipette_fail(err, PIPETTE_DIGEST_VAR " '%.40s': not a digest of this "
 				    "version of pipette (srun and the nodes run different "
 				    "versions?)", digest);
@@ -168,7 +173,7 @@ int pipette_pin_inputs(const char *digest, const struct pipette_opts *o,
 	size_t n[N_FIELDS];
 	char mine[PIPETTE_HASH_HEX + 1];
 	char *pins[N_FIELDS] = { NULL, req->pin_bandwidth_sha256, req->pin_model_sha256,
-				 req->pin_calibration_sha256 };
+				 req->pin_calibration_sha256, req->pin_topology_sha256 };
 	int i;
 
 	for (i = F_BANDWIDTH; i < N_FIELDS; i++)
@@ -218,8 +223,8 @@ static int digest_complete(const char *digest, const struct pipette_opts *o,
 			f[i] = mine[i];
 			n[i] = strlen(mine[i]);
 		}
-	w = snprintf(out, PIPETTE_DIGEST_MAX, "2:%.*s:%.*s:%.*s:%.*s", (int)n[0], f[0],
-		     (int)n[1], f[1], (int)n[2], f[2], (int)n[3], f[3]);
+	w = snprintf(out, PIPETTE_DIGEST_MAX, "3:%.*s:%.*s:%.*s:%.*s:%.*s", (int)n[0], f[0],
+		     (int)n[1], f[1], (int)n[2], f[2], (int)n[3], f[3], (int)n[4], f[4]);
 	if (w < 0 || w >= PIPETTE_DIGEST_MAX)
 		return pipette_fail(err, PIPETTE_DIGEST_VAR ": too long");
 	return 0;
@@ -312,16 +317,14 @@ static void site_text(FILE *t, const struct pipette_site *s)
 		strlen(s->test_cache_swap), s->test_cache_swap, strlen(s->calibration),
 		s->calibration, strlen(s->plan_dir), s->plan_dir, strlen(s->step_barrier),
 		s->step_barrier);
-	if (s->topology[0]) {	/* its blocks shape the plan: by content too */
-		char hex[PIPETTE_HASH_HEX + 1] = "-";
-
-		file_hex(s->topology, PIPETTE_TOPO_MAX_FILE_BYTES, hex);
-		fprintf(t, "site.topology=%zu:%s:%s\n", strlen(s->topology), s->topology, hex);
-	}
+	/* its content is the digest's (files_text), as srun pinned it */
+	if (s->topology[0])
+		fprintf(t, "site.topology=%zu:%s\n", strlen(s->topology), s->topology);
 }
 
 /* The files of the step by the pins of digest: the digest itself (which
- * holds the calibration's), the bandwidth cache and the model config. */
+ * holds the calibration's and the topology's), the bandwidth cache and
+ * the model config. */
 static int files_text(FILE *t, const struct pipette_step *st, const char *digest,
 		      struct pipette_err *err)
 {

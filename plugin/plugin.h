@@ -189,7 +189,7 @@ long pipette_master_port(long base, long range, uint32_t job, uint32_t step);
 /* ---- pinning the step's inputs (digest.c) ------------------------------ */
 /* srun's local context exports it; each node checks against it. */
 #define PIPETTE_DIGEST_VAR "PIPETTE_INPUT_DIGEST"
-#define PIPETTE_DIGEST_MAX 80
+#define PIPETTE_DIGEST_MAX 96
 /* The hash of the options that change the plan. */
 void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX + 1]);
 /* "2:<options>:<bandwidth cache>:<model config>:<calibration>", files by

@@ -61,6 +61,9 @@ struct pipette_probe_task {
 				 * `nodelist` */
 	char nodelist[4096];	/* SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST) */
 	int port;		/* control port of rank 0 */
+	/* This node's NVLink domain (fabric.h), "" = none: each task reads
+	 * its own and tells rank 0 in its hello. */
+	char domain[64];
 };
 
 /* Read rank, size, node name, rank 0's host and the control port.

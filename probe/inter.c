@@ -11,7 +11,7 @@
 #include "tournament.h"
 
 #define MAGIC 0x50505242u	/* "PPRB" */
-#define VERSION 1u
+#define VERSION 2u	/* 2: the hello carries the node's NVLink domain */
 #define MSG_GO 1u
 #define MSG_DONE 2u
 #define REP_OK 0u
@@ -19,7 +19,8 @@
 #define REP_IDLE 2u
 #define NO_PEER 0xffffffffu
 
-#define HELLO_LEN (20 + PIPETTE_PROBE_NAME_MAX)
+#define DOMAIN_LEN 64	/* pipette_probe_task.domain */
+#define HELLO_LEN (20 + PIPETTE_PROBE_NAME_MAX + DOMAIN_LEN)
 #define ENTRY_LEN (8 + PIPETTE_PROBE_ADDR_MAX + PIPETTE_PROBE_NAME_MAX)
 #define REPORT_LEN (24 + 8 * PIPETTE_PROBE_MAX_SIZES + PIPETTE_PROBE_REASON_MAX)
 #define PAIR_LEN 12
@@ -30,6 +31,7 @@ struct peer {
 	int port;			/* data port */
 	char addr[PIPETTE_PROBE_ADDR_MAX];
 	char name[PIPETTE_PROBE_NAME_MAX];
+	char domain[DOMAIN_LEN];	/* rank 0 only: its NVLink domain */
 	int ctl;			/* rank 0 only: control socket, -1 none */
 };
 
@@ -55,8 +57,9 @@ struct pipette_probe_result *pipette_probe_result_create(int n, int nsizes,
 	r->median_s = malloc(nn * (size_t)nsizes * sizeof(double));
 	r->left_out = calloc((size_t)n, sizeof(int));
 	r->reason = calloc((size_t)n, sizeof(*r->reason));
+	r->domain = calloc((size_t)n, sizeof(*r->domain));
 	if (!r->names || !r->gbps || !r->lat_us || !r->median_s ||
-	    !r->left_out || !r->reason) {
+	    !r->left_out || !r->reason || !r->domain) {
 		pipette_probe_result_destroy(r);
 		return NULL;
 	}
@@ -78,7 +81,13 @@ void pipette_probe_result_destroy(struct pipette_probe_result *r)
 	free(r->median_s);
 	free(r->left_out);
 	free(r->reason);
+	free(r->domain);
 	free(r);
+}
+
+int pipette_probe_same_domain(const struct pipette_probe_result *r, int a, int b)
+{
+	return a != b && r->domain[a][0] && !strcmp(r->domain[a], r->domain[b]);
 }
 
 int pipette_probe_link_fit(const size_t *sizes, const double *median_s,
@@ -429,6 +438,7 @@ static int root_rendezvous(const struct pipette_probe_inter_cfg *cfg,
 			continue;
 		}
 		get_name(pp[rk].name, b + 20, PIPETTE_PROBE_NAME_MAX);
+		get_name(pp[rk].domain, b + 20 + PIPETTE_PROBE_NAME_MAX, DOMAIN_LEN);
 		dup = !strcmp(pp[0].name, pp[rk].name);
 		for (i = 1; i < n; i++)
 			if (i != rk && pp[i].ctl >= 0 &&
@@ -456,8 +466,12 @@ static int root_rendezvous(const struct pipette_probe_inter_cfg *cfg,
 			snprintf(pp[k].name, sizeof(pp[k].name), "rank%d", k);
 			leave_out(r, pp, k, why, cfg->progress);
 		}
-	for (k = 0; k < n; k++)
+	pipette_strlcpy(pp[0].domain, cfg->task->domain, sizeof(pp[0].domain));
+	for (k = 0; k < n; k++) {
 		pipette_strlcpy(r->names[k], pp[k].name, sizeof(r->names[k]));
+		if (pp[k].ctl >= 0 || k == 0)
+			pipette_strlcpy(r->domain[k], pp[k].domain, sizeof(r->domain[k]));
+	}
 	/* Send the table; rank 0's address is the one each peer reached. */
 	for (k = 1; k < n; k++) {
 		uint8_t *t;
@@ -634,6 +648,7 @@ static int worker_run(const struct pipette_probe_inter_cfg *cfg, struct peer *pp
 	pipette_probe_put_u32(hello + 12, (uint32_t)n);
 	pipette_probe_put_u32(hello + 16, (uint32_t)dport);
 	put_name(hello + 20, t->name, PIPETTE_PROBE_NAME_MAX);
+	put_name(hello + 20 + PIPETTE_PROBE_NAME_MAX, t->domain, DOMAIN_LEN);
 	buf = malloc(tlen > 16 + (size_t)n ? tlen : 16 + (size_t)n);
 	if (!buf) {
 		pipette_fail(err, "out of memory");
@@ -774,6 +789,36 @@ static int cmp_link(const void *x, const void *y)
 	return p->b - q->b;
 }
 
+/* The NVLink domains the nodes reported: each with its nodes, and how
+ * many of the measured links lie inside one (over NVLink). */
+static void summary_domains(const struct pipette_probe_result *r, FILE *f)
+{
+	int n = r->n, i, j, k, nd = 0;
+	long inside = 0;
+
+	for (i = 0; i < n; i++) {
+		int first = r->domain[i][0] != '\0';
+
+		for (k = 0; k < i && first; k++)
+			first = strcmp(r->domain[k], r->domain[i]) != 0;
+		if (!first)
+			continue;
+		nd++;
+		fprintf(f, "  NVLink domain %s:", r->domain[i]);
+		for (k = i; k < n; k++)
+			if (!strcmp(r->domain[k], r->domain[i]))
+				fprintf(f, " %s", r->names[k]);
+		fputc('\n', f);
+	}
+	if (!nd)
+		return;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			inside += pipette_probe_same_domain(r, i, j) &&
+				  !isnan(r->gbps[(size_t)i * n + j]);
+	fprintf(f, "  %ld measured links inside NVLink domains (over NVLink)\n", inside);
+}
+
 void pipette_probe_result_summary(const struct pipette_probe_result *r,
 				  double slow_fraction, FILE *f)
 {
@@ -811,8 +856,11 @@ void pipette_probe_result_summary(const struct pipette_probe_result *r,
 			r->names[l[shown].b], l[shown].gbps);
 		if (!isnan(r->lat_us[c]))
 			fprintf(f, "  %.1f us", r->lat_us[c]);
+		if (pipette_probe_same_domain(r, l[shown].a, l[shown].b))
+			fputs("  NVLink", f);
 		fputc('\n', f);
 	}
+	summary_domains(r, f);
 	/* Per node: median over its measured links, both directions. */
 	for (i = 0; i < n; i++) {
 		int c = 0;

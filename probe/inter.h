@@ -59,6 +59,9 @@ struct pipette_probe_result {
 	double *median_s;	/* [(i*n + j)*nsizes + s], NaN unmeasured */
 	int *left_out;		/* 1: the node failed and was left out */
 	char (*reason)[PIPETTE_PROBE_REASON_MAX];	/* why, per node */
+	/* Per node, the NVLink domain its task reported ("" = none): node
+	 * pairs of one domain are measured over NVLink (fabric.h). */
+	char (*domain)[64];
 	int link_failures;	/* pairs whose measurement failed */
 	char tool[64], metric[64];
 	time_t when;		/* start of the run */
@@ -94,8 +97,12 @@ int pipette_probe_link_fit(const size_t *sizes, const double *median_s,
 			   int nsizes, double *gbps, double *lat_us,
 			   struct pipette_err *err);
 
-/* Summary for humans: slowest links and nodes whose median link bandwidth
- * is below slow_fraction x the median over nodes. */
+/* 1 when nodes a and b reported the same NVLink domain. */
+int pipette_probe_same_domain(const struct pipette_probe_result *r, int a, int b);
+
+/* Summary for humans: slowest links (those inside an NVLink domain
+ * marked), the NVLink domains, and nodes whose median link bandwidth is
+ * below slow_fraction x the median over nodes. */
 void pipette_probe_result_summary(const struct pipette_probe_result *r,
 				  double slow_fraction, FILE *f);
 

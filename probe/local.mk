@@ -1,9 +1,11 @@
 # pipette-probe: GPU-GPU and node-node bandwidth, GEMM rate, topology.
 # The parts live in a small internal library so that the unit tests link
 # them without main.c; the CUDA/NCCL code is compiled in when configure
-# found them (HAVE_CUDA / HAVE_NCCL in autoconf.h).
+# found them (HAVE_CUDA / HAVE_NCCL in autoconf.h); NVML's fabric info
+# when it found nvml.h (HAVE_NVML_FABRIC; libnvidia-ml is opened at run
+# time, so only the header's directory is added).
 noinst_LTLIBRARIES += probe/libprobe.la
-probe_libprobe_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/probe $(CUDA_CPPFLAGS)
+probe_libprobe_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/probe $(CUDA_CPPFLAGS) $(NVML_CPPFLAGS)
 probe_libprobe_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(HWLOC_CFLAGS)
 probe_libprobe_la_SOURCES = \
 	probe/tournament.c probe/tournament.h \
@@ -15,6 +17,7 @@ probe_libprobe_la_SOURCES = \
 	probe/topo.c probe/topo.h \
 	probe/gpu.c probe/gpu.h \
 	probe/kgrid.c \
+	probe/fabric.c probe/fabric.h \
 	probe/nccl.c
 probe_libprobe_la_LIBADD = $(HWLOC_LIBS) $(JSONC_LIBS) -lm
 probe_libprobe_la_LDFLAGS = $(CUDA_LDFLAGS)

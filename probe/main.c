@@ -20,6 +20,7 @@
 #include <slurm/slurm.h>
 
 #include "args.h"
+#include "fabric.h"
 #include "hostlist.h"
 #include "progress.h"
 #include "gpu.h"
@@ -154,6 +155,12 @@ static int run_inter(const struct pipette_probe_opts *o, const char *gen)
 
 	if (pipette_probe_task_read(env_get, NULL, o->port, &t, &e))
 		return fail(EXIT_USAGE, &e);
+	/* This node's NVLink domain (NVML's fabric info): without one the
+	 * links are still measured, and rank 0 says why it saw none. */
+	if (pipette_probe_node_domain(env_get, NULL, t.domain, &e))
+		fprintf(stderr, "pipette-probe: %s: NVLink domain unknown: %s\n", t.name, e.msg);
+	else if (!t.domain[0] && t.rank == 0)
+		fprintf(stderr, "pipette-probe: %s: no NVLink domain: %s\n", t.name, e.msg);
 	if (!t.root[0] && t.nodelist[0]) {
 		int n;
 		char **hosts;

@@ -36,6 +36,14 @@ int pipette_probe_result_to_cache(const struct pipette_probe_result *r,
 	for (i = 0; i < n; i++)
 		if (!r->left_out[i] && pipette_bwcache_add_node(bw, r->names[i], err) < 0)
 			goto fail;
+	/* Each node's NVLink domain as its task reported it (pipette-bw/3);
+	 * the domain's size is NVML's to know, not the probe's: not stated. */
+	for (i = 0; i < n; i++)
+		if (!r->left_out[i] && r->domain[i][0] &&
+		    pipette_bwcache_set_domain(bw, r->names[i], r->domain[i], 0, 1, err)) {
+			pipette_fail_prefix(err, "node %s: ", r->names[i]);
+			goto fail;
+		}
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++) {
 			size_t c = (size_t)i * n + j;
@@ -178,6 +186,22 @@ struct json_object *pipette_probe_result_json(const struct pipette_probe_result 
 		json_object_array_add(a, row);
 	}
 	json_object_object_add(o, "median_s", a);
+	/* domain[i]: node i's NVLink domain or null; nvlink[i][j]: the pair
+	 * i -> j lies inside one domain (measured over NVLink) */
+	a = json_object_new_array();
+	t = json_object_new_array();
+	for (i = 0; i < n; i++) {
+		struct json_object *row = json_object_new_array();
+
+		json_object_array_add(a, r->domain[i][0] ? json_object_new_string(r->domain[i])
+							 : NULL);
+		for (j = 0; j < n; j++)
+			json_object_array_add(row, json_object_new_boolean(
+						   pipette_probe_same_domain(r, i, j)));
+		json_object_array_add(t, row);
+	}
+	json_object_object_add(o, "domain", a);
+	json_object_object_add(o, "nvlink", t);
 	a = json_object_new_array();
 	for (i = 0; i < n; i++)
 		if (r->left_out[i]) {

@@ -248,10 +248,11 @@ EXTRA_DIST += tests/fuzz tests/sanitize.sh tests/sanitize-plugin.sh tests/saniti
 check_PROGRAMS += tests/unit/test_fuzz_regress
 TESTS += tests/unit/test_fuzz_regress
 tests_unit_test_fuzz_regress_SOURCES = tests/unit/test_fuzz_regress.c tests/fuzz/small_moe.h \
-	plugin/args.c plugin/parse.c
-tests_unit_test_fuzz_regress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+	plugin/args.c plugin/parse.c core/cli/hostlist.c
+tests_unit_test_fuzz_regress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin \
+	-I$(top_srcdir)/core/cli $(SLURM_CPPFLAGS)
 tests_unit_test_fuzz_regress_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_fuzz_regress_LDADD = $(TEST_LDADD)
+tests_unit_test_fuzz_regress_LDADD = $(TEST_LDADD) $(SLURM_LDFLAGS) $(SLURM_LIBS)
 fuzz:
 	FUZZ_BUILDDIR='$(abs_top_builddir)/tests/fuzz-build' \
 		bash '$(abs_top_srcdir)/tests/fuzz/run.sh'

@@ -54,7 +54,7 @@ static void usage(FILE *f)
 "          (viridis, GB/s; beyond 256 nodes each cell is the median of a\n"
 "          block of node pairs) with lines between switches (the cache's\n"
 "          groups, or runs of --switch-size nodes) and NVLink domains\n"
-"          (--nvlink-domain GPUs, or the --gpu type's domain)\n"
+"          (the cache's, else --nvlink-domain GPUs or the --gpu type's domain)\n"
 "import    convert Pipette's {\"gpus\",\"bandwidth\"} JSON or nccl-tests text\n"
 "          output; an nccl-tests file holds one node pair, named by its\n"
 "          '#  Rank N ... on HOST device D' lines or by --pair A,B (one file);\n"
@@ -326,6 +326,7 @@ struct heat {
 	int nticks;
 	long switch_size;	/* --switch-size; 0: the cache's groups */
 	int domain_nodes;	/* nodes per NVLink domain; <= 1: none */
+	int cache_domains;	/* 1: the cache's own domains (pipette-bw/3) */
 	double *v;		/* scratch: block x block figures */
 	struct heat_stat {	/* per cell: its figures' median, least, greatest */
 		double med, lo, hi;
@@ -470,13 +471,67 @@ static int heat_switches(FILE *f, const struct heat *h)
 	return 1;
 }
 
-/* Each NVLink domain (runs of domain_nodes nodes in the order shown) as a
- * dashed square on the diagonal, where its nodes meet; the same returns. */
+/* The cache's NVLink domain of the node shown at k (-1: none). */
+static int heat_domain_of(const struct heat *h, int k)
+{
+	return pipette_bwcache_node_domain(h->bw, h->idx[k]);
+}
+
+/* The end of the run of nodes of one domain that starts at k. */
+static int heat_run_end(const struct heat *h, int k)
+{
+	int d = heat_domain_of(h, k), e = k + 1;
+
+	while (e < h->n && heat_domain_of(h, e) == d)
+		e++;
+	return e;
+}
+
+/* The cache's domains: each run of nodes of one domain in the order shown
+ * (a domain need not be contiguous: --nodes orders them as given) as a
+ * dashed rectangle wherever two runs of one domain meet, the diagonal
+ * included; runs smaller than HEAT_MIN_GAP are left out.  The same
+ * returns as heat_domains. */
+static int heat_cache_domains(FILE *f, const struct heat *h)
+{
+	double per = h->cell / h->block;	/* px per node */
+	int a, b, ea, eb, drawn = 0, runs = 0;
+
+	for (a = 0; a < h->n; a = heat_run_end(h, a))
+		runs += heat_domain_of(h, a) >= 0;
+	if (!runs)
+		return 0;
+	fputs("<g stroke=\"#e7298a\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\" "
+	      "fill=\"none\">\n", f);
+	for (a = 0; a < h->n; a = ea) {
+		ea = heat_run_end(h, a);
+		if (heat_domain_of(h, a) < 0 || (ea - a) * per < HEAT_MIN_GAP)
+			continue;
+		for (b = 0; b < h->n; b = eb) {
+			eb = heat_run_end(h, b);
+			/* off the diagonal only while the runs stay few */
+			if (heat_domain_of(h, b) != heat_domain_of(h, a) ||
+			    (eb - b) * per < HEAT_MIN_GAP || (a != b && runs > HEAT_MAX_CELLS))
+				continue;
+			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n",
+				h->x0 + b * per, h->y0 + a * per, (eb - b) * per, (ea - a) * per);
+			drawn = 1;
+		}
+	}
+	fputs("</g>\n", f);
+	return drawn ? 1 : -1;
+}
+
+/* Each NVLink domain (the cache's, else runs of domain_nodes nodes in the
+ * order shown) as a dashed square on the diagonal, where its nodes meet;
+ * the same returns. */
 static int heat_domains(FILE *f, const struct heat *h)
 {
 	double per = h->cell / h->block;	/* px per node */
 	int k;
 
+	if (h->cache_domains)
+		return heat_cache_domains(f, h);
 	if (h->domain_nodes <= 1 || h->domain_nodes >= h->n)
 		return 0;
 	if (h->domain_nodes * per < HEAT_MIN_GAP)
@@ -906,7 +961,8 @@ static int do_show(int argc, char **argv)
 		show_worst(bw, links, n_links, o.worst, med_all);
 	warn_stale(bw, o.file, (const char *const *)names, n_names, o.so.now, o.so.days);
 	if (o.svg) {
-		struct heat h = { .bw = bw, .idx = idx, .n = n, .switch_size = o.switch_size };
+		struct heat h = { .bw = bw, .idx = idx, .n = n, .switch_size = o.switch_size,
+				  .cache_domains = pipette_bwcache_domain_count(bw) > 0 };
 
 		if (show_domain(bw, &o, idx, n, &h.domain_nodes) ||
 		    write_svg(o.svg, o.file, &h))

@@ -55,7 +55,7 @@
  * NVL72 rack: 18 Slurm nodes of 4 GPUs in one 72-GPU domain); everything
  * of pipette-bw/2 keeps its meaning:
  *
- *     "domains": [ { "name": "<fabric cluster UUID>/<clique id>",
+ *     "domains": [ { "name": "<fabric cluster UUID>:<clique id>",
  *                    "gpus": 72,                   optional: its size
  *                    "nodes": ["gpu001", [1, 15]] } ]
  *

@@ -187,6 +187,8 @@ struct pipette_bwcache {
 int bw_prov_intern(struct pipette_bwcache *bw, const struct pipette_bw_prov *p,
 		   struct pipette_err *err);
 time_t bw_prov_when(const struct pipette_bwcache *bw, int prov);
+/* The index of the node named by the len bytes at name, or -1. */
+int bw_node_index_n(const struct pipette_bwcache *bw, const char *name, size_t len);
 int bw_reserve(struct pipette_bwcache *bw, int want, struct pipette_err *err);
 int bw_intra_reserve(struct bw_node *nd, int ng, struct pipette_err *err);
 

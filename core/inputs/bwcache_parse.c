@@ -26,6 +26,10 @@ struct pctx {
 	struct pipette_err *err;
 	const struct bw_doc *doc;	/* the scanner's spans */
 	int version;			/* of the schema: 1, 2 or 3 */
+	/* The last node name end_of resolved (its span in the text and its
+	 * index): a writer lists a node's links together. */
+	size_t last_s, last_len;
+	int last_k;
 };
 
 /* Provenance and latency of a section or link while parsing. */
@@ -478,13 +482,26 @@ static int num_of(const char *t, size_t s, size_t e, double lo, int lo_open, dou
 static int end_of(struct pctx *c, size_t s, size_t e, int node, int n, int *out)
 {
 	const char *t = c->doc->text;
-	char buf[PIPETTE_BW_MAX_NAME + 1];
 	long v = 0;
 	size_t p;
 
-	if (node < 0)
-		return t[s] == '"' && text_of(t, s, e, buf, sizeof(buf)) &&
-		       (*out = pipette_bwcache_node_index(c->bw, buf)) >= 0;
+	if (node < 0) {
+		size_t len = e - s - 2;
+
+		if (t[s] != '"' || e - s < 2 || len > PIPETTE_BW_MAX_NAME)
+			return 0;
+		if (c->last_len && len == c->last_len &&
+		    !memcmp(t + s + 1, t + c->last_s, len)) {
+			*out = c->last_k;
+			return 1;
+		}
+		if ((*out = bw_node_index_n(c->bw, t + s + 1, len)) < 0)
+			return 0;
+		c->last_s = s + 1;
+		c->last_len = len;
+		c->last_k = *out;
+		return 1;
+	}
 	for (p = s; p < e && p - s < 4 && t[p] >= '0' && t[p] <= '9'; p++)
 		v = v * 10 + (t[p] - '0');
 	*out = (int)v;

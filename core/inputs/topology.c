@@ -20,10 +20,14 @@ struct pipette_topology {
 	char *source;
 	char **block;		/* names */
 	int *size;		/* nodes per block */
+	int *line;		/* the line that defines each block */
 	int n_blocks, cap_blocks;
 	struct tnode *node;	/* sorted by name once read */
 	int n_nodes, cap_nodes;
 	int base;		/* BlockSizes' first, 0: none */
+	/* SHA-256 of the file's bytes (pipette_topology_load) */
+	unsigned char sha256[PIPETTE_SHA256_LEN];
+	int has_sha256;
 };
 
 /* One logical line while parsing: its number and its text. */
@@ -57,6 +61,7 @@ void pipette_topology_destroy(struct pipette_topology *t)
 		free(t->node[i].name);
 	free(t->block);
 	free(t->size);
+	free(t->line);
 	free(t->node);
 	free(t->source);
 	free(t);
@@ -141,12 +146,15 @@ static int add_block(struct pipette_topology *t, const char *name, const char *n
 		int cap = t->cap_blocks ? 2 * t->cap_blocks : 16;
 		char **b = realloc(t->block, (size_t)cap * sizeof(*b));
 		int *sz = b ? realloc(t->size, (size_t)cap * sizeof(*sz)) : NULL;
+		int *ln = sz ? realloc(t->line, (size_t)cap * sizeof(*ln)) : NULL;
 
 		if (b)
 			t->block = b;
-		if (!b || !sz)
+		if (sz)
+			t->size = sz;
+		if (!b || !sz || !ln)
 			return pipette_fail(l->err, "out of memory");
-		t->size = sz;
+		t->line = ln;
 		t->cap_blocks = cap;
 	}
 	if (expand(nodes, &names, &n, l->err) < 0)
@@ -178,6 +186,7 @@ static int add_block(struct pipette_topology *t, const char *name, const char *n
 	free(names);
 	if (!(t->block[t->n_blocks] = strdup(name)))
 		return pipette_fail(l->err, "out of memory");
+	t->line[t->n_blocks] = l->no;
 	t->size[t->n_blocks++] = n;
 	return 0;
 }
@@ -232,18 +241,20 @@ static int finish(struct pipette_topology *t, struct pipette_err *err)
 				    "topology/block blocks)", t->source);
 	qsort(t->node, (size_t)t->n_nodes, sizeof(*t->node), cmp_tnode);
 	for (i = 1; i < t->n_nodes; i++)
-		if (!strcmp(t->node[i - 1].name, t->node[i].name))
-			return pipette_fail(err, "%s: node %.64s is in blocks '%.64s' and "
-					    "'%.64s'", t->source, t->node[i].name,
-					    t->block[t->node[i - 1].block < t->node[i].block ?
-						     t->node[i - 1].block : t->node[i].block],
-					    t->block[t->node[i - 1].block < t->node[i].block ?
-						     t->node[i].block : t->node[i - 1].block]);
+		if (!strcmp(t->node[i - 1].name, t->node[i].name)) {
+			int a = t->node[i - 1].block, b = t->node[i].block;
+			int lo = a < b ? a : b, hi = a < b ? b : a;
+
+			return pipette_fail(err, "%s: line %d: node %.64s of block '%.64s' is "
+					    "already in block '%.64s' (line %d)", t->source,
+					    t->line[hi], t->node[i].name, t->block[hi], t->block[lo],
+					    t->line[lo]);
+		}
 	for (i = 0; t->base && i < t->n_blocks; i++)
 		if (t->size[i] < t->base)
-			return pipette_fail(err, "%s: block '%.64s' has %d nodes, fewer than the "
-					    "base block size %d (BlockSizes)", t->source,
-					    t->block[i], t->size[i], t->base);
+			return pipette_fail(err, "%s: line %d: block '%.64s' has %d nodes, fewer "
+					    "than the base block size %d (BlockSizes)", t->source,
+					    t->line[i], t->block[i], t->size[i], t->base);
 	return 0;
 }
 
@@ -325,8 +336,17 @@ int pipette_topology_load(const char *path, pipette_hostlist_fn expand,
 	if (pipette_read_file(path, "topology.conf", PIPETTE_TOPO_MAX_FILE_BYTES, &f, err))
 		return -1;
 	rv = pipette_topology_parse(f.data, f.len, path, expand, out, err);
+	if (rv == 0) {
+		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
+		(*out)->has_sha256 = 1;
+	}
 	pipette_file_free(&f);
 	return rv;
+}
+
+const unsigned char *pipette_topology_sha256(const struct pipette_topology *t)
+{
+	return t->has_sha256 ? t->sha256 : NULL;
 }
 
 const char *pipette_topology_source(const struct pipette_topology *t)

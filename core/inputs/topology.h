@@ -46,6 +46,9 @@ int pipette_topology_load(const char *path, pipette_hostlist_fn expand,
 void pipette_topology_destroy(struct pipette_topology *t);
 
 const char *pipette_topology_source(const struct pipette_topology *t);
+/* SHA-256 of the bytes pipette_topology_load read (NULL: parsed from
+ * memory), so that a Slurm step can pin every node to srun's file. */
+const unsigned char *pipette_topology_sha256(const struct pipette_topology *t);
 int pipette_topology_block_count(const struct pipette_topology *t);
 const char *pipette_topology_block_name(const struct pipette_topology *t, int block);
 /* Nodes of a block (0 when out of range). */

@@ -399,6 +399,12 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 					    req->topology);
 		if (pipette_topology_load(req->topology, req->expand_hostlist, &topo, err))
 			return -1;
+		if (req->pin_topology_sha256[0] &&
+		    check_pin("topology", req->topology, pipette_topology_sha256(topo),
+			      req->pin_topology_sha256, err)) {
+			pipette_topology_destroy(topo);
+			return -1;
+		}
 	}
 	*cl = pipette_cluster_create_topo((const char *const *)p->names, p->nodes, p->G,
 					  p->gpu_ids, p->gpu, *bw, 0, topo, err);

@@ -69,6 +69,7 @@ struct pipette_request {
 	char pin_bandwidth_sha256[PIPETTE_HASH_HEX + 1];
 	char pin_model_sha256[PIPETTE_HASH_HEX + 1];
 	char pin_calibration_sha256[PIPETTE_HASH_HEX + 1];
+	char pin_topology_sha256[PIPETTE_HASH_HEX + 1];
 	/* Told how the plan comes along (progress.h): the inputs read, the
 	 * configurations estimated, the ranks placed.  fn NULL (the
 	 * default, and always in the plugin): nothing is told.  No part of

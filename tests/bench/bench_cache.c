@@ -9,7 +9,7 @@
  *            nodes: CPU time and peak RSS (wait4), the cache's own bytes;
  *   validate `pipette bandwidth validate FILE`: CPU time and peak RSS.
  * Targets: the 4096-node pipette-bw/1 cache validates within 1 s (issue
- * 17); a load fits the plan budgets of issue 17 (2048: 2 s, 256 MiB; 4096:
+ * 17), the pipette-bw/2 one within 0.5 s (issue 30); a load fits the plan budgets of issue 17 (2048: 2 s, 256 MiB; 4096:
  * 5 s, 512 MiB), since a plan cannot meet them when loading alone does
  * not.  Prints the figures and the load average; exits 1 on a missed
  * target when the load average is below 1. */
@@ -162,7 +162,7 @@ static int bench_file(const char *form, const char *path, int nodes, double cpu_
 	}
 	printf("; validate %.3f s, %.0f MiB", vu.cpu_s, vu.rss_mib);
 	if (validate_max > 0) {
-		printf(" (target %.0f s: %s)", validate_max,
+		printf(" (target %.2g s: %s)", validate_max,
 		       vu.cpu_s <= validate_max ? "met" : "MISSED");
 		miss |= vu.cpu_s > validate_max;
 	}
@@ -194,8 +194,10 @@ int main(void)
 		} else {
 			miss |= bench_file("pipette-bw/1", v1, run[i].nodes, run[i].cpu, run[i].mib,
 					   run[i].validate, &failed);
+			/* issue 30: the 4096-node pipette-bw/2 cache (compact
+			 * already) validates within 0.5 s */
 			miss |= bench_file("pipette-bw/2", v2, run[i].nodes, run[i].cpu, run[i].mib,
-					   run[i].validate, &failed);
+					   run[i].validate ? 0.5 : 0, &failed);
 		}
 		unlink(v1);
 		unlink(v2);

@@ -45,6 +45,31 @@ static void query_all(const struct pipette_bwcache *bw)
 	fuzz_require(pipette_bwcache_inter(bw, n, 0, &f) == -1, "inter(n, 0) accepted");
 	fuzz_require(pipette_bwcache_intra(bw, 0, 0, PIPETTE_BW_MAX_GPUS, &f) == -1,
 		     "intra(0, 0, MAX_GPUS) accepted");
+	/* NVLink domains (pipette-bw/3) */
+	g = pipette_bwcache_domain_count(bw);
+	fuzz_require(g >= 0 && g <= (n > 0 ? n : 0), "%d domains among %d nodes", g, n);
+	for (i = 0, j = 0; i < g; i++) {
+		int k = pipette_bwcache_domain_nodes(bw, i);
+
+		fuzz_require(pipette_bwcache_domain_name(bw, i) != NULL, "domain %d unnamed", i);
+		fuzz_require(k >= 0 && k <= n, "domain %d: %d nodes", i, k);
+		fuzz_require(pipette_bwcache_domain_gpus(bw, i) >= 0, "domain %d: GPUs", i);
+		j += k;
+	}
+	fuzz_require(j <= n, "%d nodes in domains, %d in the cache", j, n);
+	for (i = 0; i < n && i < 16; i++) {
+		a = pipette_bwcache_node_domain(bw, i);
+		fuzz_require(a >= -1 && a < g, "node %d in domain %d of %d", i, a, g);
+	}
+	fuzz_require(pipette_bwcache_domain_name(bw, g) == NULL, "domain n has a name");
+	fuzz_require(pipette_bwcache_domain_measured(bw) >= 0, "domain pairs measured < 0");
+	{
+		struct pipette_err derr = { { 0 } };
+
+		/* a GB200 rack: 72 GPUs in nodes of 4 */
+		rc = pipette_bwcache_check_domains(bw, 4, 72, &derr);
+		fuzz_check_err(rc, &derr, "pipette_bwcache_check_domains");
+	}
 	/* 2026-01-01T00:00:00Z, one week. */
 	pipette_bwcache_stale(bw, NULL, 0, 1767225600, 7 * 86400.0, msg, sizeof(msg));
 	fuzz_require(memchr(msg, '\0', sizeof(msg)) != NULL, "stale message not terminated");

@@ -15,7 +15,8 @@
 #                  to look past a known report while it is being fixed)
 #
 # A harness whose first lines say "fuzz-requires: FILE" is skipped, with a
-# note, while FILE does not exist (a parser still being written).
+# note, while FILE does not exist (a parser still being written); one that
+# says "fuzz-libs: -lX ..." links those libraries too.
 set -uo pipefail
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,6 +48,8 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer $san -Wall -Wextra
 	-iquote $srcdir/core -I$srcdir/plugin $jsonc_cflags $nettle_cflags ${FUZZ_CFLAGS:-}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+# libslurm's own leaks (tests/lsan.supp says which) are not pipette's.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$srcdir/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # The file-based harnesses write each input to a temporary file there.
 mkdir -p "$build/tmp" && export TMPDIR=$build/tmp
@@ -80,8 +83,11 @@ for h in "$fuzzdir"/fuzz_*.c; do
 		echo "fuzz: SKIP $name: $req does not exist yet"
 		continue
 	fi
+	# "fuzz-libs: -lX" in its first lines: libraries the harness links
+	# beside the library under test (Slurm's hostlist functions).
+	extra=$(sed -n '1,20s/.*fuzz-libs: *\(.*\)$/\1/p' "$h" | head -1)
 	# shellcheck disable=SC2086
-	if ! $cc $cflags -fsanitize=fuzzer "$h" "$build/libfuzz.a" $libs \
+	if ! $cc $cflags -fsanitize=fuzzer "$h" "$build/libfuzz.a" $libs $extra \
 		-o "$build/fuzz_$name" 2>"$build/logs/$name.build"; then
 		cat "$build/logs/$name.build" >&2
 		echo "fuzz: FAIL: harness $name does not build" >&2

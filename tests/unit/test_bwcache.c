@@ -539,6 +539,76 @@ START_TEST(test_stale)
 }
 END_TEST
 
+/* Staleness of a grouped (pipette-bw/2) cache, read row by row from its
+ * pairs and its groups, against the same figures ungrouped (a dense
+ * matrix, looked up pair by pair): the same count and the same oldest
+ * figure, for every node and for a subset in another order. */
+START_TEST(test_stale_grouped)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *grouped, *flat;
+	struct pipette_bw_prov old = { "old probe", "busbw", 1 << 20, 0 };
+	struct pipette_err err;
+	const char *some[] = { "n17", "n3", "n9", "n2", "n11" };
+	const char *const *sets[] = { NULL, some };
+	int n_sets[] = { 0, 5 };
+	const char *names[6] = { "s0", "s1", "s2", "s3", "s4", "s5" };
+	int group_of[24], i, k;
+	char *text;
+	time_t now;
+
+	pipette_bw_gen_init(&g);
+	g.seed = 7;
+	g.nodes = 24;
+	g.gpus_per_node = 2;
+	g.prefix = "n";
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	g.switch_size = 4;
+	g.slow_frac = 0.1;
+	g.when = t_of("2025-03-01T00:00:00Z");
+	now = g.when + 40 * 86400;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, &grouped, &err), 0);
+	/* two links older than the rest: the second is the oldest */
+	old.when = t_of("2025-02-10T00:00:00Z");
+	ck_assert_int_eq(pipette_bwcache_set_inter(grouped, "n9", "n17", 30, NAN, &old,
+						   &err), 0);
+	old.when = t_of("2025-02-01T00:00:00Z");
+	ck_assert_int_eq(pipette_bwcache_set_inter(grouped, "n20", "n5", 31, NAN, &old,
+						   &err), 0);
+	for (i = 0; i < 24; i++)
+		group_of[i] = i / 4;
+	ck_assert_int_eq(pipette_bwcache_set_groups(grouped, 6, names, group_of, 0.05, &err),
+			 0);
+	text = pipette_bwcache_serialize(grouped, &err);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(pipette_bwcache_parse(text, strlen(text), "copy", &flat, &err), 0);
+	free(text);
+	ck_assert_int_eq(pipette_bwcache_ungroup(flat, &err), 0);
+	ck_assert_int_gt(pipette_bwcache_group_count(grouped), 0);
+	for (k = 0; k < 2; k++) {
+		char m1[512], m2[512];
+		int c1 = pipette_bwcache_stale(grouped, sets[k], n_sets[k], now, 30 * 86400.0,
+					       m1, sizeof(m1));
+		int c2 = pipette_bwcache_stale(flat, sets[k], n_sets[k], now, 30 * 86400.0,
+					       m2, sizeof(m2));
+
+		ck_assert_msg(c1 == c2, "set %d: %d vs %d: %s | %s", k, c1, c2, m1, m2);
+		ck_assert_int_gt(c1, 0);
+		ck_assert_str_eq(m1, m2);
+	}
+	{
+		char m[512];
+
+		pipette_bwcache_stale(grouped, NULL, 0, now, 30 * 86400.0, m, sizeof(m));
+		ck_assert_msg(strstr(m, "(oldest: n20 -> n5, measured 2025-02-01T00:00:00Z)"),
+			      "%s", m);
+	}
+	pipette_bwcache_destroy(grouped);
+	pipette_bwcache_destroy(flat);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- */
 
 static int count_entries(const char *dir)
@@ -1029,6 +1099,23 @@ START_TEST(test_cli)
 		ck_assert_ptr_nonnull(strstr(svg, "<title>gpu002 -&gt; gpu003: 12.50 GB/s</title>"));
 		free(svg);
 	}
+	/* The cache's own domains, not contiguous in the order shown: gb01,
+	 * gb02 | gb03 | gb04 | gb05, gb06 alternate between c0f1/1 and c0f1/2,
+	 * so each domain is two runs and gets a dashed rectangle wherever two
+	 * of its runs meet: 4 + 4, none where the domains meet. */
+	snprintf(args, sizeof(args), "bandwidth show " BW_DIR "/good-domains.json --svg %s", o1);
+	expect(args, 0, "worst inter-node links");
+	{
+		char *svg = slurp(o1, NULL), *g = strstr(svg, "<g stroke=\"#e7298a\""), *p;
+		int rects = 0;
+
+		ck_assert_ptr_nonnull(g);
+		for (p = g; (p = strstr(p + 1, "<rect")) && p < strstr(g, "</g>");)
+			rects++;
+		ck_assert_int_eq(rects, 8);
+		ck_assert_ptr_nonnull(strstr(svg, ">NVLink domain</text>"));
+		free(svg);
+	}
 	expect("bandwidth import " BW_DIR "/legacy-4.json -o /dev/null", 2,
 	       "--from must be pipette-legacy or nccl-tests");
 	expect("bandwidth import --from nccl-tests --pair a " BW_DIR
@@ -1229,6 +1316,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cluster_scale);
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_stale);
+	tcase_add_test(tc, test_stale_grouped);
 	tcase_add_test(tc, test_atomic_save);
 	tcase_add_test(tc, test_concurrent_merge);
 	tcase_add_test(tc, test_dead_writer_temps);

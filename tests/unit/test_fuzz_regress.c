@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "inputs/bwcache.h"
+#include "inputs/topology.h"
+#include "hostlist.h"
 #include "plan/experts.h"
 #include "inputs/model.h"
 #include "plugin.h"
@@ -228,6 +230,20 @@ static void replay_one(const char *parser, const char *path)
 		expect_clean(pipette_site_parse(&site, ac, av, &err), &err, path);
 	} else if (!strcmp(parser, "trainlog")) {
 		replay_trainlog(text, len, path);
+	} else if (!strcmp(parser, "topology")) {
+		struct pipette_topology *t = NULL;
+
+		rc = pipette_topology_parse(text, len, path, pipette_hostlist_expand, &t, &err);
+		expect_clean(rc, &err, path);
+		/* the seeds say which they are: bad-* fail naming the file and
+		 * the line, the others are blocks */
+		if (strstr(path, "/corpus/topology/bad-"))
+			ck_assert_msg(rc == -1 && strstr(err.msg, path) && strstr(err.msg, "line"),
+				      "%s: %s", path, rc ? err.msg : "accepted");
+		else if (strstr(path, "/corpus/topology/"))
+			ck_assert_msg(rc == 0 && pipette_topology_block_count(t) >= 2, "%s: %s",
+				      path, rc ? err.msg : "fewer than 2 blocks");
+		pipette_topology_destroy(t);
 	} else {
 		ck_abort_msg("%s: no replay for parser '%s'; add one to %s", path, parser,
 			     __FILE__);

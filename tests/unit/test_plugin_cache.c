@@ -1130,7 +1130,7 @@ START_TEST(test_key_covers_inputs)
 	DIFFERS("the launch mode", f.st.launch = PIPETTE_LAUNCH_TORCHRUN,
 		f.st.launch = PIPETTE_LAUNCH_SRUN);
 	DIFFERS("the batch step", f.st.batch = 1, f.st.batch = 0);
-	DIFFERS("srun's digest", f.st.digest = "2:0123456789abcdef:-:-:-", f.st.digest = "");
+	DIFFERS("srun's digest", f.st.digest = "3:0123456789abcdef:-:-:-:-", f.st.digest = "");
 	/* The file by its content: one byte more is another key. */
 	spit(bw, data, len, 0644);
 	DIFFERS("the bandwidth cache's content", spit(bw, "\n", 1, 0644) , spit(bw, data, len, 0644));
@@ -1143,7 +1143,7 @@ START_TEST(test_key_covers_inputs)
 	unlink(bw);
 	ck_assert_int_eq(pipette_plan_key(&f.st, k, NULL, &err), -1);
 	ck_assert_msg(strstr(err.msg, bw), "%s", err.msg);
-	f.st.digest = "2:0123456789abcdef:fedcba9876543210:-:-";
+	f.st.digest = "3:0123456789abcdef:fedcba9876543210:-:-:-";
 	key_of(&f.st, k);
 	free(data);
 	rmdir(dir);

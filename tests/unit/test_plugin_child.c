@@ -483,10 +483,11 @@ START_TEST(test_digest_pins_cache)
 	strcpy(site.gpu, "H100");
 	opts_for(&o, cache);
 	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
-	/* "2:" options ":" cache ":-:-": a preset model and no calibration */
-	ck_assert_int_eq(strlen(digest), 2 + PIPETTE_HASH_HEX + 1 + PIPETTE_HASH_HEX + 4);
-	ck_assert_msg(!strcmp(digest + strlen(digest) - 4, ":-:-"), "a preset model or no "
-		      "calibration pinned: %s", digest);
+	/* "3:" options ":" cache ":-:-:-": a preset model, no calibration, no
+	 * topology */
+	ck_assert_int_eq(strlen(digest), 2 + PIPETTE_HASH_HEX + 1 + PIPETTE_HASH_HEX + 6);
+	ck_assert_msg(!strcmp(digest + strlen(digest) - 6, ":-:-:-"), "a preset model, no "
+		      "calibration or no topology pinned: %s", digest);
 
 	/* Same options, same file: the plan goes ahead. */
 	plan_pinned(&o, &site, digest, &req);
@@ -520,6 +521,8 @@ END_TEST
 START_TEST(test_digest_pins_calibration)
 {
 	char dir[] = "/tmp/pipette-pin-XXXXXX", cal[80], digest[PIPETTE_DIGEST_MAX];
+	const char *field;
+	int k;
 	struct pipette_site site;
 	struct pipette_opts o;
 	struct pipette_request req;
@@ -533,7 +536,11 @@ START_TEST(test_digest_pins_calibration)
 	strcpy(site.calibration, cal);
 	opts_for(&o, NULL);
 	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
-	ck_assert_msg(strlen(strrchr(digest, ':') + 1) == PIPETTE_HASH_HEX,
+	/* the calibration's field (the fifth), before the topology's ("-") */
+	for (k = 0, field = digest; k < 4; k++)
+		field = strchr(field, ':') + 1;
+	ck_assert_msg(strcspn(field, ":") == PIPETTE_HASH_HEX &&
+		      !strcmp(field + PIPETTE_HASH_HEX, ":-"),
 		      "the calibration is not pinned: %s", digest);
 	plan_pinned(&o, &site, digest, &req);
 	ck_assert_int_eq(strlen(req.pin_calibration_sha256), PIPETTE_HASH_HEX);
@@ -547,12 +554,50 @@ START_TEST(test_digest_pins_calibration)
 }
 END_TEST
 
+/* The site's topology.conf (its blocks are the NVLink domains) is pinned
+ * like the cache: srun hashes it into the digest's last field, and a node
+ * that reads other blocks fails the step instead of planning other
+ * domains than the other nodes. */
+START_TEST(test_digest_pins_topology)
+{
+	char dir[] = "/tmp/pipette-pin-XXXXXX", topo[80], digest[PIPETTE_DIGEST_MAX];
+	struct pipette_site site;
+	struct pipette_opts o;
+	struct pipette_request req;
+	const char *last;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(topo, sizeof(topo), "%s/topology.conf", dir);
+	/* H100 boards: a block is one node (the GPU type's NVLink domain) */
+	write_file(topo, "w", "BlockName=b1 Nodes=node1\nBlockName=b2 Nodes=node2\n");
+	pipette_site_init(&site);
+	strcpy(site.gpu, "H100");
+	strcpy(site.topology, topo);
+	opts_for(&o, NULL);
+	ck_assert_int_eq(pipette_input_digest(&o, &site, digest, sizeof(digest)), 0);
+	last = strrchr(digest, ':') + 1;
+	ck_assert_msg(strlen(last) == PIPETTE_HASH_HEX, "the topology is not pinned: %s", digest);
+	plan_pinned(&o, &site, digest, &req);
+	ck_assert_str_eq(req.pin_topology_sha256, last);
+
+	/* The blocks change after srun read the file. */
+	write_file(topo, "w", "BlockName=b1 Nodes=node3\nBlockName=b2 Nodes=node4\n");
+	assert_changed(&req, "topology", topo);
+	/* Without srun's digest nothing is pinned, and the new blocks plan. */
+	plan_pinned(&o, &site, "", &req);
+	ck_assert_str_eq(req.pin_topology_sha256, "");
+	unlink(topo);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_digest_malformed)
 {
 	static const char *const bad[] = {
-		"1:0123456789abcdef:-:-", "3:0123456789abcdef:-:-:-", "2:0123456789abcdef:-:-",
-		"2:0123456789abcdeg:-:-:-", "2:0123456789abcdef:-:-:-:", "2:01234:-:-:-",
-		"2:0123456789abcdef:-:-:0123", "garbage",
+		"2:0123456789abcdef:-:-:-", "4:0123456789abcdef:-:-:-:-",
+		"3:0123456789abcdef:-:-:-", "3:0123456789abcdeg:-:-:-:-",
+		"3:0123456789abcdef:-:-:-:-:", "3:01234:-:-:-:-",
+		"3:0123456789abcdef:-:-:-:0123", "garbage",
 	};
 	struct pipette_opts o;
 	struct pipette_request req;
@@ -594,6 +639,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_digest_pins_cache);
 	tcase_add_test(tc, test_digest_pins_calibration);
+	tcase_add_test(tc, test_digest_pins_topology);
 	tcase_add_test(tc, test_digest_malformed);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "fabric.h"
 #include "inputs/bwcache.h"
 #include "fit.h"
 #include "gpu.h"
@@ -467,6 +468,149 @@ START_TEST(test_left_out_not_cached)
 }
 END_TEST
 
+/* ---- NVLink domains from NVML's fabric info (fabricated GPUs) ---- */
+
+/* A GB200 tray's GPU as NVML reports it once the fabric manager has
+ * registered it: COMPLETED, success, the rack's cluster UUID and clique. */
+static struct pipette_probe_fabric tray_gpu(unsigned char uuid_last, unsigned long clique)
+{
+	static const unsigned char uuid[16] = { 0x9f, 0x1c, 0x0a, 0x2e, 0x5b, 0x7d, 0x4c, 0x3a,
+						0x8e, 0x21, 0x0d, 0x6f, 0x4b, 0x9a, 0x7c, 0x00 };
+	struct pipette_probe_fabric g;
+
+	memset(&g, 0, sizeof(g));
+	g.state = PIPETTE_FABRIC_COMPLETED;
+	g.status_ok = 1;
+	memcpy(g.cluster_uuid, uuid, sizeof(uuid));
+	g.cluster_uuid[15] = uuid_last;
+	g.clique = clique;
+	return g;
+}
+
+START_TEST(test_fabric_domain_name)
+{
+	struct pipette_probe_fabric g[4];
+	struct pipette_err why;
+	char name[PIPETTE_PROBE_DOMAIN_MAX];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		g[i] = tray_gpu(0x15, 32766);
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), 1);
+	ck_assert_str_eq(name, "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:32766");
+	/* another rack (cluster UUID) or another clique is another domain */
+	g[0] = g[1] = g[2] = g[3] = tray_gpu(0x16, 32766);
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), 1);
+	ck_assert_str_eq(name, "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c16:32766");
+	g[0] = g[1] = g[2] = g[3] = tray_gpu(0x15, 4294967295ul);
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), 1);
+	ck_assert_str_eq(name, "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:4294967295");
+	ck_assert_int_lt(strlen(name), PIPETTE_PROBE_DOMAIN_MAX);
+}
+END_TEST
+
+START_TEST(test_fabric_domain_refused)
+{
+	struct pipette_probe_fabric g[4];
+	struct pipette_err why;
+	char name[PIPETTE_PROBE_DOMAIN_MAX];
+	int i;
+
+	/* an H100 board: no GPU supports fabric registration: no domain */
+	memset(g, 0, sizeof(g));
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), 0);
+	ck_assert_str_eq(name, "");
+	ck_assert_ptr_nonnull(strstr(why.msg, "no multi-node NVLink domain"));
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 0, name, &why), 0);
+	ck_assert_str_eq(why.msg, "no GPU");
+	for (i = 0; i < 4; i++)
+		g[i] = tray_gpu(0x15, 7);
+	g[2].clique = 8;
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), -1);
+	ck_assert_str_eq(name, "");
+	ck_assert_ptr_nonnull(strstr(why.msg, "GPU 0 is in NVLink domain "
+					      "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:7, GPU 2 in "
+					      "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:8"));
+	g[2] = tray_gpu(0x15, 7);
+	g[3].state = PIPETTE_FABRIC_IN_PROGRESS;
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), -1);
+	ck_assert_str_eq(why.msg, "GPU 3: its NVLink fabric registration is in progress");
+	g[3] = tray_gpu(0x15, 7);
+	g[1].status_ok = 0;
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), -1);
+	ck_assert_str_eq(why.msg, "GPU 1: its NVLink fabric registration failed");
+	g[1] = tray_gpu(0x15, 7);
+	memset(g[0].cluster_uuid, 0, sizeof(g[0].cluster_uuid));
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), -1);
+	ck_assert_str_eq(why.msg, "GPU 0: NVLink fabric cluster UUID is all zero");
+	g[0] = tray_gpu(0x15, 7);
+	g[3].state = PIPETTE_FABRIC_NOT_SUPPORTED;
+	ck_assert_int_eq(pipette_probe_fabric_domain(g, 4, name, &why), -1);
+	ck_assert_str_eq(why.msg, "GPU 0 reports NVLink fabric info, 1 other GPUs none");
+}
+END_TEST
+
+/* PIPETTE_PROBE_DOMAIN names the node's domain where NVML cannot: taken
+ * when the cache would take it, "none" for none. */
+START_TEST(test_node_domain_env)
+{
+	const char *named[] = { "PIPETTE_PROBE_DOMAIN", "rack1:3", NULL };
+	const char *none[] = { "PIPETTE_PROBE_DOMAIN", "none", NULL };
+	const char *blank[] = { "PIPETTE_PROBE_DOMAIN", "rack 1", NULL };
+	struct pipette_err why;
+	char name[PIPETTE_PROBE_DOMAIN_MAX];
+
+	ck_assert_int_eq(pipette_probe_node_domain(table_get, named, name, &why), 0);
+	ck_assert_str_eq(name, "rack1:3");
+	ck_assert_int_eq(pipette_probe_node_domain(table_get, none, name, &why), 0);
+	ck_assert_str_eq(name, "");
+	ck_assert_int_eq(pipette_probe_node_domain(table_get, blank, name, &why), -1);
+	ck_assert_str_eq(name, "");
+	ck_assert_ptr_nonnull(strstr(why.msg, "PIPETTE_PROBE_DOMAIN: NVLink domain name "
+					      "'rack 1' contains a blank"));
+}
+END_TEST
+
+/* The run's domains go into the cache: nodes that reported one domain
+ * share it (pipette-bw/3), a node that reported none is in none, a node
+ * left out is not written at all. */
+START_TEST(test_domains_to_cache)
+{
+	size_t sizes[1] = { 1 << 20 };
+	struct pipette_probe_result *r = pipette_probe_result_create(4, 1, sizes);
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	int i;
+
+	ck_assert_ptr_nonnull(r);
+	for (i = 0; i < 4; i++)
+		snprintf(r->names[i], sizeof(r->names[i]), "gb%03d", i + 1);
+	strcpy(r->tool, "pipette-probe tcp");
+	strcpy(r->metric, "alpha-beta fit");
+	strcpy(r->domain[0], "u:1");
+	strcpy(r->domain[1], "u:1");
+	strcpy(r->domain[3], "u:1");
+	r->left_out[3] = 1;
+	r->gbps[0 * 4 + 1] = 800;
+	r->gbps[1 * 4 + 2] = 40;
+	ck_assert(pipette_probe_same_domain(r, 0, 1));
+	ck_assert(!pipette_probe_same_domain(r, 1, 2));
+	ck_assert(!pipette_probe_same_domain(r, 2, 2));
+	ck_assert(!pipette_probe_same_domain(r, 0, 0));
+	ck_assert_int_eq(pipette_probe_result_to_cache(r, NULL, &bw, &err), 0);
+	ck_assert_str_eq(pipette_bwcache_schema(bw), "pipette-bw/3");
+	ck_assert_int_eq(pipette_bwcache_domain_count(bw), 1);
+	ck_assert_int_eq(pipette_bwcache_domain_nodes(bw, 0), 2);
+	ck_assert_int_eq(pipette_bwcache_domain_gpus(bw, 0), 0);
+	ck_assert_int_eq(pipette_bwcache_node_domain(bw, pipette_bwcache_node_index(bw, "gb003")),
+			 -1);
+	ck_assert_int_eq(pipette_bwcache_node_index(bw, "gb004"), -1);
+	ck_assert_int_eq(pipette_bwcache_domain_measured(bw), 1);
+	pipette_bwcache_destroy(bw);
+	pipette_probe_result_destroy(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probe");
@@ -486,6 +630,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_task_env);
 	tcase_add_test(tc, test_merge_into_cache);
 	tcase_add_test(tc, test_left_out_not_cached);
+	tcase_add_test(tc, test_fabric_domain_name);
+	tcase_add_test(tc, test_fabric_domain_refused);
+	tcase_add_test(tc, test_node_domain_env);
+	tcase_add_test(tc, test_domains_to_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <json-c/json.h>
 #include <unistd.h>
 
 #include "inputs/bwcache.h"
@@ -36,6 +38,9 @@ static int free_port(void)
 	close(s);
 	return port;
 }
+
+/* Each rank's NVLink domain (PIPETTE_PROBE_DOMAIN), NULL: none given. */
+static const char *const *rank_domain;
 
 /* Start rank `rank` of `n`; rank 0 gets the extra arguments.  When
  * err_fd >= 0 the child's stderr goes there (else ranks > 0 are quiet). */
@@ -59,6 +64,10 @@ static pid_t start_fd(int rank, int n, int port, const char *const *extra,
 		snprintf(buf, sizeof(buf), "%d", port);
 		setenv("PIPETTE_PROBE_PORT", buf, 1);
 		setenv("PIPETTE_PROBE_ROOT", "127.0.0.1", 1);
+		if (rank_domain && rank_domain[rank])
+			setenv("PIPETTE_PROBE_DOMAIN", rank_domain[rank], 1);
+		else
+			unsetenv("PIPETTE_PROBE_DOMAIN");
 		argv[argc++] = PIPETTE_PROBE_BIN;
 		argv[argc++] = "--transport";
 		argv[argc++] = "tcp";
@@ -270,6 +279,82 @@ START_TEST(test_tcp_only_some_nodes)
 }
 END_TEST
 
+/* Five nodes, two NVLink domains of two and one node in none (each task
+ * names its own, as NVML would): rank 0 learns them in the hellos, writes
+ * them into the cache (pipette-bw/3, nodes grouped by domain), and labels
+ * the pairs inside a domain NVLink in its report and its summary. */
+START_TEST(test_tcp_domains)
+{
+	static const char *const dom[] = { "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:32766",
+					   "9f1c0a2e-5b7d-4c3a-8e21-0d6f4b9a7c15:32766",
+					   "rackB:7", "rackB:7", NULL };
+	char out[256], json[256], line[512];
+	const char *extra[] = { "--out", out, "--json", json, NULL };
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	struct json_object *rep, *nv, *d;
+	int port = free_port(), fds[2], st, k, labelled = 0, listed = 0;
+	pid_t pid[5];
+	FILE *f;
+
+	tmp_path(out, sizeof(out), "domains.json");
+	tmp_path(json, sizeof(json), "domains-report.json");
+	rank_domain = dom;
+	ck_assert_int_eq(pipe(fds), 0);
+	for (k = 4; k >= 1; k--)
+		pid[k] = start(k, 5, port, NULL);
+	pid[0] = start_fd(0, 5, port, extra, fds[1]);
+	rank_domain = NULL;
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	while (fgets(line, sizeof(line), f)) {
+		listed |= strstr(line, "NVLink domain rackB:7: node2 node3") != NULL;
+		labelled |= strstr(line, "4 measured links inside NVLink domains") != NULL;
+	}
+	fclose(f);
+	for (k = 0; k < 5; k++) {
+		ck_assert_int_eq(waitpid(pid[k], &st, 0), pid[k]);
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	ck_assert(listed);
+	ck_assert(labelled);
+	ck_assert_int_eq(pipette_bwcache_load(out, &bw, &err), 0);
+	ck_assert_str_eq(pipette_bwcache_schema(bw), "pipette-bw/3");
+	ck_assert_int_eq(pipette_bwcache_domain_count(bw), 2);
+	for (k = 0; k < 5; k++) {
+		char name[16];
+		int i, dd;
+
+		snprintf(name, sizeof(name), "node%d", k);
+		i = pipette_bwcache_node_index(bw, name);
+		ck_assert_int_ge(i, 0);
+		dd = pipette_bwcache_node_domain(bw, i);
+		if (!dom[k])
+			ck_assert_int_eq(dd, -1);
+		else
+			ck_assert_str_eq(pipette_bwcache_domain_name(bw, dd), dom[k]);
+	}
+	ck_assert_int_eq(pipette_bwcache_domain_measured(bw), 4);
+	ck_assert_int_eq(measured(bw, 5, -1), 20);
+	pipette_bwcache_destroy(bw);
+	rep = json_object_from_file(json);
+	ck_assert_ptr_nonnull(rep);
+	ck_assert(json_object_object_get_ex(rep, "nvlink", &nv));
+	ck_assert(json_object_get_boolean(json_object_array_get_idx(
+		json_object_array_get_idx(nv, 0), 1)));
+	ck_assert(!json_object_get_boolean(json_object_array_get_idx(
+		json_object_array_get_idx(nv, 1), 2)));
+	ck_assert(!json_object_get_boolean(json_object_array_get_idx(
+		json_object_array_get_idx(nv, 4), 4)));
+	ck_assert(json_object_object_get_ex(rep, "domain", &d));
+	ck_assert_ptr_null(json_object_array_get_idx(d, 4));
+	ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(d, 2)), "rackB:7");
+	json_object_put(rep);
+	unlink(json);
+	cleanup(out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probe_tcp");
@@ -281,6 +366,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_tcp_missing_node);
 	tcase_add_test(tc, test_tcp_only_some_nodes);
 	tcase_add_test(tc, test_tcp_node_dies);
+	tcase_add_test(tc, test_tcp_domains);
 	suite_add_tcase(s, tc);
 	return s;
 }
