@@ -199,12 +199,8 @@ int main(void)
 			miss |= bench_file("pipette-bw/2", v2, run[i].nodes, run[i].cpu, run[i].mib,
 					   run[i].validate ? 0.5 : 0, &failed);
 		}
-		unlink(v1);
-		unlink(v2);
-		snprintf(v2, sizeof(v2), "%s.lock", v1);
-		unlink(v2);
-		snprintf(v2, sizeof(v2), "%s.v2.lock", v1);
-		unlink(v2);
+		bench_remove_cache(v1);
+		bench_remove_cache(v2);
 	}
 	if (failed)
 		return 1;

@@ -263,7 +263,7 @@ static int speed_targets(void)
 		close(fd);
 		bad = write_generated(run[i].nodes, tmp) ||
 		      child_plan(tmp, run[i].nodes, run[i].gb, 8192, &cpu, &mib, &gain);
-		unlink(tmp);
+		bench_remove_cache(tmp);
 		if (bad) {
 			fprintf(stderr, "bench_plan: the %d-node run failed\n", run[i].nodes);
 			return 1;
@@ -331,7 +331,7 @@ static int hard_cases(void)
 		close(fd);
 		if (write_issue_cache(nodes[i], tmp)) {
 			fprintf(stderr, "bench_plan: %s bandwidth generate failed\n", PIPETTE_BIN);
-			unlink(tmp);
+			bench_remove_cache(tmp);
 			return 1;
 		}
 		for (st = 0; st < PIPETTE_STACK_COUNT; st++)
@@ -348,7 +348,7 @@ static int hard_cases(void)
 				miss |= cpu > HARD_TARGET_S;
 				worst = cpu > worst ? cpu : worst;
 			}
-		unlink(tmp);
+		bench_remove_cache(tmp);
 	}
 	bench_stack = "";
 	printf("  slowest %.3f s; load average %.2f: %s\n", worst, load, miss ? (load >= 0 && load < 1

@@ -3,7 +3,10 @@
 #ifndef PIPETTE_BENCH_UTIL_H
 #define PIPETTE_BENCH_UTIL_H
 
+#include <dirent.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -58,6 +61,29 @@ static inline void bench_gen(struct pipette_bw_gen *g, int nodes)
 	g->slow_switch = 5;
 	g->slow_switch_factor = 0.6;
 	g->degraded_node = 77;
+}
+
+/* A cache file written by the benches and what its save leaves beside it:
+ * its lock and the versions kept in FILE.versions/ (inputs/versions.h). */
+static inline void bench_remove_cache(const char *file)
+{
+	char dir[512], path[1024];
+	struct dirent *e;
+	DIR *d;
+
+	unlink(file);
+	snprintf(path, sizeof(path), "%s.lock", file);
+	unlink(path);
+	snprintf(dir, sizeof(dir), "%s.versions", file);
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(dir);
 }
 
 #endif
