@@ -1134,28 +1134,27 @@ struct stale_acc {
 	int count, unknown, total;
 	time_t oldest;
 	char where[2 * PIPETTE_BW_MAX_NAME + 32];
+	/* The first pass counts figures by provenance (hist[prov + 1]; prov
+	 * -1, no timestamp, at 0), the second finds the first figure, in
+	 * the order of the nodes, of the oldest stale time: find >= 0. */
+	long *hist;
+	time_t find;
+	int found;
 };
 
-/* Count a figure of provenance prov (-2: none, unmeasured); 1 when it is
- * the oldest stale figure so far. */
+/* Count a figure of provenance prov (-2: none, unmeasured); in the second
+ * pass, 1 for the first figure of the oldest stale time. */
 static int stale_visit(struct stale_acc *acc, int prov)
 {
-	time_t t;
-
-	if (prov == -2)
+	if (prov == -2 || acc->found)
 		return 0;
-	acc->total++;
-	t = bw_prov_when(acc->bw, prov);
-	if (t == (time_t)-1) {
-		acc->unknown++;
+	if (acc->find == (time_t)-1) {
+		acc->hist[prov + 1]++;
 		return 0;
 	}
-	if (t >= acc->cutoff)
+	if (prov < 0 || bw_prov_when(acc->bw, prov) != acc->find)
 		return 0;
-	acc->count++;
-	if (acc->oldest != (time_t)-1 && t >= acc->oldest)
-		return 0;
-	acc->oldest = t;
+	acc->found = 1;
 	return 1;
 }
 
@@ -1222,12 +1221,18 @@ static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, cons
 	struct bw_entry e;
 	int j, a, b;
 
-	for (j = 0; j < n; j++) {
-		if (i == j)
-			continue;
-		if (stale_visit(acc, row ? row[j] : inter_prov(bw, idx[i], idx[j])))
-			snprintf(acc->where, sizeof(acc->where), "%s -> %s", nd->name,
-				 bw->node[idx[j]].name);
+	if (row && acc->find == (time_t)-1) {	/* the first pass: counts only */
+		for (j = 0; j < n; j++)
+			if (j != i && row[j] != -2)
+				acc->hist[row[j] + 1]++;
+	} else {
+		for (j = 0; j < n && !acc->found; j++) {
+			if (i == j)
+				continue;
+			if (stale_visit(acc, row ? row[j] : inter_prov(bw, idx[i], idx[j])))
+				snprintf(acc->where, sizeof(acc->where), "%s -> %s", nd->name,
+					 bw->node[idx[j]].name);
+		}
 	}
 	for (a = 0; a < nd->intra.n; a++)
 		for (b = 0; b < nd->intra.n; b++) {
@@ -1238,7 +1243,8 @@ static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, cons
 		}
 }
 
-/* Every node's figures in the order of idx; sparse caches row by row. */
+/* Every node's figures in the order of idx (one pass: acc->find -1, the
+ * counts; else until the figure found); sparse caches row by row. */
 static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 {
 	const struct pipette_bwcache *bw = acc->bw;
@@ -1261,7 +1267,7 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 			}
 		}
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !acc->found; i++) {
 		int fast = pos && row && gprov;
 
 		if (fast)
@@ -1271,6 +1277,29 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 	free(pos);
 	free(row);
 	free(gprov);
+}
+
+/* The counts of the first pass: the stale and untimed figures, and the
+ * oldest stale time (-1: none). */
+static void stale_tally(struct stale_acc *acc)
+{
+	const struct pipette_bwcache *bw = acc->bw;
+
+	for (int p = -1; p < bw->n_prov; p++) {
+		long c = acc->hist[p + 1];
+		time_t t = bw_prov_when(bw, p);
+
+		if (!c)
+			continue;
+		acc->total += (int)c;
+		if (t == (time_t)-1)
+			acc->unknown += (int)c;
+		else if (t < acc->cutoff) {
+			acc->count += (int)c;
+			if (acc->oldest == (time_t)-1 || t < acc->oldest)
+				acc->oldest = t;
+		}
+	}
 }
 
 int pipette_bwcache_stale(const struct pipette_bwcache *bw,
@@ -1285,11 +1314,15 @@ int pipette_bwcache_stale(const struct pipette_bwcache *bw,
 		msg[0] = '\0';
 	memset(&acc, 0, sizeof(acc));
 	acc.bw = bw;
-	acc.oldest = (time_t)-1;
+	acc.oldest = acc.find = (time_t)-1;
 	acc.cutoff = now - (time_t)max_age_s;
 	idx = malloc(((size_t)(nodes ? n_nodes : bw->n) + 1) * sizeof(int));
-	if (!idx)
+	acc.hist = calloc((size_t)bw->n_prov + 1, sizeof(long));
+	if (!idx || !acc.hist) {
+		free(idx);
+		free(acc.hist);
 		return 0;
+	}
 	if (nodes) {
 		for (i = 0; i < n_nodes; i++) {
 			int k = pipette_bwcache_node_index(bw, nodes[i]);
@@ -1302,7 +1335,13 @@ int pipette_bwcache_stale(const struct pipette_bwcache *bw,
 			idx[n++] = i;
 	}
 	stale_nodes(&acc, idx, n);
+	stale_tally(&acc);
+	if (acc.count) {	/* where the oldest stale figure is: the first in order */
+		acc.find = acc.oldest;
+		stale_nodes(&acc, idx, n);
+	}
 	free(idx);
+	free(acc.hist);
 	if (msg && acc.count)
 		snprintf(msg, msg_size, "%d of %d measured figures are older than "
 			 "%g days (oldest: %s, measured %s)%s", acc.count, acc.total,
