@@ -5,6 +5,7 @@
 #include "inputs/cluster.h"
 #include "inputs/config.h"
 #include "inputs/model.h"
+#include "plan/nodepairs.h"
 
 /* An index with a key, sorted by key, ties by index (qsort with
  * pipette_cmp_ranked: a deterministic order). */
@@ -49,7 +50,7 @@ struct pipette_link_moves;
 /* NULL when out of memory. */
 struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model *m,
 						     const struct pipette_config *c,
-						     const struct pipette_cluster *cl, int G,
+						     const struct pipette_node_pairs *np, int G,
 						     int N, int *order);
 void pipette_link_moves_destroy(struct pipette_link_moves *lm);
 /* Make the next swap (positions *i and *j of order): 1, or 0 when no swap

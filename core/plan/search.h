@@ -41,6 +41,7 @@
 #include "inputs/model.h"
 #include "inputs/progress.h"
 #include "estimate/timing.h"
+#include "plan/nodepairs.h"
 
 /* What dominated the peak stage of a configuration that did not fit. */
 enum pipette_mem_part {
@@ -87,6 +88,9 @@ struct pipette_search_input {
 	 * passes its own, so that the pipelines the search built are not
 	 * built again; the search leaves no link cache set in it. */
 	struct pipette_timer *timer;
+	/* The cluster's node pairs (nodepairs.h), read once for the plan's
+	 * searches (NULL: the search reads the cluster's links itself). */
+	const struct pipette_node_pairs *pairs;
 };
 
 struct pipette_candidate {
