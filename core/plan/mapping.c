@@ -951,12 +951,12 @@ static int slot_descent(struct mapper *mp, int *searched)
 	return 0;
 }
 
-/* The link moves (mapping_int.h) on the current order, each swap kept
- * when `judged` is 0, else only when the estimate is no worse (equal
- * estimates cross the plateaus of the slowest link; the incumbent still
- * changes only on a strict gain), until the moves run out or the budget
- * is spent.  Judged moves start from the incumbent (order = best_order). */
-static int link_moves(struct mapper *mp, int judged)
+/* The link moves (mapping_int.h) from the incumbent (order = best_order),
+ * each swap kept only when the estimate is no worse (equal estimates
+ * cross the plateaus of the slowest link; the incumbent still changes
+ * only on a strict gain), until the moves run out or the budget is
+ * spent. */
+static int link_moves(struct mapper *mp)
 {
 	struct pipette_link_moves *lm =
 		pipette_link_moves_create(mp->m, mp->c, mp->pairs, mp->G, mp->N, mp->order);
@@ -965,25 +965,50 @@ static int link_moves(struct mapper *mp, int judged)
 
 	if (!lm)
 		return pipette_fail(mp->err, "out of memory");
-	while (!rv && (!judged || (mp->evals < mp->budget && !closed(mp))) &&
+	while (mp->evals < mp->budget && !closed(mp) &&
 	       pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j)) {
-		int keep = 1;
+		int keep;
 
-		if (judged) {
-			if (evaluate(mp, &f)) {
-				rv = -1;
-				break;
-			}
-			keep = f <= cur * (1 + STRICT_GAIN);
-			if (keep)
-				cur = f;
-			if (better(f, mp->best))
-				keep_best(mp, f);
+		if (evaluate(mp, &f)) {
+			rv = -1;
+			break;
 		}
+		keep = f <= cur * (1 + STRICT_GAIN);
+		if (keep)
+			cur = f;
+		if (better(f, mp->best))
+			keep_best(mp, f);
 		pipette_link_moves_verdict(lm, keep);
 	}
 	pipette_link_moves_destroy(lm);
 	return rv;
+}
+
+/* The link moves alone (every swap kept) from the current order.  Their
+ * result depends on the block graph and the start only: a configuration
+ * mapped next whose graph is the same (one that differs in the schedule's
+ * chunks or the micro-batches: the 2048 x 8 GPU plan of
+ * tests/bench/bench_plan.c maps two such) takes it from the node pairs. */
+static int unjudged_moves(struct mapper *mp)
+{
+	struct pipette_link_moves *lm =
+		pipette_link_moves_create(mp->m, mp->c, mp->pairs, mp->G, mp->N, mp->order);
+	int *start = malloc(sizeof(int) * (size_t)mp->N), i, j;
+
+	if (!lm || !start) {
+		pipette_link_moves_destroy(lm);
+		free(start);
+		return pipette_fail(mp->err, "out of memory");
+	}
+	if (!pipette_link_moves_recall(lm, mp->pairs, mp->order)) {
+		memcpy(start, mp->order, sizeof(int) * (size_t)mp->N);
+		while (pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j))
+			pipette_link_moves_verdict(lm, 1);
+		pipette_link_moves_remember(lm, mp->pairs, start, mp->order);
+	}
+	pipette_link_moves_destroy(lm);
+	free(start);
+	return 0;
 }
 
 /* Unless a budget was given, what is left of it shrinks to what
@@ -1021,12 +1046,12 @@ static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
 	if (better(f, mp->best))
 		keep_best(mp, f);
 	if (mp->N > PIPETTE_MAPPING_EXACT_MAX && mp->evals < mp->budget) {
-		if (link_moves(mp, 0) || evaluate(mp, &f))
+		if (unjudged_moves(mp) || evaluate(mp, &f))
 			return -1;
 		if (better(f, mp->best))
 			keep_best(mp, f);
 		restore_best(mp);
-		if (link_moves(mp, 1))
+		if (link_moves(mp))
 			return -1;
 	}
 	sweep_share(mp, o);

@@ -391,3 +391,52 @@ void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep)
 	d->order[lm->j] = tmp;
 	d->rejected[lm->i] = 1;
 }
+
+/* The block graph as memo_graph holds it: blocks, off[0..blocks],
+ * adj[0..off[blocks]); its length in ints. */
+static size_t graph_len(const struct block_graph *g)
+{
+	return 1 + (size_t)g->blocks + 1 + (size_t)g->off[g->blocks];
+}
+
+int pipette_link_moves_recall(const struct pipette_link_moves *lm,
+			      const struct pipette_node_pairs *np, int *order)
+{
+	const struct block_graph *g = &lm->g;
+	size_t n = (size_t)lm->d.N * sizeof(int);
+
+	if (!np->memo_graph || np->memo_len != graph_len(g) || np->memo_graph[0] != g->blocks ||
+	    memcmp(np->memo_graph + 1, g->off, ((size_t)g->blocks + 1) * sizeof(int)) ||
+	    memcmp(np->memo_graph + 2 + g->blocks, g->adj, (size_t)g->off[g->blocks] * sizeof(int)) ||
+	    memcmp(np->memo_start, order, n))
+		return 0;
+	memcpy(order, np->memo_order, n);
+	return 1;
+}
+
+void pipette_link_moves_remember(const struct pipette_link_moves *lm,
+				 struct pipette_node_pairs *np, const int *start, const int *order)
+{
+	const struct block_graph *g = &lm->g;
+	size_t len = graph_len(g), n = (size_t)lm->d.N * sizeof(int);
+	int *graph = malloc(len * sizeof(int)), *st = malloc(n), *to = malloc(n);
+
+	if (!graph || !st || !to) {	/* nothing kept: the next one runs */
+		free(graph);
+		free(st);
+		free(to);
+		return;
+	}
+	graph[0] = g->blocks;
+	memcpy(graph + 1, g->off, ((size_t)g->blocks + 1) * sizeof(int));
+	memcpy(graph + 2 + g->blocks, g->adj, (size_t)g->off[g->blocks] * sizeof(int));
+	memcpy(st, start, n);
+	memcpy(to, order, n);
+	free(np->memo_graph);
+	free(np->memo_start);
+	free(np->memo_order);
+	np->memo_graph = graph;
+	np->memo_start = st;
+	np->memo_order = to;
+	np->memo_len = len;
+}

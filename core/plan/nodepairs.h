@@ -33,6 +33,11 @@ struct pipette_node_pairs {
 	struct pipette_link best;
 	int *chain;		/* the mapping's chain start (mapping.c), n; NULL
 				 * until first asked */
+	/* The last unjudged run of the mapping's link moves (mapping_links.c):
+	 * its block graph (blocks, offsets, adjacency: memo_len ints), its
+	 * start and the order it reached (n each); NULL until one ran. */
+	int *memo_graph, *memo_start, *memo_order;
+	size_t memo_len;
 };
 
 /* Reads every node pair of cl once; NULL when out of memory.  cl must

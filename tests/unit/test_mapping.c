@@ -485,7 +485,8 @@ END_TEST
  * generated nodes (above the exact search, so the chain and the link
  * moves run), a search given a table and one given the same pairs without
  * it return the same sigma, time and count of estimates; a third, given
- * nothing, reads its own. */
+ * nothing, reads its own; a second search given the first's pairs, which
+ * takes the chain and the unjudged moves' order kept there, too. */
 START_TEST(test_node_pairs_same_mapping)
 {
 	struct pipette_bwcache *bw;
@@ -514,6 +515,11 @@ START_TEST(test_node_pairs_same_mapping)
 	o.pairs = with;
 	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, a, &s1, &err), 0);
 	ck_assert_ptr_nonnull(with->chain);	/* kept for the next search */
+	ck_assert_ptr_nonnull(with->memo_order);	/* and the unjudged moves' order */
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, b, &s2, &err), 0);
+	ck_assert_mem_eq(a, b, sizeof(a));		/* recalled: the same search */
+	ck_assert(s1.best_s == s2.best_s);
+	ck_assert_int_eq(s1.evaluations, s2.evaluations);
 	o.pairs = without;
 	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, b, &s2, &err), 0);
 	o.pairs = NULL;
