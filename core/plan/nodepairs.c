@@ -98,8 +98,16 @@ static void read_tile(struct pipette_node_pairs *np, struct vals_hash *h, int X,
 			struct pipette_link b = pipette_cluster_node_link(np->cl, y, x);
 			long k;
 
-			np->best.gbps = fmax(fmax(np->best.gbps, a.gbps), b.gbps);
-			np->best.lat_us = fmin(fmin(np->best.lat_us, a.lat_us), b.lat_us);
+			/* fmax's and fmin's folds (a NaN never wins), without
+			 * their calls */
+			if (a.gbps > np->best.gbps)
+				np->best.gbps = a.gbps;
+			if (b.gbps > np->best.gbps)
+				np->best.gbps = b.gbps;
+			if (a.lat_us < np->best.lat_us)
+				np->best.lat_us = a.lat_us;
+			if (b.lat_us < np->best.lat_us)
+				np->best.lat_us = b.lat_us;
 			if (!np->idx)
 				continue;
 			/* pipette_cluster_node_gbps's min, the same double */

@@ -605,8 +605,10 @@ static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
 				if (a == b)
 					continue;
 				l = pipette_cluster_link(cl, n * G + a, n * G + b);
-				gbps = fmax(gbps, l.gbps);
-				lat = fmin(lat, l.lat_us);
+				if (l.gbps > gbps)	/* fmax's fold, without its call */
+					gbps = l.gbps;
+				if (l.lat_us < lat)
+					lat = l.lat_us;
 			}
 	if (gbps <= 0)
 		gbps = pipette_cluster_gpu(cl)->nvlink_gbps;
