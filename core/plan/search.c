@@ -802,7 +802,7 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
  * Where the full estimate reads at least PIPE_BOUND_DP times the GPUs of
  * the reduced configuration, it costs about that much more in links (the
  * simulation costs the same): this bound takes the 2048 x 8 GPU plan of
- * tests/bench/bench_plan.c from 4,775 full estimates to 1,556 (4,770
+ * tests/bench/bench_plan.c from 4,775 full estimates to 1,556 (4,227
  * bounds), the estimates and bounds from 1.0 to 0.45 s of CPU (perf, on
  * the loaded 2-core build machine); on the 8- and 16-node hard cases,
  * where dp is small and the simulation is most of an estimate, it would
@@ -819,6 +819,12 @@ struct pipe_bound {
 	struct pipette_timer *t;	/* its own, NULL until first needed */
 	struct pipette_gpu_spec gpu;	/* in->gpu without the site's calibration */
 	double site_floor;
+	/* The last reduced configuration and its bound: candidates that
+	 * differ only in the distributed optimizer reduce alike, and come
+	 * one after the other in bound order (pipette_config_cmp). */
+	struct pipette_config last;
+	double last_bound;
+	int have_last;
 };
 
 static int pipe_bound_applies(const struct pipe_bound *pb, const struct pipette_config *c)
@@ -845,11 +851,16 @@ static double pipe_bound(struct pipe_bound *pb, const struct pipette_config *c,
 		pipette_timer_cache_links(pb->t, pb->ideal);
 	}
 	reduced(pb->in->model, c, 1, &r);
+	if (pb->have_last && !pipette_config_cmp(&r, &pb->last) &&
+	    r.global_batch == pb->last.global_batch)
+		return pb->last_bound;
 	st->pipe_bounded++;
-	if (pipette_time_estimate(pb->t, pb->in->model, &pb->gpu, &r, pb->ideal, NULL, 0, &tm,
-				  &e2))
-		return 0;
-	return pb->site_floor * (tm.makespan_s + tm.embed_sync_s);
+	pb->last = r;
+	pb->have_last = 1;
+	pb->last_bound = pipette_time_estimate(pb->t, pb->in->model, &pb->gpu, &r, pb->ideal, NULL,
+					       0, &tm, &e2)
+			 ? 0 : pb->site_floor * (tm.makespan_s + tm.embed_sync_s);
+	return pb->last_bound;
 }
 
 static int insert_top(struct pipette_search_result *out, int k,
@@ -915,7 +926,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 	int k = in->top_k > 0 ? in->top_k : 1, rv = -1;
 	struct search s = { in, &out->stats, NULL, 0, 0, err };
 	struct pipette_timer *t = in->timer ? in->timer : pipette_timer_create();
-	struct pipe_bound pb = { in, G, NULL, NULL, *in->gpu, site_floor_of(in->gpu) };
+	struct pipe_bound pb = { .in = in, .G = G, .gpu = *in->gpu,
+				 .site_floor = site_floor_of(in->gpu) };
 	long i;
 
 	memset(out, 0, sizeof(*out));
