@@ -81,8 +81,9 @@ struct pipette_mapping_opts {
 				 * at or above it (another configuration's
 				 * mapped time); the block mapping returns */
 	/* The cluster's node pairs (nodepairs.h), shared by the mappings of
-	 * one plan, which keep the chain start in it; NULL: a search that
-	 * needs them reads them itself. */
+	 * one plan, which keep in it the chain start and the last unjudged
+	 * link moves' order (mapping.c); NULL: a search that needs them
+	 * reads them itself. */
 	struct pipette_node_pairs *pairs;
 };
 

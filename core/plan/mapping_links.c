@@ -279,7 +279,8 @@ struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model 
 			lm->d.ref = fmax(lm->d.ref, pipette_node_pairs_gbps(np, x, y));
 		}
 	if (np->idx) {
-		if (!(lm->d.pen = malloc((size_t)np->n_vals * sizeof(*lm->d.pen)))) {
+		if (!(lm->d.pen = malloc((size_t)(np->n_vals ? np->n_vals : 1) *
+					 sizeof(*lm->d.pen)))) {
 			pipette_link_moves_destroy(lm);
 			return NULL;
 		}
