@@ -44,7 +44,8 @@ pipette_SOURCES += core/cli/cmd_bandwidth.c core/cli/hostlist.c core/cli/hostlis
 
 # Configuration search, GPU mapping and the plan (search.h, mapping.h, plan.h).
 core_libpipette_la_SOURCES += core/plan/search.c core/plan/search.h core/plan/mapping.c \
-	core/plan/mapping.h core/plan/mapping_int.h core/plan/mapping_links.c core/plan/plan.c core/plan/plan.h core/plan/plan_int.h core/plan/request.c
+	core/plan/mapping.h core/plan/mapping_int.h core/plan/mapping_links.c \
+	core/plan/nodepairs.c core/plan/nodepairs.h core/plan/plan.c core/plan/plan.h core/plan/plan_int.h core/plan/request.c
 pipette_SOURCES += core/cli/cmd_plan.c
 
 # Renderers of a plan: the environment contract, Megatron-LM arguments,

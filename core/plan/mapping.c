@@ -127,6 +127,10 @@ struct mapper {
 	int floored;
 	long evals, budget, failed;
 	struct pipette_err *err;
+	/* the cluster's node pairs: the options', or read by order_search
+	 * (own_pairs) */
+	struct pipette_node_pairs *pairs;
+	int own_pairs;
 };
 
 static int evaluate(struct mapper *mp, double *out)
@@ -173,13 +177,19 @@ static void restore_best(struct mapper *mp)
 }
 
 /* Nearest-neighbour chain on the mutual bandwidth min(a->b, b->a),
- * starting at node 0; ties go to the lower node index. */
+ * starting at node 0; ties go to the lower node index.  It depends on the
+ * cluster only: the mappings of a plan share it (mp->pairs->chain). */
 static void chain_start(struct mapper *mp)
 {
-	char *used = calloc((size_t)mp->N, 1);
+	const struct pipette_node_pairs *np = mp->pairs;
+	char *used;
 	int k, x;
 
-	if (!used)
+	if (np->chain) {
+		memcpy(mp->order, np->chain, sizeof(int) * (size_t)mp->N);
+		return;
+	}
+	if (!(used = calloc((size_t)mp->N, 1)))
 		return;		/* keep the current order */
 	mp->order[0] = 0;
 	used[0] = 1;
@@ -192,7 +202,7 @@ static void chain_start(struct mapper *mp)
 
 			if (used[x])
 				continue;
-			bw = pipette_cluster_node_gbps(mp->cl, last, x);
+			bw = pipette_node_pairs_gbps(np, last, x);
 			if (bw > pick_bw) {
 				pick_bw = bw;
 				pick = x;
@@ -202,6 +212,8 @@ static void chain_start(struct mapper *mp)
 		used[pick] = 1;
 	}
 	free(used);
+	if ((mp->pairs->chain = malloc(sizeof(int) * (size_t)mp->N)))
+		memcpy(mp->pairs->chain, mp->order, sizeof(int) * (size_t)mp->N);
 }
 
 /* Lexicographic next permutation; 0 after the last one. */
@@ -585,10 +597,13 @@ static int placement_bound(struct mapper *mp, double *lb)
 	struct pipette_err e2;
 	int *ident = malloc((size_t)mp->world * sizeof(int));
 
-	for (x = 0; x < N; x++)
-		for (y = 0; y < N; y++)
-			if (x != y)
-				best = link_best(best, pipette_cluster_node_link(mp->cl, x, y));
+	if (mp->pairs)
+		best = mp->pairs->best;	/* the same folds, read once */
+	else
+		for (x = 0; x < N; x++)
+			for (y = 0; y < N; y++)
+				if (x != y)
+					best = link_best(best, pipette_cluster_node_link(mp->cl, x, y));
 	pos = pipette_cluster_create_blank(N, G, mp->gpu, best, &e2);
 	if (!pos || !ident) {
 		pipette_fail(mp->err, "out of memory");
@@ -936,39 +951,64 @@ static int slot_descent(struct mapper *mp, int *searched)
 	return 0;
 }
 
-/* The link moves (mapping_int.h) on the current order, each swap kept
- * when `judged` is 0, else only when the estimate is no worse (equal
- * estimates cross the plateaus of the slowest link; the incumbent still
- * changes only on a strict gain), until the moves run out or the budget
- * is spent.  Judged moves start from the incumbent (order = best_order). */
-static int link_moves(struct mapper *mp, int judged)
+/* The link moves (mapping_int.h) from the incumbent (order = best_order),
+ * each swap kept only when the estimate is no worse (equal estimates
+ * cross the plateaus of the slowest link; the incumbent still changes
+ * only on a strict gain), until the moves run out or the budget is
+ * spent. */
+static int link_moves(struct mapper *mp)
 {
 	struct pipette_link_moves *lm =
-		pipette_link_moves_create(mp->m, mp->c, mp->cl, mp->G, mp->N, mp->order);
+		pipette_link_moves_create(mp->m, mp->c, mp->pairs, mp->G, mp->N, mp->order);
 	double f, cur = mp->best;	/* judged moves start from the incumbent */
 	int i, j, rv = 0;
 
 	if (!lm)
 		return pipette_fail(mp->err, "out of memory");
-	while (!rv && (!judged || (mp->evals < mp->budget && !closed(mp))) &&
+	while (mp->evals < mp->budget && !closed(mp) &&
 	       pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j)) {
-		int keep = 1;
+		int keep;
 
-		if (judged) {
-			if (evaluate(mp, &f)) {
-				rv = -1;
-				break;
-			}
-			keep = f <= cur * (1 + STRICT_GAIN);
-			if (keep)
-				cur = f;
-			if (better(f, mp->best))
-				keep_best(mp, f);
+		if (evaluate(mp, &f)) {
+			rv = -1;
+			break;
 		}
+		keep = f <= cur * (1 + STRICT_GAIN);
+		if (keep)
+			cur = f;
+		if (better(f, mp->best))
+			keep_best(mp, f);
 		pipette_link_moves_verdict(lm, keep);
 	}
 	pipette_link_moves_destroy(lm);
 	return rv;
+}
+
+/* The link moves alone (every swap kept) from the current order.  Their
+ * result depends on the block graph and the start only: a configuration
+ * mapped next whose graph is the same (one that differs in the schedule's
+ * chunks or the micro-batches: the 2048 x 8 GPU plan of
+ * tests/bench/bench_plan.c maps two such) takes it from the node pairs. */
+static int unjudged_moves(struct mapper *mp)
+{
+	struct pipette_link_moves *lm =
+		pipette_link_moves_create(mp->m, mp->c, mp->pairs, mp->G, mp->N, mp->order);
+	int *start = malloc(sizeof(int) * (size_t)mp->N), i, j;
+
+	if (!lm || !start) {
+		pipette_link_moves_destroy(lm);
+		free(start);
+		return pipette_fail(mp->err, "out of memory");
+	}
+	if (!pipette_link_moves_recall(lm, mp->pairs, mp->order)) {
+		memcpy(start, mp->order, sizeof(int) * (size_t)mp->N);
+		while (pipette_link_moves_next(lm, LINK_WORK_MAX, &i, &j))
+			pipette_link_moves_verdict(lm, 1);
+		pipette_link_moves_remember(lm, mp->pairs, start, mp->order);
+	}
+	pipette_link_moves_destroy(lm);
+	free(start);
+	return 0;
 }
 
 /* Unless a budget was given, what is left of it shrinks to what
@@ -995,18 +1035,23 @@ static int order_search(struct mapper *mp, const struct pipette_mapping_opts *o,
 	long cap = mp->budget;
 	double f;
 
+	if (!mp->pairs) {
+		if (!(mp->pairs = pipette_node_pairs_create(mp->cl)))
+			return pipette_fail(mp->err, "out of memory");
+		mp->own_pairs = 1;
+	}
 	chain_start(mp);
 	if (evaluate(mp, &f))
 		return -1;
 	if (better(f, mp->best))
 		keep_best(mp, f);
 	if (mp->N > PIPETTE_MAPPING_EXACT_MAX && mp->evals < mp->budget) {
-		if (link_moves(mp, 0) || evaluate(mp, &f))
+		if (unjudged_moves(mp) || evaluate(mp, &f))
 			return -1;
 		if (better(f, mp->best))
 			keep_best(mp, f);
 		restore_best(mp);
-		if (link_moves(mp, 1))
+		if (link_moves(mp))
 			return -1;
 	}
 	sweep_share(mp, o);
@@ -1073,6 +1118,7 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	mp.c = c;
 	mp.cl = cl;
 	mp.err = err;
+	mp.pairs = o->pairs && o->pairs->cl == cl ? o->pairs : NULL;
 	mp.N = pipette_cluster_node_count(cl);
 	mp.G = pipette_cluster_gpus_per_node(cl);
 	mp.world = pipette_config_world(c);
@@ -1157,6 +1203,8 @@ int pipette_mapping_search(struct pipette_timer *t, const struct pipette_model *
 	st->failed = mp.failed;
 	rv = 0;
 out:
+	if (mp.own_pairs)
+		pipette_node_pairs_destroy(mp.pairs);
 	free(mp.order);
 	free(mp.best_order);
 	free(mp.slot);

@@ -59,6 +59,7 @@
 #include "inputs/hardware.h"
 #include "inputs/model.h"
 #include "estimate/timing.h"
+#include "plan/nodepairs.h"
 
 /* Up to this many nodes the node order is searched exactly (branch and
  * bound; mapping.c), whatever the budget. */
@@ -79,6 +80,11 @@ struct pipette_mapping_opts {
 	double cutoff;		/* > 0: no search when the placement bound is
 				 * at or above it (another configuration's
 				 * mapped time); the block mapping returns */
+	/* The cluster's node pairs (nodepairs.h), shared by the mappings of
+	 * one plan, which keep in it the chain start and the last unjudged
+	 * link moves' order (mapping.c); NULL: a search that needs them
+	 * reads them itself. */
+	struct pipette_node_pairs *pairs;
 };
 
 /* Why a heuristic search of the node order ended. */

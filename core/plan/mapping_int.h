@@ -5,6 +5,7 @@
 #include "inputs/cluster.h"
 #include "inputs/config.h"
 #include "inputs/model.h"
+#include "plan/nodepairs.h"
 
 /* An index with a key, sorted by key, ties by index (qsort with
  * pipette_cmp_ranked: a deterministic order). */
@@ -49,7 +50,7 @@ struct pipette_link_moves;
 /* NULL when out of memory. */
 struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model *m,
 						     const struct pipette_config *c,
-						     const struct pipette_cluster *cl, int G,
+						     const struct pipette_node_pairs *np, int G,
 						     int N, int *order);
 void pipette_link_moves_destroy(struct pipette_link_moves *lm);
 /* Make the next swap (positions *i and *j of order): 1, or 0 when no swap
@@ -59,5 +60,14 @@ int pipette_link_moves_next(struct pipette_link_moves *lm, long work_max, int *i
 void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep);
 /* Node links read so far. */
 long pipette_link_moves_work(const struct pipette_link_moves *lm);
+/* The moves with every swap kept are a function of the block graph, the
+ * start order and the node pairs: a run's result is kept in np, and a
+ * later run on the same graph from the same start takes it.  recall: 1
+ * and the result in order when order is that start; remember: keep this
+ * run's (nothing kept when out of memory). */
+int pipette_link_moves_recall(const struct pipette_link_moves *lm,
+			      const struct pipette_node_pairs *np, int *order);
+void pipette_link_moves_remember(const struct pipette_link_moves *lm,
+				 struct pipette_node_pairs *np, const int *start, const int *order);
 
 #endif

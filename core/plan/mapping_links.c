@@ -160,23 +160,35 @@ static int graph_build(const struct pipette_config *c, int tied, int G, struct b
 
 struct descent {
 	const struct block_graph *g;
-	const struct pipette_cluster *cl;
+	const struct pipette_node_pairs *np;
 	int *order, N;
 	double ref;		/* fastest link of the start's pairs */
+	double *pen;		/* penalty of each of np's figures; NULL: no
+				 * table */
 	long work;		/* node links read */
 	char *rejected;		/* block's last swap undone, nothing near it
 				 * moved since: its best swap is the same */
 };
 
-/* The penalty of the link between nodes x and y, its slower direction. */
-static double penalty(struct descent *d, int x, int y)
+/* The penalty of a link of gbps. */
+static double penalty_of(double ref, double gbps)
 {
-	double v = d->ref / fmax(pipette_cluster_node_gbps(d->cl, x, y), 1e-9);
+	double v = ref / fmax(gbps, 1e-9);
 
-	d->work++;
 	v *= v;
 	v *= v;
 	return v * v;
+}
+
+/* The penalty of the link between nodes x and y, its slower direction:
+ * from the table of the figures' penalties where there is one (the same
+ * doubles). */
+static double penalty(struct descent *d, int x, int y)
+{
+	d->work++;
+	if (d->pen && x != y)
+		return d->pen[d->np->idx[pipette_node_pairs_cell(x, y)]];
+	return penalty_of(d->ref, pipette_node_pairs_gbps(d->np, x, y));
 }
 
 /* The penalty of block k's links with block k on node x (and block
@@ -240,7 +252,7 @@ struct pipette_link_moves {
 
 struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model *m,
 						     const struct pipette_config *c,
-						     const struct pipette_cluster *cl, int G,
+						     const struct pipette_node_pairs *np, int G,
 						     int N, int *order)
 {
 	struct pipette_link_moves *lm = calloc(1, sizeof(*lm));
@@ -252,7 +264,7 @@ struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model 
 		free(lm);
 		return NULL;
 	}
-	lm->d = (struct descent){ &lm->g, cl, order, N, 0, 0,
+	lm->d = (struct descent){ &lm->g, np, order, N, 0, NULL, 0,
 				  calloc((size_t)lm->g.blocks, 1) };
 	lm->local = malloc((size_t)lm->g.blocks * sizeof(*lm->local));
 	lm->hot = malloc((size_t)lm->g.blocks * sizeof(*lm->hot));
@@ -264,8 +276,17 @@ struct pipette_link_moves *pipette_link_moves_create(const struct pipette_model 
 		for (e = lm->g.off[k]; e < lm->g.off[k + 1]; e++) {
 			int x = order[k], y = order[lm->g.adj[e]];
 
-			lm->d.ref = fmax(lm->d.ref, pipette_cluster_node_gbps(cl, x, y));
+			lm->d.ref = fmax(lm->d.ref, pipette_node_pairs_gbps(np, x, y));
 		}
+	if (np->idx) {
+		if (!(lm->d.pen = malloc((size_t)(np->n_vals ? np->n_vals : 1) *
+					 sizeof(*lm->d.pen)))) {
+			pipette_link_moves_destroy(lm);
+			return NULL;
+		}
+		for (k = 0; k < np->n_vals; k++)
+			lm->d.pen[k] = penalty_of(lm->d.ref, np->vals[k]);
+	}
 	lm->h = -1;
 	lm->rng = 0x6c696e6b73ULL;	/* "links" */
 	return lm;
@@ -279,6 +300,7 @@ void pipette_link_moves_destroy(struct pipette_link_moves *lm)
 	free(lm->local);
 	free(lm->hot);
 	free(lm->d.rejected);
+	free(lm->d.pen);
 	free(lm);
 }
 
@@ -369,4 +391,53 @@ void pipette_link_moves_verdict(struct pipette_link_moves *lm, int keep)
 	d->order[lm->i] = d->order[lm->j];
 	d->order[lm->j] = tmp;
 	d->rejected[lm->i] = 1;
+}
+
+/* The block graph as memo_graph holds it: blocks, off[0..blocks],
+ * adj[0..off[blocks]); its length in ints. */
+static size_t graph_len(const struct block_graph *g)
+{
+	return 1 + (size_t)g->blocks + 1 + (size_t)g->off[g->blocks];
+}
+
+int pipette_link_moves_recall(const struct pipette_link_moves *lm,
+			      const struct pipette_node_pairs *np, int *order)
+{
+	const struct block_graph *g = &lm->g;
+	size_t n = (size_t)lm->d.N * sizeof(int);
+
+	if (!np->memo_graph || np->memo_len != graph_len(g) || np->memo_graph[0] != g->blocks ||
+	    memcmp(np->memo_graph + 1, g->off, ((size_t)g->blocks + 1) * sizeof(int)) ||
+	    memcmp(np->memo_graph + 2 + g->blocks, g->adj, (size_t)g->off[g->blocks] * sizeof(int)) ||
+	    memcmp(np->memo_start, order, n))
+		return 0;
+	memcpy(order, np->memo_order, n);
+	return 1;
+}
+
+void pipette_link_moves_remember(const struct pipette_link_moves *lm,
+				 struct pipette_node_pairs *np, const int *start, const int *order)
+{
+	const struct block_graph *g = &lm->g;
+	size_t len = graph_len(g), n = (size_t)lm->d.N * sizeof(int);
+	int *graph = malloc(len * sizeof(int)), *st = malloc(n), *to = malloc(n);
+
+	if (!graph || !st || !to) {	/* nothing kept: the next one runs */
+		free(graph);
+		free(st);
+		free(to);
+		return;
+	}
+	graph[0] = g->blocks;
+	memcpy(graph + 1, g->off, ((size_t)g->blocks + 1) * sizeof(int));
+	memcpy(graph + 2 + g->blocks, g->adj, (size_t)g->off[g->blocks] * sizeof(int));
+	memcpy(st, start, n);
+	memcpy(to, order, n);
+	free(np->memo_graph);
+	free(np->memo_start);
+	free(np->memo_order);
+	np->memo_graph = graph;
+	np->memo_start = st;
+	np->memo_order = to;
+	np->memo_len = len;
 }

@@ -422,8 +422,8 @@ static int load_inputs(struct pipette_plan *p, const struct pipette_request *req
 /* The configuration search under Megatron's order (search.h): the best
  * few, ranked by their block-order time. */
 static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
-		  struct pipette_timer *t, struct pipette_search_result *sr,
-		  struct pipette_err *err)
+		  const struct pipette_node_pairs *np, struct pipette_timer *t,
+		  struct pipette_search_result *sr, struct pipette_err *err)
 {
 	const struct pipette_request *req = &p->req;
 	struct pipette_search_input in;
@@ -447,6 +447,7 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 	in.progress = req->progress;
 	pipette_progress_report(&req->progress, "enumerating configurations", 0, 0);
 	in.timer = t;	/* the mapping reuses the pipelines it built */
+	in.pairs = np;
 	if (pipette_search_run(&in, sr, err))
 		return -1;
 	p->sstats = sr->stats;
@@ -467,8 +468,9 @@ static int search(struct pipette_plan *p, const struct pipette_cluster *cl,
 /* Map the best few and rank every candidate by its mapped time (block
  * time when unmapped); the winner's mapping goes to best_sigma. */
 static int map_and_rank(struct pipette_plan *p, const struct pipette_cluster *cl,
-			struct pipette_timer *t, const struct pipette_search_result *sr,
-			int *best_sigma, struct pipette_err *err)
+			struct pipette_node_pairs *np, struct pipette_timer *t,
+			const struct pipette_search_result *sr, int *best_sigma,
+			struct pipette_err *err)
 {
 	struct pipette_mapping_opts mo;
 	struct pipette_mapping_stats ms[MAP_TOP];
@@ -482,6 +484,7 @@ static int map_and_rank(struct pipette_plan *p, const struct pipette_cluster *cl
 	mo.seed = MAPPING_SEED;
 	mo.budget = p->req.budget;
 	mo.block_only = p->req.mapping == PIPETTE_MAP_BLOCK;
+	mo.pairs = np;
 	for (i = 0; i < sr->n_top; i++) {
 		struct plan_entry *e = &p->ranked[i];
 		int *s = sigma + (size_t)i * p->world;
@@ -643,6 +646,7 @@ int pipette_plan_compute(const struct pipette_request *req,
 	struct pipette_plan *p = NULL;
 	struct pipette_bwcache *bw = NULL;
 	struct pipette_cluster *cl = NULL;
+	struct pipette_node_pairs *np = NULL;
 	struct pipette_timer *t = NULL;
 	struct pipette_search_result sr = { 0 };
 	int *best_sigma = NULL, rv = -1;
@@ -659,11 +663,14 @@ int pipette_plan_compute(const struct pipette_request *req,
 	pipette_site_factors_init(&p->site);
 	if (copy_cluster_spec(p, cs, err) || load_inputs(p, req, &bw, &cl, err))
 		goto out;
-	if (!(t = pipette_timer_create())) {
+	/* the cluster holds what the plan reads of the cache from here */
+	pipette_bwcache_destroy(bw);
+	bw = NULL;
+	if (!(np = pipette_node_pairs_create(cl)) || !(t = pipette_timer_create())) {
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
-	if (search(p, cl, t, &sr, err))
+	if (search(p, cl, np, t, &sr, err))
 		goto out;
 	p->ranked = calloc((size_t)sr.n_top, sizeof(*p->ranked));
 	p->world = pipette_config_world(&sr.top[0].cfg);
@@ -672,7 +679,7 @@ int pipette_plan_compute(const struct pipette_request *req,
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
-	if (map_and_rank(p, cl, t, &sr, best_sigma, err))
+	if (map_and_rank(p, cl, np, t, &sr, best_sigma, err))
 		goto out;
 	p->gpu_of_rank = best_sigma;
 	best_sigma = NULL;
@@ -686,6 +693,7 @@ out:
 	free(best_sigma);
 	pipette_search_result_free(&sr);
 	pipette_timer_destroy(t);
+	pipette_node_pairs_destroy(np);
 	pipette_cluster_destroy(cl);
 	pipette_bwcache_destroy(bw);
 	pipette_plan_destroy(p);

@@ -561,15 +561,18 @@ static int enumerate(struct search *s, int world, int D)
 }
 
 /* The cluster for lower bounds: every link as fast as the real cluster's
- * fastest and as short as its shortest (search.h). */
+ * fastest and as short as its shortest (search.h); split: the node links
+ * only as fast and short as the real cluster's fastest and shortest node
+ * link (pipe_bound). */
 static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
-					     int nodes, struct pipette_err *err)
+					     const struct pipette_node_pairs *np, int nodes,
+					     int split, struct pipette_err *err)
 {
 	int N = pipette_cluster_node_count(cl), G = pipette_cluster_gpus_per_node(cl);
 	struct pipette_bw_defaults d;
 	struct pipette_bwcache *bw = pipette_bwcache_create();
 	struct pipette_cluster *out = NULL;
-	double gbps = 0, lat = HUGE_VAL;
+	double gbps = 0, lat = HUGE_VAL, inter_gbps, inter_lat;
 	char **names = NULL;
 	int a, b, n, i;
 
@@ -577,16 +580,23 @@ static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
 		pipette_fail(err, "out of memory");
 		return NULL;
 	}
-	for (a = 0; a < N; a++)
-		for (b = 0; b < N; b++) {
-			struct pipette_link l;
+	if (np && np->cl == cl) {	/* the same folds, read once */
+		gbps = fmax(gbps, np->best.gbps);
+		lat = fmin(lat, np->best.lat_us);
+	} else {
+		for (a = 0; a < N; a++)
+			for (b = 0; b < N; b++) {
+				struct pipette_link l;
 
-			if (a == b)
-				continue;
-			l = pipette_cluster_node_link(cl, a, b);
-			gbps = fmax(gbps, l.gbps);
-			lat = fmin(lat, l.lat_us);
-		}
+				if (a == b)
+					continue;
+				l = pipette_cluster_node_link(cl, a, b);
+				gbps = fmax(gbps, l.gbps);
+				lat = fmin(lat, l.lat_us);
+			}
+	}
+	inter_gbps = gbps;
+	inter_lat = lat;
 	for (n = 0; n < N; n++)
 		for (a = 0; a < G; a++)
 			for (b = 0; b < G; b++) {
@@ -595,8 +605,10 @@ static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
 				if (a == b)
 					continue;
 				l = pipette_cluster_link(cl, n * G + a, n * G + b);
-				gbps = fmax(gbps, l.gbps);
-				lat = fmin(lat, l.lat_us);
+				if (l.gbps > gbps)	/* fmax's fold, without its call */
+					gbps = l.gbps;
+				if (l.lat_us < lat)
+					lat = l.lat_us;
 			}
 	if (gbps <= 0)
 		gbps = pipette_cluster_gpu(cl)->nvlink_gbps;
@@ -604,6 +616,10 @@ static struct pipette_cluster *ideal_cluster(const struct pipette_cluster *cl,
 		lat = 0;
 	d.inter_gbps = d.intra_gbps = gbps;
 	d.inter_lat_us = d.intra_lat_us = lat;
+	if (split && N > 1) {
+		d.inter_gbps = inter_gbps;
+		d.inter_lat_us = inter_lat;
+	}
 	if (pipette_bwcache_set_defaults(bw, &d, err))
 		goto out;
 	names = calloc((size_t)nodes, sizeof(*names));
@@ -630,16 +646,26 @@ out:
 }
 
 /* The reduced configuration of a lower bound: dp = 1 (MoE keeps its dp:
- * ep must divide it) and few micro-batches, p of them when there are more
- * than 2p (a multiple of p, as the interleaved schedule needs).  The
- * per-micro-batch stage times do not depend on either. */
-static void reduced(const struct pipette_model *m, const struct pipette_config *c,
+ * ep must divide it) and, unless all_mb, few micro-batches, p of them
+ * when there are more than 2p (a multiple of p, as the interleaved
+ * schedule needs).  The per-micro-batch stage times do not depend on
+ * either, but for two shares of m that timing.c prices: the EP exchanges
+ * left exposed by the overlap of combined 1F1B and DualPipe (the warm-up's
+ * share, larger with fewer micro-batches) and the epilogue-only
+ * compression of the backward sends (min(p - s, m) / m of them): there
+ * every micro-batch is kept, or the bound can exceed the estimate (for
+ * mixtral-8x7b on 4 x 8 H100 at global batch 256 it did by up to 3%, and
+ * under --stack megatron the search returned ep 8 at 5.077 s where ep 4
+ * takes 5.044 s). */
+static void reduced(const struct pipette_model *m, const struct pipette_config *c, int all_mb,
 		    struct pipette_config *r)
 {
 	long mb = pipette_config_microbatches(c);
 
 	*r = *c;
-	if (mb > 2L * c->pp)
+	if (pipette_config_ep_overlap(c) || (c->compress.pp_rank && c->compress.pp_epilogue_only))
+		all_mb = 1;
+	if (mb > 2L * c->pp && !all_mb)
 		mb = pipette_schedule_is_dualpipe(c->schedule) ? 2L * c->pp : c->pp;
 	if (!m->experts) {
 		r->dp = 1;
@@ -670,6 +696,18 @@ static int cmp_reduced(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
+/* A site's calibration scales the estimate a bound is compared with
+ * (timing.c site_correct: compute by a, the rest by b, so it is at least
+ * min(a, b) times the model's time): a bound on the model's time scales
+ * with the smaller factor below 1, or it could prune the winner. */
+static double site_floor_of(const struct pipette_gpu_spec *gpu)
+{
+	double a = gpu->site_compute > 0 ? gpu->site_compute : 1.0;
+	double b = gpu->site_comm > 0 ? gpu->site_comm : 1.0;
+
+	return fmin(1.0, fmin(a, b));
+}
+
 /* Every candidate's lower bound: the busiest stage computes its m
  * micro-batches one at a time, so the makespan is at least m times its
  * per-micro-batch time (estimated on the reduced configuration, on a
@@ -678,18 +716,13 @@ static int cmp_reduced(const void *pa, const void *pb)
  * in dp, the distributed optimizer, the shard degree or a count of
  * micro-batches past 2p), as they would compute the same one.  Where it
  * cannot be estimated the bound is 0 (estimated early rather than
- * never). */
+ * never).  The ideal cluster goes to *ideal_out, for pipe_bound. */
 static int lower_bounds(struct search *s, struct pipette_search_stats *st,
-			struct pipette_timer *t, struct pipette_err *err)
+			struct pipette_timer *t, struct pipette_cluster **ideal_out,
+			struct pipette_err *err)
 {
 	const struct pipette_search_input *in = s->in;
-	/* A site's calibration scales the estimate the bound is compared with
-	 * (timing.c site_correct: compute by a, the rest by b, so it is at
-	 * least min(a, b) times the model's time): the bound scales with the
-	 * smaller factor below 1, or it could prune the winner. */
-	double a = in->gpu->site_compute > 0 ? in->gpu->site_compute : 1.0;
-	double b = in->gpu->site_comm > 0 ? in->gpu->site_comm : 1.0;
-	double site_floor = fmin(1.0, fmin(a, b));
+	double site_floor = site_floor_of(in->gpu);
 	int G = pipette_cluster_gpus_per_node(in->cluster), max_world = 1;
 	struct reduced_ref *ref = malloc((size_t)s->n * sizeof(*ref));
 	struct pipette_cluster *ideal = NULL;
@@ -701,12 +734,14 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 	if (!ref)
 		return pipette_fail(err, "out of memory");
 	for (i = 0; i < s->n; i++) {
-		reduced(in->model, &s->cand[i].cfg, &ref[i].r);
+		reduced(in->model, &s->cand[i].cfg, 0, &ref[i].r);
 		ref[i].i = i;
 		if (pipette_config_world(&ref[i].r) > max_world)
 			max_world = pipette_config_world(&ref[i].r);
 	}
-	if (!(ideal = ideal_cluster(in->cluster, (max_world + G - 1) / G, err))) {
+	if (!(ideal = ideal_cluster(in->cluster, in->pairs, (max_world + G - 1) / G, 0, err)) ||
+	    !(*ideal_out = ideal_cluster(in->cluster, in->pairs, (max_world + G - 1) / G, 1, err))) {
+		pipette_cluster_destroy(ideal);
 		free(ref);
 		return -1;
 	}
@@ -733,6 +768,101 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 	return 0;
 }
 
+/* The second bound, for a candidate the first leaves to estimate when the
+ * full estimate is dear: the makespan of its pipeline and the embedding
+ * sync, from the configuration reduced to dp = 1 with all its
+ * micro-batches, estimated whole on a small cluster whose node links are
+ * all the real cluster's fastest node link and whose GPU pairs inside a
+ * node are all its fastest link of any kind (lower_bounds' second ideal
+ * cluster).  Why no placement on the real links is faster:
+ *  - each TP and CP group of the reduced configuration is, GPU for GPU, a
+ *    group of the candidate's block mapping, and each of its stages holds
+ *    groups of the same shape, spread over the nodes alike (the groups'
+ *    blocks of tp x cp ranks start on a node or inside one, when tp x cp
+ *    divides the GPUs of a node or they divide it): the same GPU pairs
+ *    inside a node and the same node hops, each no slower on the ideal
+ *    cluster, and a collective's time only grows when a link slows;
+ *  - every point-to-point transfer of the candidate (a stage to the
+ *    next, the embedding's first and last stage) crosses nodes (tp x cp x
+ *    dp >= the GPUs of a node), so no link of the reduced one is slower;
+ *  - so each operation and transfer of its pipeline takes no longer, and
+ *    its schedule is the candidate's (the same kind, p, v and m: the
+ *    operation order is a function of them, timing.c), whose simulation
+ *    is a max-plus recurrence, monotone in every time, rounding
+ *    included; the makespan is no longer;
+ *  - the step adds the DP tail and the optimizer to the makespan
+ *    (timing.c), and the site's calibration scales the model's step by
+ *    no less than site_floor (above).
+ * MoE (its groups keep dp), FSDP (its shard groups grow with dp) and a
+ * candidate that could take the Optimus-CC recipe (allow_compression;
+ * the bound is the uncompressed one's) are left to the full estimate.
+ * The estimate is read without the calibration (gpu) and on a timer of
+ * its own, so the search's caches of the real links stay as they are.
+ *
+ * Where the full estimate reads at least PIPE_BOUND_DP times the GPUs of
+ * the reduced configuration, it costs about that much more in links (the
+ * simulation costs the same): this bound takes the 2048 x 8 GPU plan of
+ * tests/bench/bench_plan.c from 4,775 full estimates to 1,556 (4,227
+ * bounds), the estimates and bounds from 1.0 to 0.45 s of CPU (perf, on
+ * the loaded 2-core build machine); on the 8- and 16-node hard cases,
+ * where dp is small and the simulation is most of an estimate, it would
+ * only add. */
+#define PIPE_BOUND_DP 8
+/* Floating-point margin of the comparison with the k-th best: the bound
+ * and the estimate scale by the calibration in different orders. */
+#define PIPE_BOUND_SLACK 1e-9
+
+struct pipe_bound {
+	const struct pipette_search_input *in;
+	int G;				/* GPUs per node */
+	struct pipette_cluster *ideal;	/* lower_bounds' second */
+	struct pipette_timer *t;	/* its own, NULL until first needed */
+	struct pipette_gpu_spec gpu;	/* in->gpu without the site's calibration */
+	double site_floor;
+	/* The last reduced configuration and its bound: candidates that
+	 * differ only in the distributed optimizer reduce alike, and come
+	 * one after the other in bound order (pipette_config_cmp). */
+	struct pipette_config last;
+	double last_bound;
+	int have_last;
+};
+
+static int pipe_bound_applies(const struct pipe_bound *pb, const struct pipette_config *c)
+{
+	int block = c->tp * c->cp;
+
+	return pb->ideal && !pb->in->model->experts && !pipette_config_fsdp(c) &&
+	       c->dp >= PIPE_BOUND_DP && (pb->G % block == 0 || block % pb->G == 0) &&
+	       block * c->dp >= pb->G &&
+	       !(pb->in->allow_compression && !pipette_compression_enabled(&pb->in->compress));
+}
+
+/* The bound of candidate c, 0 when it cannot be estimated. */
+static double pipe_bound(struct pipe_bound *pb, const struct pipette_config *c,
+			 struct pipette_search_stats *st)
+{
+	struct pipette_config r;
+	struct pipette_time tm;
+	struct pipette_err e2;
+
+	if (!pb->t) {
+		if (!(pb->t = pipette_timer_create()))
+			return 0;
+		pipette_timer_cache_links(pb->t, pb->ideal);
+	}
+	reduced(pb->in->model, c, 1, &r);
+	if (pb->have_last && !pipette_config_cmp(&r, &pb->last) &&
+	    r.global_batch == pb->last.global_batch)
+		return pb->last_bound;
+	st->pipe_bounded++;
+	pb->last = r;
+	pb->have_last = 1;
+	pb->last_bound = pipette_time_estimate(pb->t, pb->in->model, &pb->gpu, &r, pb->ideal, NULL,
+					       0, &tm, &e2)
+			 ? 0 : pb->site_floor * (tm.makespan_s + tm.embed_sync_s);
+	return pb->last_bound;
+}
+
 static int insert_top(struct pipette_search_result *out, int k,
 		      const struct pipette_candidate *c)
 {
@@ -756,6 +886,38 @@ static int insert_top(struct pipette_search_result *out, int k,
 static void try_compression(const struct pipette_search_input *in, struct pipette_timer *t,
 			    const struct pipette_cluster *cl, struct pipette_candidate *c);
 
+/* The full estimate of candidate c on the real links under the block
+ * mapping; into the best k when it fits. */
+static void estimate_candidate(const struct pipette_search_input *in, struct pipette_timer *t,
+			       struct pipette_candidate *c, struct pipette_search_result *out,
+			       int k)
+{
+	struct pipette_err e2;
+
+	out->stats.evaluated++;
+	if (pipette_time_estimate(t, in->model, in->gpu, &c->cfg, in->cluster, NULL, 0,
+				  &c->time, &e2)) {
+		/* The estimator could not simulate it: never recommend it,
+		 * say so once. */
+		if (!out->stats.failed++)
+			snprintf(out->stats.failed_msg, sizeof(out->stats.failed_msg), "%.200s",
+				 e2.msg);
+		return;
+	}
+	/* Re-check memory with the simulated in-flight counts (they depend
+	 * on the operation order only, not on the links). */
+	pipette_memory_estimate(in->model, in->gpu, &c->cfg, in->mem_fraction,
+				pipette_timer_inflight(t), NULL, &c->mem);
+	if (!c->mem.fits) {
+		out->stats.feasible--;
+		count_nofit(&out->stats, &c->cfg, &c->mem);
+		return;
+	}
+	if (in->allow_compression && !pipette_compression_enabled(&in->compress))
+		try_compression(in, t, in->cluster, c);
+	insert_top(out, k, c);
+}
+
 int pipette_search_run(const struct pipette_search_input *in,
 		       struct pipette_search_result *out, struct pipette_err *err)
 {
@@ -764,7 +926,8 @@ int pipette_search_run(const struct pipette_search_input *in,
 	int k = in->top_k > 0 ? in->top_k : 1, rv = -1;
 	struct search s = { in, &out->stats, NULL, 0, 0, err };
 	struct pipette_timer *t = in->timer ? in->timer : pipette_timer_create();
-	struct pipette_err e2;
+	struct pipe_bound pb = { .in = in, .G = G, .gpu = *in->gpu,
+				 .site_floor = site_floor_of(in->gpu) };
 	long i;
 
 	memset(out, 0, sizeof(*out));
@@ -773,12 +936,13 @@ int pipette_search_run(const struct pipette_search_input *in,
 		pipette_fail(err, "out of memory");
 		goto out;
 	}
+	pb.gpu.site_compute = pb.gpu.site_comm = 0;
 	/* TP groups stay inside one NVLink domain: a node, or the trays of
 	 * an NVL72 rack (cluster.h) */
 	if (enumerate(&s, world, G * pipette_cluster_domain_nodes(cl)))
 		goto out;
 	/* Lower bounds on one small ideal cluster. */
-	if (s.n && lower_bounds(&s, &out->stats, t, err))
+	if (s.n && lower_bounds(&s, &out->stats, t, &pb.ideal, err))
 		goto out;
 	/* Many candidates share a rank grid: read its links once. */
 	pipette_timer_cache_links(t, cl);
@@ -788,40 +952,27 @@ int pipette_search_run(const struct pipette_search_input *in,
 		struct pipette_candidate *c = &s.cand[i];
 
 		c->cfg.compress = in->compress;
-
 		if (out->n_top == k && c->lower_bound_s >= out->top[k - 1].time.iteration_s) {
-			out->stats.pruned_bound = s.n - i;
+			out->stats.pruned_bound += s.n - i;
 			break;
 		}
-		out->stats.evaluated++;
+		if (out->n_top == k && pipe_bound_applies(&pb, &c->cfg) &&
+		    pipe_bound(&pb, &c->cfg, &out->stats) > out->top[k - 1].time.iteration_s *
+							     (1 + PIPE_BOUND_SLACK)) {
+			out->stats.pruned_bound++;
+			out->stats.pipe_pruned++;
+			continue;
+		}
 		pipette_progress_report(&in->progress, "estimating configurations", i, s.n);
-		if (pipette_time_estimate(t, in->model, in->gpu, &c->cfg, cl, NULL, 0,
-					  &c->time, &e2)) {
-			/* The estimator could not simulate it: never recommend
-			 * it, say so once. */
-			if (!out->stats.failed++)
-				snprintf(out->stats.failed_msg, sizeof(out->stats.failed_msg),
-					 "%.200s", e2.msg);
-			continue;
-		}
-		/* Re-check memory with the simulated in-flight counts (they
-		 * depend on the operation order only, not on the links). */
-		pipette_memory_estimate(in->model, in->gpu, &c->cfg, in->mem_fraction,
-					pipette_timer_inflight(t), NULL, &c->mem);
-		if (!c->mem.fits) {
-			out->stats.feasible--;
-			count_nofit(&out->stats, &c->cfg, &c->mem);
-			continue;
-		}
-		if (in->allow_compression && !pipette_compression_enabled(&in->compress))
-			try_compression(in, t, cl, c);
-		insert_top(out, k, c);
+		estimate_candidate(in, t, c, out, k);
 	}
 	rv = 0;
 out:
 	if (rv)
 		pipette_search_result_free(out);
 	free(s.cand);
+	pipette_timer_destroy(pb.t);
+	pipette_cluster_destroy(pb.ideal);
 	if (in->timer)
 		pipette_timer_cache_links(t, NULL);
 	else

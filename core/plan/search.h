@@ -26,7 +26,11 @@
  *     real cluster's fastest, times the micro-batches, plus the embedding
  *     sync.  The busiest stage cannot finish sooner than its own compute;
  *     slower links only add to it;
- *  3. the full estimate under the block mapping on the real links, in
+ *  3. where the full estimate is dear (dp of 8 and more), a second bound
+ *     for what the first leaves: the makespan of the pipeline, simulated
+ *     whole on the dp = 1 configuration on a small cluster of the real
+ *     cluster's fastest node and GPU links (search.c, pipe_bound);
+ *  4. the full estimate under the block mapping on the real links, in
  *     lower-bound order, stopping when the bound reaches the k-th best.
  * Ties break on the configuration's fields in a fixed order
  * (pipette_candidate_cmp). */
@@ -41,6 +45,7 @@
 #include "inputs/model.h"
 #include "inputs/progress.h"
 #include "estimate/timing.h"
+#include "plan/nodepairs.h"
 
 /* What dominated the peak stage of a configuration that did not fit. */
 enum pipette_mem_part {
@@ -87,6 +92,9 @@ struct pipette_search_input {
 	 * passes its own, so that the pipelines the search built are not
 	 * built again; the search leaves no link cache set in it. */
 	struct pipette_timer *timer;
+	/* The cluster's node pairs (nodepairs.h), read once for the plan's
+	 * searches (NULL: the search reads the cluster's links itself). */
+	const struct pipette_node_pairs *pairs;
 };
 
 struct pipette_candidate {
@@ -108,6 +116,8 @@ struct pipette_search_stats {
 	long dominated;		/* heavier recomputation of a fitting one */
 	long bounded;		/* lower bounds computed */
 	long pruned_bound;	/* skipped: bound >= the k-th best time */
+	long pipe_bounded;	/* of the rest, pipeline bounds computed */
+	long pipe_pruned;	/* of pruned_bound, skipped by those */
 	long evaluated;		/* full estimates on the real links */
 	long failed;		/* estimates that failed (not recommended) */
 	char failed_msg[256];	/* the first failure */

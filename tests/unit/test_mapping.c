@@ -338,6 +338,7 @@ START_TEST(test_link_moves_clear_slow_hops)
 	struct pipette_bwcache *bw = healthy();
 	struct pipette_bw_prov prov = { NULL, NULL, 0, (time_t)-1 };
 	struct pipette_link_moves *lm;
+	struct pipette_node_pairs *np;
 	struct pipette_cluster *cl;
 	struct pipette_model m;
 	struct pipette_config c;
@@ -358,7 +359,9 @@ START_TEST(test_link_moves_clear_slow_hops)
 	ck_assert_int_eq(pipette_bwcache_set_inter(bw, "n11", "n10", 4.0, 5, &prov, &err), 0);
 	cl = make(bw, names, 16, 8);
 	llama(&m, &c, 8, 1, 16, 64);
-	lm = pipette_link_moves_create(&m, &c, cl, 8, 16, order);
+	np = pipette_node_pairs_create(cl);
+	ck_assert_ptr_nonnull(np);
+	lm = pipette_link_moves_create(&m, &c, np, 8, 16, order);
 	ck_assert_ptr_nonnull(lm);
 	ck_assert(pipette_link_moves_next(lm, 1L << 30, &i, &j));
 	ck_assert_int_ne(order[i], i);
@@ -370,6 +373,7 @@ START_TEST(test_link_moves_clear_slow_hops)
 		ck_assert_int_lt(++swaps, 1000);
 	}
 	pipette_link_moves_destroy(lm);
+	pipette_node_pairs_destroy(np);
 	for (k = 0; k < 16; k++) {
 		int a = order[k], b = order[(k + 1) % 16];
 
@@ -383,6 +387,152 @@ START_TEST(test_link_moves_clear_slow_hops)
 	ck_assert_msg(st.best_s <= st.bound_s * (1 + 1e-9), "%.9f s, bound %.9f s", st.best_s,
 		      st.bound_s);
 	ck_assert_int_eq(st.end, PIPETTE_MAP_END_BOUND);
+	pipette_cluster_destroy(cl);
+	pipette_bwcache_destroy(bw);
+}
+END_TEST
+
+/* A generated cluster of n nodes named t1..tn (noisy figures, 20% slow
+ * pairs, 8-node switches, one degraded node). */
+static struct pipette_cluster *generated(int n, char (*buf)[8], const char **names,
+					 struct pipette_bwcache **bw)
+{
+	struct pipette_bw_gen g;
+	struct pipette_err err;
+	int k;
+
+	for (k = 0; k < n; k++) {
+		snprintf(buf[k], 8, "t%d", k + 1);
+		names[k] = buf[k];
+	}
+	pipette_bw_gen_init(&g);
+	g.seed = 40;
+	g.nodes = n;
+	g.gpus_per_node = 8;
+	g.prefix = "t";
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	g.slow_frac = 0.2;
+	g.switch_size = 8;
+	g.degraded_node = 5;
+	ck_assert_int_eq(pipette_bwcache_generate(&g, bw, &err), 0);
+	return make(*bw, names, n, 8);
+}
+
+/* The node-pair table (plan/nodepairs.h) reads what the cluster reads,
+ * bit for bit: every pair's slower direction, and the fastest bandwidth
+ * and shortest latency over all ordered pairs (each folded on its own).
+ * On 363 nodes whose 65,703 pairs all differ (past the 65,535 figures a
+ * 2-byte index names) there is no table and the reads go to the cluster,
+ * with the same results. */
+START_TEST(test_node_pairs_match_cluster)
+{
+	struct pipette_bwcache *bw;
+	struct pipette_node_pairs *np;
+	struct pipette_cluster *cl;
+	struct pipette_link best = { 0, HUGE_VAL };
+	struct pipette_err err;
+	const char *names[40];
+	char buf[40][8];
+	int x, y, n, round;
+
+	for (round = 0; round < 2; round++) {
+		if (round == 0) {
+			n = 40;
+			cl = generated(n, buf, names, &bw);
+		} else {
+			n = 363;
+			bw = NULL;
+			cl = pipette_cluster_create_blank(n, 8, pipette_gpu_lookup("H100", &err),
+							  (struct pipette_link){ 45, 5 }, &err);
+			ck_assert_ptr_nonnull(cl);
+			for (x = 0; x < n; x++)
+				for (y = 0; y < x; y++) {
+					double v = 10 + 1e-3 * (x * n + y);
+
+					ck_assert_int_eq(pipette_cluster_set_node_link(cl, x, y,
+						(struct pipette_link){ v, 5 + 1e-3 * y }), 0);
+					ck_assert_int_eq(pipette_cluster_set_node_link(cl, y, x,
+						(struct pipette_link){ v + 1, 4 + 1e-3 * x }), 0);
+				}
+		}
+		np = pipette_node_pairs_create(cl);
+		ck_assert_ptr_nonnull(np);
+		ck_assert_int_eq(np->idx != NULL, round == 0);
+		best = (struct pipette_link){ 0, HUGE_VAL };
+		for (x = 0; x < n; x++)
+			for (y = 0; y < n; y++) {
+				struct pipette_link l = pipette_cluster_node_link(cl, x, y);
+
+				if (x == y)
+					continue;
+				ck_assert(pipette_node_pairs_gbps(np, x, y) ==
+					  pipette_cluster_node_gbps(cl, x, y));
+				best.gbps = fmax(best.gbps, l.gbps);
+				best.lat_us = fmin(best.lat_us, l.lat_us);
+			}
+		ck_assert(np->best.gbps == best.gbps && np->best.lat_us == best.lat_us);
+		if (round == 1)	/* the set figures: pair (362, 361) back, x = 1 back */
+			ck_assert(best.gbps == 10 + 1e-3 * (362 * n + 361) + 1 && best.lat_us == 4 + 1e-3);
+		pipette_node_pairs_destroy(np);
+		pipette_cluster_destroy(cl);
+		pipette_bwcache_destroy(bw);
+	}
+}
+END_TEST
+
+/* The mapping reads the same with the table as through the cluster: on 40
+ * generated nodes (above the exact search, so the chain and the link
+ * moves run), a search given a table and one given the same pairs without
+ * it return the same sigma, time and count of estimates; a third, given
+ * nothing, reads its own; a second search given the first's pairs, which
+ * takes the chain and the unjudged moves' order kept there, too. */
+START_TEST(test_node_pairs_same_mapping)
+{
+	struct pipette_bwcache *bw;
+	struct pipette_node_pairs *with, *without;
+	struct pipette_cluster *cl;
+	struct pipette_model m;
+	struct pipette_config c;
+	struct pipette_mapping_opts o;
+	struct pipette_mapping_stats s1, s2, s3;
+	struct pipette_err err;
+	const char *names[40];
+	char buf[40][8];
+	int a[320], b[320], d[320];
+
+	cl = generated(40, buf, names, &bw);
+	llama(&m, &c, 8, 4, 10, 160);
+	with = pipette_node_pairs_create(cl);
+	without = pipette_node_pairs_create(cl);
+	ck_assert_ptr_nonnull(with);
+	ck_assert_ptr_nonnull(without);
+	ck_assert_ptr_nonnull(with->idx);
+	free(without->idx);
+	without->idx = NULL;
+	pipette_mapping_opts_init(&o);
+	o.budget = 120;
+	o.pairs = with;
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, a, &s1, &err), 0);
+	ck_assert_ptr_nonnull(with->chain);	/* kept for the next search */
+	ck_assert_ptr_nonnull(with->memo_order);	/* and the unjudged moves' order */
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, b, &s2, &err), 0);
+	ck_assert_mem_eq(a, b, sizeof(a));		/* recalled: the same search */
+	ck_assert(s1.best_s == s2.best_s);
+	ck_assert_int_eq(s1.evaluations, s2.evaluations);
+	o.pairs = without;
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, b, &s2, &err), 0);
+	o.pairs = NULL;
+	ck_assert_int_eq(map(&m, pipette_cluster_gpu(cl), &c, cl, &o, d, &s3, &err), 0);
+	ck_assert(s1.best_s < s1.block_s);
+	ck_assert_mem_eq(a, b, sizeof(a));
+	ck_assert_mem_eq(a, d, sizeof(a));
+	ck_assert(s1.best_s == s2.best_s && s1.best_s == s3.best_s);
+	ck_assert_int_eq(s1.evaluations, s2.evaluations);
+	ck_assert_int_eq(s1.evaluations, s3.evaluations);
+	assert_permutation(a, 320, 320);
+	pipette_node_pairs_destroy(with);
+	pipette_node_pairs_destroy(without);
 	pipette_cluster_destroy(cl);
 	pipette_bwcache_destroy(bw);
 }
@@ -486,6 +636,8 @@ int main(void)
 	tcase_add_test(tc, test_never_worse_and_deterministic);
 	tcase_add_test(tc, test_exact_equals_brute_force);
 	tcase_add_test(tc, test_link_moves_clear_slow_hops);
+	tcase_add_test(tc, test_node_pairs_match_cluster);
+	tcase_add_test(tc, test_node_pairs_same_mapping);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
