@@ -192,8 +192,8 @@ long pipette_master_port(long base, long range, uint32_t job, uint32_t step);
 #define PIPETTE_DIGEST_MAX 96
 /* The hash of the options that change the plan. */
 void pipette_opts_hash(const struct pipette_opts *o, char out[PIPETTE_HASH_HEX + 1]);
-/* "2:<options>:<bandwidth cache>:<model config>:<calibration>", files by
- * content. */
+/* "3:<options>:<bandwidth cache>:<model config>:<calibration>:<topology>",
+ * files by content. */
 int pipette_input_digest(const struct pipette_opts *o, const struct pipette_site *s,
 			 char *out, size_t len);
 /* Check this node's options against srun's digest ("" = none) and pin the

@@ -492,6 +492,8 @@ static int option_mfsdp(struct pipette_stack *s, const char *v, struct pipette_e
 
 	if (on_off("megatron_fsdp", v, &b, err))
 		return -1;
+	if (b == s->mfsdp)	/* already so: off leaves a stack's own FSDP alone */
+		return 0;
 	if (b && !s->megatron_fsdp)
 		return pipette_fail(err, "--stack-option megatron_fsdp=on: the %s stack's launch has "
 				    "no such setting (megatron-bridge has)", s->name);
@@ -610,7 +612,9 @@ int pipette_stack_option(struct pipette_stack *s, const char *kv, struct pipette
 		 * the distributed optimizer (megatron-rules.tsv,
 		 * pao-needs-distopt). */
 		if (!strcmp(v, "fp32")) {	/* the stack's own fp32 layout */
-			s->optim_bytes = stacks[s->id].optim_bytes;
+			/* Megatron-FSDP counts the fp32 master weights in its
+			 * shards (shard_param_bytes): the moments alone */
+			s->optim_bytes = s->mfsdp ? ADAM_MOMENTS : stacks[s->id].optim_bytes;
 			s->optim_needs_distopt = 0;
 			return 0;
 		}

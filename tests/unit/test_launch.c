@@ -1029,6 +1029,25 @@ START_TEST(test_stack_options)
 	ck_assert_int_eq(s.async_tp, 0);
 	ck_assert_double_eq(s.tp_exposed, 1);
 	ck_assert_int_eq(pipette_stack_resolve("composer-fsdp", "tp_overlap=on", &s, &err), -1);
+	/* megatron_fsdp=off leaves a stack's own FSDP as it is */
+	{
+		struct pipette_stack own;
+
+		ck_assert_int_eq(pipette_stack_resolve("torchtitan", "", &own, &err), 0);
+		ck_assert_int_eq(pipette_stack_resolve("torchtitan", "megatron_fsdp=off", &s, &err), 0);
+		ck_assert_int_eq(s.fsdp, 1);
+		ck_assert_int_eq(memcmp(&s, &own, sizeof(s)), 0);
+		/* under Megatron-FSDP, fp32 Adam states are the moments
+		 * beside the fp32 main-weight shards, whatever the order */
+		ck_assert_int_eq(pipette_stack_resolve("megatron-bridge", "megatron_fsdp=on", &own,
+						       &err), 0);
+		ck_assert_int_eq(pipette_stack_resolve("megatron-bridge",
+						       "megatron_fsdp=on,adam_states=fp32", &s, &err), 0);
+		ck_assert_double_eq(s.optim_bytes, own.optim_bytes);
+		ck_assert_int_eq(pipette_stack_resolve("megatron-bridge",
+						       "adam_states=fp32,megatron_fsdp=on", &s, &err), 0);
+		ck_assert_double_eq(s.optim_bytes, own.optim_bytes);
+	}
 }
 END_TEST
 

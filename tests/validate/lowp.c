@@ -170,11 +170,12 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	/* Megatron-FSDP and CPU activation offloading, as the row's flags
 	 * name them ("CPU activation offload N layers") */
 	if (atoi(f[col(hdr, nh, "fsdp")])) {
-		const char *ol = strstr(f[col(hdr, nh, "flags")], "CPU activation offload ");
+		static const char tag[] = "CPU activation offload ";
+		const char *ol = strstr(f[col(hdr, nh, "flags")], tag);
 		char opt[48];
 
 		fs = *st;
-		snprintf(opt, sizeof(opt), "cpu_offload=%d", ol ? atoi(ol + 23) : 0);
+		snprintf(opt, sizeof(opt), "cpu_offload=%d", ol ? atoi(ol + strlen(tag)) : 0);
 		if (pipette_stack_option(&fs, "megatron_fsdp=on", &err) ||
 		    pipette_stack_option(&fs, opt, &err))
 			return snprintf(why, wlen, "%.180s", err.msg), -1;

@@ -804,8 +804,10 @@ static int check_torchtitan(struct pipette_timer *t, const struct pipette_gpu_sp
  * benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md:22-36): Llama 3.1
  * 70B on 256 and 8B on 64 of Grand Teton's 500 W H100, FSDP x TP 8,
  * torch.compile, tokens/s per GPU with vanilla and async TP per recipe.
- * Sequence 8192 is the configs' (not stated there); local batch is per
- * data-parallel rank.  The speedups measure what async TP hides: with the
+ * Sequence 8192 is the configs' at the torchtitan commit the benchmark
+ * names (pytorch/torchtitan @820504e2 torchtitan/models/llama3/
+ * train_configs/llama3_8b.toml:34 and llama3_70b.toml:34; not stated in
+ * the benchmark); local batch is per data-parallel rank.  The speedups measure what async TP hides: with the
  * vanilla step T and its exposed TP time E, async TP leaves x of E
  * exposed where T / (T - (1 - x) E) is the measured speedup.  x is the
  * median over the runs, with leave-one-out. */
