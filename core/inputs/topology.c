@@ -276,6 +276,8 @@ static int parse_text(struct pipette_topology *t, const char *text, size_t len,
 		for (k = 0; i < len; i++) {
 			char ch = text[i];
 
+			if (ch == '\r' && i + 1 < len && text[i + 1] == '\n')
+				continue;	/* CRLF: the line ends at the LF */
 			if (ch == '\n') {
 				next++;
 				if (k && buf[k - 1] == '\\' && !comment) {
