@@ -145,7 +145,10 @@ static nvmlReturn_t nvml_fabric(const struct nvml *m, nvmlDevice_t dev,
 			memcpy(out->cluster_uuid, v.clusterUuid, sizeof(out->cluster_uuid));
 			out->clique = v.cliqueId;
 		}
-		return rc;
+		/* a driver older than the header refuses v2's version:
+		 * the unversioned call below, where it has one */
+		if (rc != NVML_ERROR_ARGUMENT_VERSION_MISMATCH || !m->fabric)
+			return rc;
 	}
 #endif
 	if (m->fabric) {
