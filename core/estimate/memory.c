@@ -520,8 +520,7 @@ static double lowp_weight_bytes(const struct pipette_config *c, const struct pip
 	b = g && g->fp4_tflops > 0 ? pf->weight_copies : pf->weight_copies_tn;
 	/* NeMo's recipes gather FP8 parameters; its NVFP4 one has no FP4
 	 * parameter gather (NVIDIA/NeMo @8cfedd72, the launch's plugin keys) */
-	if (st->fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE &&
-	    c->precision != PIPETTE_PREC_NVFP4)
+	if (pipette_stack_gathers_lowp(st, c->precision))
 		b -= BYTES_PARAM;
 	return b;
 }

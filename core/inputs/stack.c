@@ -729,11 +729,15 @@ int pipette_stack_precision_check(const struct pipette_stack *s, const struct pi
  * bridge stack gathers FP8 under per-tensor current scaling and MXFP8
  * (fp8_param_gather, render/bridge.c precision_keys), not under the
  * blockwise and NVFP4 recipes. */
+int pipette_stack_gathers_lowp(const struct pipette_stack *s, enum pipette_precision p)
+{
+	return s->fp8_param_gather && (p == PIPETTE_PREC_FP8_CURRENT ||
+				       p == PIPETTE_PREC_FP8_DELAYED || p == PIPETTE_PREC_MXFP8);
+}
+
 static int mfsdp_fp8_gather(const struct pipette_stack *s, enum pipette_precision p)
 {
-	return s->mfsdp && s->fp8_param_gather &&
-	       (p == PIPETTE_PREC_FP8_CURRENT || p == PIPETTE_PREC_FP8_DELAYED ||
-		p == PIPETTE_PREC_MXFP8);
+	return s->mfsdp && pipette_stack_gathers_lowp(s, p);
 }
 
 double pipette_stack_gather_bytes(const struct pipette_stack *s, enum pipette_precision p)

@@ -213,6 +213,13 @@ int pipette_stack_precision_check(const struct pipette_stack *s, const struct pi
  * column-wise for backward, both buffered). */
 double pipette_stack_gather_bytes(const struct pipette_stack *s, enum pipette_precision p);
 double pipette_stack_held_bytes(const struct pipette_stack *s, enum pipette_precision p);
+/* Whether the stack keeps parameters quantized and gathers them so under
+ * recipe p (its fp8_param_gather fact): the per-tensor FP8 recipes and
+ * MXFP8; never blockwise FP8 or NVFP4, whose recipes gather in BF16
+ * (NVIDIA-NeMo/Megatron-Bridge @067f987d src/megatron/bridge/training/
+ * mixed_precision.py:373-421; NeMo's alike).  What memory.c prices and
+ * every launch form says. */
+int pipette_stack_gathers_lowp(const struct pipette_stack *s, enum pipette_precision p);
 /* Whether the stack runs this schedule. */
 int pipette_stack_runs(const struct pipette_stack *s, enum pipette_schedule_kind k);
 /* "1f1b, interleaved" */

@@ -237,8 +237,7 @@ static void moe_keys(const struct pipette_plan *plan, struct pipette_args *a)
 static void precision_keys(const struct pipette_plan *plan, struct pipette_args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
-	int gather = plan->stack.fp8_param_gather && (c->precision == PIPETTE_PREC_FP8_CURRENT ||
-						      c->precision == PIPETTE_PREC_MXFP8);
+	int gather = pipette_stack_gathers_lowp(&plan->stack, c->precision);
 
 	pipette_arg(a, " mixed_precision.grad_reduce_in_fp32=%s ddp.grad_reduce_in_fp32=%s",
 		    hy_bool(plan->stack.grad_bytes == 4), hy_bool(plan->stack.grad_bytes == 4));

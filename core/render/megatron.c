@@ -161,10 +161,9 @@ static void precision_args(const struct pipette_config *c, const struct pipette_
 		return;
 	}
 	pipette_arg(a, " %s", recipe_flags[c->precision]);
-	/* the gathers memory.c prices (lowp_weight_bytes): not blockwise,
-	 * not NVFP4 */
-	if (st->fp8_param_gather && (c->distributed_optimizer || st->mfsdp) &&
-	    c->precision != PIPETTE_PREC_FP8_BLOCKWISE && c->precision != PIPETTE_PREC_NVFP4)
+	/* the gathers memory.c prices (lowp_weight_bytes) */
+	if (pipette_stack_gathers_lowp(st, c->precision) &&
+	    (c->distributed_optimizer || st->mfsdp))
 		pipette_arg(a, " --fp8-param-gather%s", c->precision == PIPETTE_PREC_MXFP8
 			    ? " --reuse-grad-buf-for-mxfp8-param-ag" : "");
 	if (c->bf16_first > 0 || c->bf16_last > 0)

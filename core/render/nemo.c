@@ -199,7 +199,7 @@ static const char *const fp8_recipes[PIPETTE_PREC_COUNT] = {
 static void precision_keys(const struct pipette_plan *plan, struct pipette_args *a)
 {
 	const struct pipette_config *c = &plan->cfg;
-	int gather = plan->stack.fp8_param_gather && c->precision != PIPETTE_PREC_FP8_BLOCKWISE;
+	int gather = pipette_stack_gathers_lowp(&plan->stack, c->precision);
 
 	if (c->precision == PIPETTE_PREC_NVFP4)
 		pipette_arg(a, " trainer.plugins.fp4=e2m1 trainer.plugins.fp4_recipe=nvfp4");
