@@ -1215,18 +1215,20 @@ static double ep_exchange_s(const struct pipette_model *m, const struct pipette_
 
 /* The MoE block's computation, forward: the local experts' GEMMs on the
  * busiest rank's routed tokens (pipette_moe_routed_factor: imbalance or
- * capacity), the shared experts and the router GEMM, and the memory-bound
- * permutation and routing. */
+ * capacity) as one GEMM over all copies and a gap per further expert, the
+ * shared experts and the router GEMM, and the memory-bound permutation and
+ * routing. */
 static double moe_compute(const struct pipette_model *m, const struct lin *L,
 			  const struct pipette_config *c, double T, double mats)
 {
 	const struct pipette_gpu_spec *g = L->g;
 	double h = m->hidden, t = c->tp, local = (double)m->experts / c->ep;
 	double routed = T * pipette_moe_routed_factor(m, c);
-	double tok = routed / local, f = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
+	double f = 0, bw = g->hbm_gbps * 1e9 * HBM_EFF;
 
-	f += local * (lin_s(L, tok, m->expert_ffn * (mats - 1) / c->etp, h) +
-		      lin_s(L, tok, h, m->expert_ffn / c->etp)) * c->etp / t;
+	f += (lin_s(L, routed, m->expert_ffn * (mats - 1) / c->etp, h) +
+	      lin_s(L, routed, h, m->expert_ffn / c->etp)) * c->etp / t +
+	     2 * (local - 1) * PIPETTE_EXPERT_GEMM_GAP_S / (1.0 - L->st->comm_sm_share);
 	if (m->shared_ffn)
 		f += lin_s(L, T, m->shared_ffn * (mats - 1) / t, h) +
 		     lin_s(L, T, h, m->shared_ffn / t);

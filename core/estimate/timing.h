@@ -108,4 +108,18 @@ double pipette_allgather_s(int n, double bytes, double gbps, double lat_us);
 double pipette_alltoall_s(int n, double bytes, double gbps, double lat_us);
 double pipette_p2p_s(double bytes, double gbps, double lat_us);
 
+/* What each local expert's GEMM adds beyond one GEMM over all the routed
+ * copies, when the experts' GEMMs run back to back (Transformer Engine's
+ * GroupedLinear loops over them; torch._grouped_mm groups them in one
+ * kernel): the median over 17 MoE blocks timed on one H200 (Qwen3-30B-A3B,
+ * Qwen3-235B-A22B, GPT-OSS-120B, DeepSeek-V3 at 16-32 local experts, 64 to
+ * 16384 rows per expert, BF16, forward + backward replayed from a CUDA
+ * graph) of (one GEMM per expert - one GEMM over all copies) / (6 x
+ * (local - 1)): 2.2-13.5 us, 5.0 the median, 3.4 at 1024 rows per expert
+ * and more (tests/data/kernels/h200-moe.csv, moe.py beside it).  The
+ * kernel table's fixed cost per GEMM, 13.3 us, is an isolated kernel's;
+ * charged to every expert it made 16 experts' GEMMs 1.2 ms slower per
+ * micro-batch than measured. */
+#define PIPETTE_EXPERT_GEMM_GAP_S 5.0e-6
+
 #endif

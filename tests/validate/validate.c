@@ -1059,6 +1059,7 @@ int main(int argc, char **argv)
 	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-block.csv");
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	failures += validate_moe(t);
+	failures += validate_moe_block(PIPETTE_SRCDIR "/tests/data/kernels/h200-moe.csv");
 	failures += validate_lowp(t, PIPETTE_SRCDIR "/tests/data/stacks/megatron-bridge-lowp.csv");
 	printf("Per-layer compute against layers timed in isolation (torch.compile, BF16)\n");
 	for (i = 1; i < argc; i++)

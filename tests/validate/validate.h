@@ -29,5 +29,7 @@ void validate_summary(const char *dataset, const char *stack, const char *gpu, i
 		      double mape, double bias, double loo);
 /* DeepSeek-V3 against its technical report (moe.c). */
 int validate_moe(struct pipette_timer *t);
+/* The experts' GEMMs of MoE blocks timed on one H200 (moe.c). */
+int validate_moe_block(const char *path);
 
 #endif
