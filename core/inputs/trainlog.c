@@ -11,6 +11,7 @@
  *  [TT]   pytorch/torchtitan @b5bcd76c66 (2026-08-21)
  *  [TT24] pytorch/torchtitan @b39b8a47e9 (2024-11, before "wps" became "tps")
  *  [PT]   pytorch/pytorch @ca70f656c9 (torchrun's line prefix)
+ *  [MB]   NVIDIA-NeMo/Megatron-Bridge @067f987df (megatron-bridge)
  *
  * Megatron-LM (megatron, megatron-zb, megatron-2022).  The last rank
  * prints (print_rank_last, [MLM] training/utils/common_utils.py:493-499)
@@ -157,6 +158,9 @@
 #define MEM_SLOTS (2 * PIPETTE_TRAINLOG_MAX_MEM)
 
 #define MLM_ELAPSED "elapsed time per iteration (ms):"
+#define MB_MAX_ALLOC "mem-max-allocated-gigabytes"
+#define MB_MAX_RESV "mem-max-reserved-gigabytes"
+#define BYTES_PER_GB 1e9
 #define MLM_ARGS_HEADER "------------------------ arguments ------------------------"
 #define NEMO_TIMING "train_step_timing in s"
 #define TT_MESH "Building device mesh with parallelism:"
@@ -432,8 +436,8 @@ static int mlm_step(struct ctx *c, const char *msg, const char *d, int local)
 }
 
 /* "[Rank {}] {name} memory (MB) | allocated: ... | max allocated: X |
- * reserved: ... | max reserved: X" */
-static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local)
+ * reserved: ... | max reserved: X", or Megatron-Bridge's in GB (gb) */
+static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local, int gb)
 {
 	const char *r = strstr(msg, "[Rank "), *p;
 	double alloc, resv;
@@ -447,6 +451,20 @@ static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local)
 			return -1;
 		if (*p != ']')
 			return fail_at(c, "[Rank N]", "expected ']' after the rank, got '%.24s'", p);
+	}
+	if (gb) {	/* Megatron-Bridge's: GB of 1e9 bytes */
+		double max = PIPETTE_TRAINLOG_MAX_GIB * BYTES_PER_GIB / BYTES_PER_GB;
+
+		if (!(p = after(m, "| " MB_MAX_ALLOC ":")))
+			return fail_at(c, MB_MAX_ALLOC, "missing from the memory report");
+		if (read_num(c, &p, MB_MAX_ALLOC, 0, 0.0, max, 0, &alloc) < 0)
+			return -1;
+		if (!(p = after(m, "| " MB_MAX_RESV ":")))
+			return fail_at(c, MB_MAX_RESV, "missing from the memory report");
+		if (read_num(c, &p, MB_MAX_RESV, 0, 0.0, max, 0, &resv) < 0)
+			return -1;
+		return add_mem(c, (int)rank, local, alloc * BYTES_PER_GB / BYTES_PER_GIB,
+			       resv * BYTES_PER_GB / BYTES_PER_GIB);
 	}
 	if (!(p = after(m, "| max allocated:")))
 		return fail_at(c, "max allocated", "missing from the memory report");
@@ -550,7 +568,9 @@ static int mlm_line(struct ctx *c, const char *msg, int local)
 	if ((p = mlm_iteration(msg)))
 		return mlm_step(c, msg, p, local);
 	if ((p = strstr(msg, " memory (MB)")))
-		return mlm_memory(c, msg, p, local);
+		return mlm_memory(c, msg, p, local, 0);
+	if ((p = strstr(msg, " memory (GB)")))
+		return mlm_memory(c, msg, p, local, 1);
 	if (strstr(msg, MLM_ARGS_HEADER)) {
 		c->newrun = 1;
 		c->mlm_pp = c->mlm_world = c->mlm_interval = 0;
@@ -1082,6 +1102,7 @@ static int stack_format(enum pipette_stack_id stack, enum fmt *f, const char **n
 	case PIPETTE_STACK_MEGATRON:
 	case PIPETTE_STACK_MEGATRON_ZB:
 	case PIPETTE_STACK_MEGATRON_2022:
+	case PIPETTE_STACK_MEGATRON_BRIDGE:
 		*f = FMT_MEGATRON;
 		return 0;
 	case PIPETTE_STACK_NEMO:
@@ -1093,7 +1114,7 @@ static int stack_format(enum pipette_stack_id stack, enum fmt *f, const char **n
 	default:
 		return pipette_fail(err, "training log: no log format is known for stack '%s' "
 				    "(pipette reads the logs of megatron, megatron-zb, "
-				    "megatron-2022, nemo and torchtitan)", s->name);
+				    "megatron-2022, megatron-bridge, nemo and torchtitan)", s->name);
 	}
 }
 

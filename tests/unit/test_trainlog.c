@@ -259,6 +259,36 @@ START_TEST(test_megatron_zb)
 }
 END_TEST
 
+/* Megatron-Bridge: Megatron-LM's iteration line at multiples of the
+ * interval only, its own memory report in GB (1e9 bytes), no arguments. */
+START_TEST(test_megatron_bridge)
+{
+	struct pipette_trainlog *l = read_ok("megatron-bridge.log", PIPETTE_STACK_MEGATRON_BRIDGE);
+	const struct pipette_trainlog_mem *m;
+
+	ck_assert_int_eq(l->nsteps, 6);
+	ck_assert_int_eq(l->steps[0].iteration, 5);
+	ck_assert_int_eq(l->steps[0].first, 1);
+	ck_assert_int_eq(l->steps[1].first, 6);
+	ck_assert_double_eq_tol(l->steps[0].step_s, 4.0, TOL);
+	ck_assert_int_eq(l->nmem, 2);
+	m = mem_of(l, 0, -1);
+	ck_assert_int_eq(m->stage, 0);
+	ck_assert_double_eq_tol(m->allocated_gib, 61.234e9 / 1073741824.0, TOL);
+	ck_assert_double_eq_tol(m->reserved_gib, 70.5e9 / 1073741824.0, TOL);
+	m = mem_of(l, 1, -1);
+	ck_assert_int_eq(m->stage, -1);	/* no pipeline size stated */
+	ck_assert_double_eq_tol(m->allocated_gib, 60.987e9 / 1073741824.0, TOL);
+	/* The first 10 steps skipped (two reports); 1.29, 1.28, 1.27, 1.26 s,
+	 * five steps each: median 1.275, deviations 0.015 (10), 0.005 (10). */
+	steady_ok(l, -1, 20, 10, 1.275, 1.26, 1.29, 0.01);
+	pipette_trainlog_destroy(l);
+	parse_fails("[Rank 0] (after 5 iterations) memory (GB) | mem-allocated-gigabytes: 1.5 | "
+		    "mem-max-reserved-gigabytes: 2.5\n", PIPETTE_STACK_MEGATRON_BRIDGE,
+		    "t.log: line 1: mem-max-allocated-gigabytes: missing from the memory report");
+}
+END_TEST
+
 /* NeMo 2.0's ProgressPrinter with TimingCallback and memory; the
  * validation lines between are noise. */
 START_TEST(test_nemo)
@@ -566,10 +596,12 @@ START_TEST(test_unknown_stack)
 	parse_fails(" iteration 5/ 10 | elapsed time per iteration (ms): 1 |",
 		    PIPETTE_STACK_COMPOSER_FSDP,
 		    "training log: no log format is known for stack 'composer-fsdp' (pipette "
-		    "reads the logs of megatron, megatron-zb, megatron-2022, nemo and torchtitan)");
+		    "reads the logs of megatron, megatron-zb, megatron-2022, megatron-bridge, nemo and "
+		    "torchtitan)");
 	parse_fails("x", PIPETTE_STACK_DEEPSEEK,
 		    "training log: no log format is known for stack 'deepseek' (pipette reads "
-		    "the logs of megatron, megatron-zb, megatron-2022, nemo and torchtitan)");
+		    "the logs of megatron, megatron-zb, megatron-2022, megatron-bridge, nemo and "
+		    "torchtitan)");
 	{
 		char want[64];
 
@@ -936,6 +968,7 @@ int main(void)
 	tcase_add_test(tc, test_stated_config);
 	tcase_add_test(tc, test_megatron_2022);
 	tcase_add_test(tc, test_megatron_zb);
+	tcase_add_test(tc, test_megatron_bridge);
 	tcase_add_test(tc, test_nemo);
 	tcase_add_test(tc, test_nemo_delta);
 	tcase_add_test(tc, test_torchtitan);

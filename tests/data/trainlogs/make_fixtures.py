@@ -10,6 +10,7 @@ copied from its source (the same commits core/inputs/trainlog.c cites):
   [TT]   pytorch/torchtitan @b5bcd76c66
   [TT24] pytorch/torchtitan @b39b8a47e9
   [PT]   pytorch/pytorch @ca70f656c9
+  [MB]   NVIDIA-NeMo/Megatron-Bridge @067f987df
 The other lines are noise of the kinds these logs hold.  The step times
 are fixed lists (no randomness): the tests' expected figures follow from
 them by hand.  Run from this directory: python3 make_fixtures.py
@@ -193,6 +194,46 @@ def megatron_zb():
     return lines
 
 
+def bridge_memory(rank, iteration, max_alloc_gb, max_resv_gb):
+    """[MB] src/megatron/bridge/training/utils/train_utils.py:1145-1150, the
+    keys of MEMORY_KEYS (166-177) with "bytes" made "gigabytes" and the
+    values bytes / 1e9 rounded to 5 significant digits (1200-1206)."""
+    s = f"(after {iteration} iterations) memory (GB)"
+    for name, val in (("mem-allocated-gigabytes", round(max_alloc_gb * 0.6, 3)),
+                      ("mem-active-gigabytes", round(max_alloc_gb * 0.6, 3)),
+                      ("mem-inactive-gigabytes", 0.41),
+                      ("mem-reserved-gigabytes", max_resv_gb),
+                      ("mem-max-allocated-gigabytes", max_alloc_gb),
+                      ("mem-max-active-gigabytes", max_alloc_gb),
+                      ("mem-max-inactive-gigabytes", 2.3),
+                      ("mem-max-reserved-gigabytes", max_resv_gb),
+                      ("mem-alloc-retires", 0), ("mem-allocated-count", 5120)):
+        s += f" | {name}: {val}"
+    return "[Rank {}] {}".format(rank, s)
+
+
+def megatron_bridge():
+    """Megatron-Bridge on 8 GPUs, TP 2, DP 4; log_interval 5, train_iters 30.
+
+    The last rank prints Megatron-LM's iteration line (time stamp without
+    microseconds) at multiples of the interval only ([MB] train_utils.py:
+    1018, 1088-1140); the ranks of data-parallel rank 0 (0 and 1) report
+    memory after the first logged iteration (1141-1154).  No argument list.
+    """
+    lines = ["[NeMo I 2026-08-22 10:00:00 recipe:12] Using performance recipe "
+             "llama3_8b_pretrain_config"]
+    when = T0.replace(microsecond=0)
+    ms = [4000.0, 1300.0, 1290.0, 1280.0, 1270.0, 1260.0]
+    for k, it in enumerate(range(5, 31, 5)):
+        when += timedelta(milliseconds=5 * ms[k])
+        s = mlm_iteration("zb", when, it, 30, it * 128, ms[k], 3e-4, 128, 7.5)
+        lines.append(s)
+        if it == 5:
+            lines.append(bridge_memory(0, it, 61.234, 70.5))
+            lines.append(bridge_memory(1, it, 60.987, 70.25))
+    return lines
+
+
 # ---------------------------------------------------------------------------
 # NeMo 2.0
 
@@ -373,6 +414,7 @@ def main():
     write("megatron.log", megatron_current())
     write("megatron-2022.log", megatron_2022())
     write("megatron-zb.log", megatron_zb())
+    write("megatron-bridge.log", megatron_bridge())
     write("nemo.log", nemo_printer())
     write("nemo-delta.log", nemo_delta())
     write("torchtitan.log", torchtitan())
