@@ -69,7 +69,12 @@
  *          32 GB/s, bidirectional ([A100], [V100] datasheets).
  *  FP4 peaks are dense NVFP4; 0 = no block-scaled FP4 tensor cores.
  *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
- *  H200 143771 MiB), not the marketing GB.
+ *  H200 143771 MiB; B200 183359 MiB, NVIDIA/TensorRT-LLM issue #10278's
+ *  nvidia-smi, driver 580.95; GB200 185 GiB, Azure/AI-benchmarking-guide
+ *  Azure_Results/ND_GB200_v6_results.md), not the marketing GB, which
+ *  understates them (B200 "180 GB" is 192.3e9 bytes).  B300 and GB300 keep
+ *  [BU]'s 270 and 279 GB, no reported figure being at hand: they are
+ *  likely understated the same way.
  *  [CALC]  Calculon (Isaev et al., SC'23), github.com/calculon-ai/calculon
  *          @caa4b11: systems/a100_80g.json and calculon/processor.py.
  *  Latencies: 10 us per NVLink step and 20 us per network step, the A100
@@ -212,7 +217,7 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .source = "[H200] [PROBE-H] [KERN-H]", .kernels = &h100_kernels },
 	{ .name = "B200-SXM-180GB", .aliases = "b200,b200-180gb",
 	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 9000.0,
-	  .hbm_bytes = 180e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
+	  .hbm_bytes = 183359 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
 	  .host_gbps = 64.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
 	  .source = "[B200] [HGX-B]", .curve_share = BW_SHARES(BLACKWELL_SHARE),
@@ -226,7 +231,7 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .kernels = NULL },
 	{ .name = "GB200-NVL72", .aliases = "gb200,gb200-186gb,gb200-nvl72",
 	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 10000.0,
-	  .hbm_bytes = 186e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
+	  .hbm_bytes = 185 * 1024 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
 	  .host_gbps = 450.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
 	  .source = "[GB200]", .curve_share = BW_SHARES(BLACKWELL_SHARE),
