@@ -121,11 +121,17 @@
  * same GPU ran causal attention forward and backward at 0.56-0.62 of the
  * cuDNN kernel's rate on five shapes (h100-sxm-step-costs.csv there, the
  * median 0.56).
- * The H200 and H800 have the H100's die and clocks; their tables are the
- * H100's (the epilogue term, an HBM write, is at most a few percent of a
- * GEMM).  step_share: fitted with the nemo stack's TP exposure on NVIDIA's
- * NeMo 2.0 H100 runs (tests/data/stacks; `make validate` prints the fit
- * and its leave-one-out). */
+ * The H800 has the H100's die and clocks; its table is the H100's.
+ * step_share: fitted with the nemo stack's TP exposure on NVIDIA's NeMo 2.0
+ * H100 runs (tests/data/stacks; `make validate` prints the fit and its
+ * leave-one-out).
+ * [KERN-H200] The same grid timed by kernels.py on one H200 (700 W, driver
+ * 580.159, PyTorch 2.11.0+cu130, 2026-11-27; tests/data/kernels/
+ * h200-kernels.csv, 2,280 rows) and fitted the same way (median error
+ * 4.8% BF16, 3.3% FP8 tensorwise, 2.6% rowwise, 4.9% attention): the
+ * GEMM rates within 3% of the H100's, the attention kernel's fixed costs
+ * 56/183 us against 45/114.  FlashAttention-2's share and step_share are
+ * the H100's (the same die and stacks). */
 /* The fit at a clock factor c: rates times c, fixed costs as measured. */
 #define H100_KERNELS(c, src) {								\
 	.gemm = {									\
@@ -140,6 +146,18 @@
 	.source = (src),								\
 }
 static const struct pipette_kernels h100_kernels = H100_KERNELS(1.0, "[KERN-H]");
+static const struct pipette_kernels h200_kernels = {
+	.gemm = {
+		[PIPETTE_GEMM_BF16] = { 13.83e-6, 691.7, 0.3050e-12 },
+		[PIPETTE_GEMM_FP8_TENSOR] = { 21.89e-6, 1345.6, 0.4805e-12 },
+		[PIPETTE_GEMM_FP8_ROW] = { 22.60e-6, 1302.3, 0.5830e-12 },
+	},
+	.attn_fwd = { 56.07e-6, 627.9, 0.1054e-9 },
+	.attn_bwd = { 182.7e-6, 567.7, 0.5941e-9 },
+	.flash2_share = 0.56,
+	.step_share = PIPETTE_H100_STEP_SHARE,
+	.source = "[KERN-H200]",
+};
 
 /* [H100-500W] Meta's Grand Teton H100 that torchtitan benchmarks on
  * (pytorch/torchtitan docs/performance.md, and its benchmarks/
@@ -214,7 +232,7 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .hbm_bytes = 143771 * PIPETTE_MIB, .hbm_gbps = 4800.0, .nvlink_gbps = 450.0, .nic_gbps = 50.0,
 	  .host_gbps = 64.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
 	  .gemm_eff_max = H200_RAW * FRAMEWORK_SHARE, .gemm_half_gflop = 6.2, .nvlink_eff = 0.65, .nic_eff = 0.9,
-	  .source = "[H200] [PROBE-H] [KERN-H]", .kernels = &h100_kernels },
+	  .source = "[H200] [PROBE-H] [KERN-H200]", .kernels = &h200_kernels },
 	{ .name = "B200-SXM-180GB", .aliases = "b200,b200-180gb",
 	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 9000.0,
 	  .hbm_bytes = 183359 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,

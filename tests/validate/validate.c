@@ -990,15 +990,15 @@ static int check_tt_blocks(struct pipette_timer *t, const char *path)
 	return failures;
 }
 
-/* The measured kernel table of the H100 (tests/data/kernels) against the
- * kernel model: the shipped fit's error per GEMM dtype and for the
+/* A measured kernel table (tests/data/kernels) against the kernel model
+ * GPU `gpu` ships: the shipped fit's error per GEMM dtype and for the
  * attention kernel, and leave-one-model-out (fitted without the 8B, 70B or
  * 405B rows, judged on them).  Targets: median within 5%, 95% of the rows
- * within 15%. */
-static int check_kernels(const char *path)
+ * within 15%.  `label` names the GPU the table was timed on. */
+static int check_kernels(const char *path, const char *gpu, const char *label)
 {
 	static const char *const models[] = { "8b", "70b", "405b" };
-	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup(gpu, NULL);
 	struct pipette_ktable t;
 	struct pipette_err err;
 	int failures = 0;
@@ -1007,7 +1007,8 @@ static int check_kernels(const char *path)
 		fprintf(stderr, "validate: %s\n", err.msg);
 		return 1;
 	}
-	printf("Kernel model against the kernels timed on one H100 SXM (%s, %zu rows)\n", path, t.n);
+	printf("Kernel model against the kernels timed on one %s (%s, %zu rows)\n", label, path,
+	       t.n);
 	printf("%-16s %5s %8s %8s   leave-one-model-out median / p95: %s %s %s\n", "kernel",
 	       "rows", "median", "p95", models[0], models[1], models[2]);
 	/* the measured dtypes (BF16, FP8 tensorwise and rowwise), then attention */
@@ -1016,7 +1017,7 @@ static int check_kernels(const char *path)
 		enum pipette_gemm_dtype dt = d < 3 ? (enum pipette_gemm_dtype)d : PIPETTE_GEMM_BF16;
 		double med, p95, worst_loo = 0;
 		size_t n = pipette_kernelfit_errors(&t, g->kernels, kind, dt, NULL, &med, &p95);
-		char label[64];
+		char name[64];
 
 		printf("%-16s %5zu %7.1f%% %7.1f%%  ", d < 3 ? pipette_gemm_dtype_name((enum pipette_gemm_dtype)d) : "attention (cuDNN)", n,
 		       100 * med, 100 * p95);
@@ -1034,11 +1035,11 @@ static int check_kernels(const char *path)
 			worst_loo = fmax(worst_loo, lm);
 		}
 		printf("\n");
-		snprintf(label, sizeof(label), "H100 kernels, %s (median error)",
+		snprintf(name, sizeof(name), "%.4s kernels, %s (median error)", label,
 			 d < 3 ? pipette_gemm_dtype_name((enum pipette_gemm_dtype)d) : "attention");
-		validate_summary(label, "-", g->name, (int)n, med, NAN, worst_loo);
+		validate_summary(name, "-", g->name, (int)n, med, NAN, worst_loo);
 	}
-	printf("(the shipped parameters: core/inputs/hardware.c [KERN-H])\n\n");
+	printf("(the shipped parameters: core/inputs/hardware.c %s)\n\n", g->kernels->source);
 	pipette_ktable_free(&t);
 	return failures;
 }
@@ -1048,7 +1049,10 @@ int main(int argc, char **argv)
 	struct pipette_timer *t = pipette_timer_create();
 	int failures = 0, i;
 
-	failures += check_kernels(PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-kernels.csv");
+	failures += check_kernels(PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-kernels.csv", "h100",
+				  "H100 SXM");
+	failures += check_kernels(PIPETTE_SRCDIR "/tests/data/kernels/h200-kernels.csv", "h200",
+				  "H200 SXM");
 	failures += check_gpt(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_zb(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_mpt(t, pipette_gpu_lookup("h100", NULL));
