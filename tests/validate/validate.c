@@ -928,9 +928,10 @@ static int check_tt_async(struct pipette_timer *t, const struct pipette_gpu_spec
  * eager and compiled, from GPU-bound shapes to launch-bound ones.  A check
  * of the torchtitan stack's layer against the physics, beside its
  * published runs above. */
-static int check_tt_blocks(struct pipette_timer *t, const char *path)
+static int check_tt_blocks(struct pipette_timer *t, const char *path, const char *gpu,
+			   const char *label)
 {
-	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup(gpu, NULL);
 	FILE *fp = fopen(path, "r");
 	struct errors err = { 0 };
 	char line[512], name[48];
@@ -940,8 +941,8 @@ static int check_tt_blocks(struct pipette_timer *t, const char *path)
 		printf("%s: not found\n", path);
 		return 1;
 	}
-	printf("torchtitan blocks timed on one H100 SXM (%s): seconds per block, forward + "
-	       "backward\n%-28s %9s %9s %8s\n", path, "case", "measured", "model", "error");
+	printf("torchtitan blocks timed on one %s (%s): seconds per block, forward + "
+	       "backward\n%-28s %9s %9s %8s\n", label, path, "case", "measured", "model", "error");
 	while (fgets(line, sizeof(line), fp)) {
 		int dim, ffn, heads, kv, batch, seq, compiled;
 		double sec, model;
@@ -984,8 +985,9 @@ static int check_tt_blocks(struct pipette_timer *t, const char *path)
 	fclose(fp);
 	printf("MAPE %.1f%%, bias %+.1f%% over %d blocks (a check: the stack's layer against "
 	       "the physics)\n\n", mape(&err), 100 * bias(&err), err.n);
-	/* the host floors (stack.h) are this file's launch-bound rows */
-	validate_summary("torchtitan blocks (host floors taken here)", "torchtitan", g->name,
+	/* the host floors (stack.h) are the H100 file's launch-bound rows */
+	validate_summary(!strcmp(gpu, "h100") ? "torchtitan blocks (host floors taken here)"
+			 : "torchtitan blocks, another GPU and host", "torchtitan", g->name,
 			 err.n, mape(&err) / 100, bias(&err), -1);
 	return failures;
 }
@@ -1060,7 +1062,10 @@ int main(int argc, char **argv)
 	/* torchtitan's runs: Grand Teton's 500 W H100 (hardware.c [H100-500W]) */
 	failures += check_torchtitan(t, pipette_gpu_lookup("h100-500w", NULL));
 	failures += check_tt_async(t, pipette_gpu_lookup("h100-500w", NULL));
-	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-block.csv");
+	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-block.csv", "h100",
+				    "H100 SXM");
+	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h200-block.csv", "h200",
+				    "H200 SXM");
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	failures += validate_moe(t);
 	failures += validate_moe_block(PIPETTE_SRCDIR "/tests/data/kernels/h200-moe.csv");
