@@ -164,11 +164,36 @@ static double median_skip(const double *v, int n, int skip)
 	return k % 2 ? w[k / 2] : 0.5 * (w[k / 2 - 1] + w[k / 2]);
 }
 
+/* A block both forms were timed for, of more than two local experts. */
+static int usable(const struct block_case *b)
+{
+	return b->local > 2 && b->loop_s > 0 && b->dense_s > 0;
+}
+
+/* What each further expert's GEMM cost in block b. */
+static double gap_of(const struct block_case *b)
+{
+	return (b->loop_s - b->dense_s) / (6.0 * (b->local - 1));
+}
+
+/* The median gap over the usable blocks but block skip (skip >= n: all). */
+static double gap_fit(const struct block_case *bc, int n, int skip)
+{
+	double w[BLOCK_MAX];
+	int j, k = 0;
+
+	for (j = 0; j < n; j++)
+		if (j != skip && usable(&bc[j]))
+			w[k++] = gap_of(&bc[j]);
+	return median_skip(w, k, k);
+}
+
 int validate_moe_block(const char *path)
 {
-	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
-	double t0 = pipette_gpu_kernels(g)->gemm[PIPETTE_GEMM_BF16].t0_s;
-	double gap[BLOCK_MAX], fit, e_old = 0, e_new = 0, e_loo = 0, bias = 0;
+	/* what the estimator charged each expert's GEMM before: the fixed
+	 * cost of the table the H200 then shared with the H100 */
+	double t0 = pipette_gpu_kernels(pipette_gpu_lookup("h100", NULL))->gemm[PIPETTE_GEMM_BF16].t0_s;
+	double fit, e_old = 0, e_new = 0, e_loo = 0, bias = 0;
 	struct block_case bc[BLOCK_MAX];
 	int n, i, k = 0, bad = 0;
 
@@ -177,40 +202,29 @@ int validate_moe_block(const char *path)
 	if (read_blocks(path, bc, &n))
 		return 1;
 	for (i = 0; i < n; i++)
-		if (bc[i].local > 2 && bc[i].loop_s > 0 && bc[i].dense_s > 0)
-			gap[k++] = (bc[i].loop_s - bc[i].dense_s) / (6.0 * (bc[i].local - 1));
+		k += usable(&bc[i]);
 	if (k < 3) {
 		printf("  FAIL: %d usable blocks\n\n", k);
 		return 1;
 	}
-	fit = median_skip(gap, k, k);
+	fit = gap_fit(bc, n, n);
 	printf("%-16s %5s %6s %8s %9s %9s %9s %9s\n", "model", "local", "tokens", "rows/exp",
 	       "loop", "measured", "was", "now");
 	for (i = 0, k = 0; i < n; i++) {
 		double q = bc[i].loop_s - bc[i].dense_s, extra = 6.0 * (bc[i].local - 1);
+		double l = bc[i].loop_s;
 
-		if (bc[i].local > 2 && bc[i].loop_s > 0 && bc[i].dense_s > 0) {
-			/* the block's time given its dense equivalent, old, new
-			 * and with the gap fitted on the other blocks */
-			double loo, l = bc[i].loop_s;
-			double w[BLOCK_MAX];
-			int j, kk = 0;
-
-			for (j = 0; j < n; j++)
-				if (j != i && bc[j].local > 2 && bc[j].loop_s > 0 && bc[j].dense_s > 0)
-					w[kk++] = (bc[j].loop_s - bc[j].dense_s) /
-						  (6.0 * (bc[j].local - 1));
-			loo = median_skip(w, kk, kk);
+		if (usable(&bc[i])) {	/* the block's time given its dense equivalent */
 			e_old += fabs(extra * t0 - q) / l;
 			e_new += fabs(extra * PIPETTE_EXPERT_GEMM_GAP_S - q) / l;
-			e_loo += fabs(extra * loo - q) / l;
+			e_loo += fabs(extra * gap_fit(bc, n, i) - q) / l;
 			bias += (extra * PIPETTE_EXPERT_GEMM_GAP_S - q) / l;
 			k++;
 		}
 		printf("%-16s %5d %6d %8d %9.3f %9.3f %9.3f %9.3f%s\n", bc[i].model, bc[i].local,
-		       bc[i].tokens, bc[i].tokens * bc[i].topk / bc[i].local, 1e3 * bc[i].loop_s,
-		       1e3 * q, 1e3 * extra * t0, 1e3 * extra * PIPETTE_EXPERT_GEMM_GAP_S,
-		       bc[i].local > 2 ? "" : "  (2 experts: noise, not fitted)");
+		       bc[i].tokens, bc[i].tokens * bc[i].topk / bc[i].local, 1e3 * l, 1e3 * q,
+		       1e3 * extra * t0, 1e3 * extra * PIPETTE_EXPERT_GEMM_GAP_S,
+		       usable(&bc[i]) ? "" : "  (2 experts: noise, not fitted)");
 	}
 	printf("each further expert's GEMM: fitted %.1f us (shipped %.1f, estimate/timing.h), the "
 	       "kernel\ntable's isolated GEMM %.1f us; the blocks' time given their dense "
