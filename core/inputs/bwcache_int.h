@@ -165,6 +165,15 @@ struct bw_inter {
 	struct bw_mat between;	/* n_groups x n_groups, [g][g]: inside g */
 };
 
+/* A slot of the node names' hash: the name (node k's, which never
+ * changes) and its hash's high bits, so that a lookup compares names only
+ * when those match and does not visit the node (k -1: empty). */
+struct bw_name_slot {
+	const char *name;
+	uint32_t tag;
+	int k;
+};
+
 struct pipette_bwcache {
 	int n, cap;
 	struct bw_node *node;
@@ -173,7 +182,7 @@ struct pipette_bwcache {
 	int n_prov, cap_prov;
 	int *prov_slots;	/* open-addressing hash of prov */
 	int n_slots;
-	int *name_slots;	/* open-addressing hash of node names */
+	struct bw_name_slot *name_slots;	/* open-addressing hash of node names */
 	int n_name_slots;
 	struct bw_domain *domain;
 	int n_domains, cap_domains;
