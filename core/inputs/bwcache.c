@@ -1220,6 +1220,52 @@ static int inter_prov(const struct pipette_bwcache *bw, int a, int b)
 				: in->between.prov0;
 }
 
+/* The provenance of group ga's figure to each group g into gprov[g] (-2:
+ * none). */
+static void group_provs(const struct pipette_bwcache *bw, int ga, int *gprov)
+{
+	const struct bw_inter *in = &bw->inter;
+	int g;
+
+	for (g = 0; ga >= 0 && g < in->n_groups; g++)
+		gprov[g] = !bw_mat_has(&in->between, ga, g) ? -2 :
+			   in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + g]
+					    : in->between.prov0;
+}
+
+/* The first pass's counts of node idx[i]'s figures to the other nodes
+ * of idx, as stale_row_sparse's row and stale_node would count them, but
+ * without the row: each group's figure once per node of idx in that
+ * group (in_group; i itself not), then each pair of the node's own in
+ * place of its group's figure.  A node's cost is its groups and pairs,
+ * not the cache's nodes. */
+static void stale_count_sparse(struct stale_acc *acc, const int *idx, int i, const int *pos,
+			       int *gprov, const long *in_group)
+{
+	const struct bw_inter *in = &acc->bw->inter;
+	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, g, j;
+	const struct bw_pair_row *r;
+	uint32_t s;
+
+	group_provs(acc->bw, ga, gprov);
+	for (g = 0; ga >= 0 && g < in->n_groups; g++)
+		if (gprov[g] != -2)
+			acc->hist[gprov[g] + 1] += in_group[g] - (g == ga);
+	if (a >= in->pairs.n_rows)
+		return;
+	r = &in->pairs.row[a];
+	for (s = 0; s < r->n_slot; s++) {
+		int b, gb;
+
+		if (!r->slot[s].key || (j = pos[(b = (int)r->slot[s].key - 1)]) < 0 || j == i)
+			continue;
+		gb = ga >= 0 ? in->group_of[b] : -1;
+		if (gb >= 0 && gprov[gb] != -2)
+			acc->hist[gprov[gb] + 1]--;
+		acc->hist[r->slot[s].prov + 1]++;
+	}
+}
+
 /* The provenance of every figure idx[i] -> idx[j] into row[j] (-2: none),
  * as inter_prov gives it, from one pass over the node's own pairs and its
  * group's row of "between" instead of a lookup per node pair: staleness
@@ -1230,14 +1276,11 @@ static void stale_row_sparse(const struct pipette_bwcache *bw, const int *idx, i
 			     const int *pos, int *gprov, int *row)
 {
 	const struct bw_inter *in = &bw->inter;
-	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, g, j;
+	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, j;
 	const struct bw_pair_row *r;
 	uint32_t s;
 
-	for (g = 0; ga >= 0 && g < in->n_groups; g++)
-		gprov[g] = !bw_mat_has(&in->between, ga, g) ? -2 :
-			   in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + g]
-					    : in->between.prov0;
+	group_provs(bw, ga, gprov);
 	for (j = 0; j < n; j++) {
 		int gb = ga >= 0 ? in->group_of[idx[j]] : -1;
 
@@ -1251,14 +1294,28 @@ static void stale_row_sparse(const struct pipette_bwcache *bw, const int *idx, i
 			row[j] = r->slot[s].prov;
 }
 
+/* The figures between the GPUs of node nd. */
+static void stale_intra(struct stale_acc *acc, const struct bw_node *nd)
+{
+	struct bw_entry e;
+	int a, b;
+
+	for (a = 0; a < nd->intra.n; a++)
+		for (b = 0; b < nd->intra.n; b++) {
+			bw_intra_get(nd, a, b, &e);
+			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
+				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
+					 nd->name, a, b);
+		}
+}
+
 /* The figures of one node: to the other nodes (row: their provenance, or
  * NULL to look each up), and between its GPUs. */
 static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, const int *row)
 {
 	const struct pipette_bwcache *bw = acc->bw;
 	const struct bw_node *nd = &bw->node[idx[i]];
-	struct bw_entry e;
-	int j, a, b;
+	int j;
 
 	if (row && acc->find == (time_t)-1) {	/* the first pass: counts only */
 		for (j = 0; j < n; j++)
@@ -1273,13 +1330,7 @@ static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, cons
 					 bw->node[idx[j]].name);
 		}
 	}
-	for (a = 0; a < nd->intra.n; a++)
-		for (b = 0; b < nd->intra.n; b++) {
-			bw_intra_get(nd, a, b, &e);
-			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
-				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
-					 nd->name, a, b);
-		}
+	stale_intra(acc, nd);
 }
 
 /* Every node's figures in the order of idx (one pass: acc->find -1, the
@@ -1288,12 +1339,14 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 {
 	const struct pipette_bwcache *bw = acc->bw;
 	int *pos = NULL, *row = NULL, *gprov = NULL, i;
+	long *in_group = NULL;
 
 	if (!bw->inter.dense) {
 		pos = malloc(((size_t)bw->n + 1) * sizeof(int));
 		row = malloc(((size_t)n + 1) * sizeof(int));
 		gprov = malloc(((size_t)bw->inter.n_groups + 1) * sizeof(int));
-		if (pos && row && gprov) {
+		in_group = calloc((size_t)bw->inter.n_groups + 1, sizeof(long));
+		if (pos && row && gprov && in_group) {
 			for (i = 0; i < bw->n; i++)
 				pos[i] = -1;
 			for (i = 0; i < n && pos; i++) {
@@ -1306,9 +1359,17 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 			}
 		}
 	}
+	for (i = 0; pos && in_group && i < n; i++)
+		if (bw->inter.group_of[idx[i]] >= 0)
+			in_group[bw->inter.group_of[idx[i]]]++;
 	for (i = 0; i < n && !acc->found; i++) {
-		int fast = pos && row && gprov;
+		int fast = pos && row && gprov && in_group;
 
+		if (fast && acc->find == (time_t)-1) {	/* the first pass: counts only */
+			stale_count_sparse(acc, idx, i, pos, gprov, in_group);
+			stale_intra(acc, &bw->node[idx[i]]);
+			continue;
+		}
 		if (fast)
 			stale_row_sparse(bw, idx, n, i, pos, gprov, row);
 		stale_node(acc, idx, n, i, fast ? row : NULL);
@@ -1316,6 +1377,7 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 	free(pos);
 	free(row);
 	free(gprov);
+	free(in_group);
 }
 
 /* The counts of the first pass: the stale and untimed figures, and the
