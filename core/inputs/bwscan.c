@@ -526,9 +526,14 @@ static const double pow10_exact[] = {
  * max <=> cm <= max x 10^k, in integers (k >= 5: below 2^27 / 10^5). */
 static int code_in_range(uint32_t code)
 {
+	static const uint32_t max_m[] = {
+		(uint32_t)PIPETTE_BW_MAX_GBPS, (uint32_t)PIPETTE_BW_MAX_GBPS * 10,
+		(uint32_t)PIPETTE_BW_MAX_GBPS * 100, (uint32_t)PIPETTE_BW_MAX_GBPS * 1000,
+		(uint32_t)PIPETTE_BW_MAX_GBPS * 10000,
+	};
 	uint32_t k = code >> BW_M_BITS, cm = code & ((1u << BW_M_BITS) - 1);
 
-	return k >= 5 || cm <= (uint32_t)PIPETTE_BW_MAX_GBPS * (uint32_t)pow10_exact[k];
+	return k >= 5 || cm <= max_m[k];
 }
 
 /* A JSON number at p (RFC 8259 section 6) that is a bandwidth with a
@@ -574,7 +579,12 @@ static int short_gbps(const char *t, size_t p, size_t len, size_t *end, uint32_t
 		e += sign * x;
 	}
 	*end = p;
-	*code = bw_code_decimal(m, e);
+	/* what bw_code_decimal gives, at once when there is nothing to
+	 * normalize (no trailing zero after the point, no exponent left) */
+	if (m && m < (1u << BW_M_BITS) && e <= 0 && e >= -BW_K_MAX && (!e || m % 10))
+		*code = (uint32_t)m | (uint32_t)-e << BW_M_BITS;
+	else
+		*code = bw_code_decimal(m, e);
 	return *code != BW_NONE && code_in_range(*code);
 }
 
