@@ -1266,6 +1266,28 @@ static void stale_count_sparse(struct stale_acc *acc, const int *idx, int i, con
 	}
 }
 
+/* The first pass's counts of node idx[i]'s figures to the other nodes
+ * of a dense cache: inter_prov's provenance of each pair, read off the
+ * node's row of codes in one loop. */
+static void stale_count_dense(struct stale_acc *acc, const int *idx, int n, int i)
+{
+	const struct bw_inter *in = &acc->bw->inter;
+	const struct bw_mat *m = &in->mat;
+	size_t row = (size_t)idx[i] * m->cap;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		size_t c = row + idx[j];
+
+		if (j == i)
+			continue;
+		if (m->code[c] != BW_NONE)
+			acc->hist[(m->prov ? m->prov[c] : m->prov0) + 1]++;
+		else
+			stale_visit(acc, inter_prov(acc->bw, idx[i], idx[j]));
+	}
+}
+
 /* The provenance of every figure idx[i] -> idx[j] into row[j] (-2: none),
  * as inter_prov gives it, from one pass over the node's own pairs and its
  * group's row of "between" instead of a lookup per node pair: staleness
@@ -1365,8 +1387,12 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 	for (i = 0; i < n && !acc->found; i++) {
 		int fast = pos && row && gprov && in_group;
 
-		if (fast && acc->find == (time_t)-1) {	/* the first pass: counts only */
-			stale_count_sparse(acc, idx, i, pos, gprov, in_group);
+		if (acc->find == (time_t)-1 && (fast || bw->inter.dense)) {
+			/* the first pass: counts only */
+			if (fast)
+				stale_count_sparse(acc, idx, i, pos, gprov, in_group);
+			else
+				stale_count_dense(acc, idx, n, i);
 			stale_intra(acc, &bw->node[idx[i]]);
 			continue;
 		}
