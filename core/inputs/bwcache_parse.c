@@ -2,10 +2,10 @@
  * bwcache.h).
  *
  * The document goes through the scanner (bwscan.c): json-c parses all but
- * the matrices and link lists, which are read from the text, row by row,
- * into the cache's compact arrays; a cell the fast path refuses is handed
- * to json-c alone, so that every error names its value as json-c reads
- * it. */
+ * the matrices and link lists, whose plain rows and links the scanner read
+ * as it checked them; the others are read from the text, row by row, into
+ * the cache's compact arrays; a cell the fast path refuses is handed to
+ * json-c alone, so that every error names its value as json-c reads it. */
 #include "inputs/bwcache.h"
 
 #include <json-c/json.h>

@@ -4,10 +4,13 @@
  * json_object, its array slot, the allocator's overhead; measured: a
  * 4096-node plan peaked at 2073 MiB when the cache went through json-c
  * whole).  So the large values of a cache (its matrices and lists of
- * links) are set aside: one pass checks the syntax of the whole text and
- * notes where they lie, json-c parses the rest with a placeholder in their
- * stead, and the cache's reader takes them from the text, figures straight
- * into its compact arrays.
+ * links) are set aside: one pass checks the syntax of the whole text,
+ * notes where they lie and reads what is plain in them as it goes (rows
+ * of figures into a grid that becomes the cache's matrix, links into
+ * records), json-c parses the rest with a placeholder in their stead, and
+ * the cache's reader takes the rows and links the pass read and goes back
+ * to the text only for the others (which it reads, and refuses, as it
+ * always has).
  *
  * The pass takes JSON (RFC 8259) and the two extensions of json-c's that a
  * hand-edited cache may hold: comments, and the literals NaN, Infinity and
