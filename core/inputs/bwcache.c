@@ -338,22 +338,31 @@ static uint64_t name_hash(const char *name)
 	return name_hash_n(name, strlen(name));
 }
 
+/* Node k into the first free slot from its hash's. */
+static void name_slot_put(struct bw_name_slot *slots, int size, const char *name, int k)
+{
+	uint64_t h = name_hash(name);
+	int s = (int)(h & (uint64_t)(size - 1));
+
+	while (slots[s].k >= 0)
+		s = (s + 1) & (size - 1);
+	slots[s].name = name;
+	slots[s].tag = (uint32_t)(h >> 32);
+	slots[s].k = k;
+}
+
 /* Rebuild the name index with `size` slots (a power of two). */
 static int name_rehash(struct pipette_bwcache *bw, int size)
 {
-	int *slots = malloc((size_t)size * sizeof(int));
-	int i, s;
+	struct bw_name_slot *slots = malloc((size_t)size * sizeof(*slots));
+	int i;
 
 	if (!slots)
 		return -1;
 	for (i = 0; i < size; i++)
-		slots[i] = -1;
-	for (i = 0; i < bw->n; i++) {
-		s = (int)(name_hash(bw->node[i].name) & (uint64_t)(size - 1));
-		while (slots[s] >= 0)
-			s = (s + 1) & (size - 1);
-		slots[s] = i;
-	}
+		slots[i].k = -1;
+	for (i = 0; i < bw->n; i++)
+		name_slot_put(slots, size, bw->node[i].name, i);
 	free(bw->name_slots);
 	bw->name_slots = slots;
 	bw->n_name_slots = size;
@@ -362,14 +371,18 @@ static int name_rehash(struct pipette_bwcache *bw, int size)
 
 int bw_node_index_n(const struct pipette_bwcache *bw, const char *name, size_t len)
 {
-	int s, k;
+	const struct bw_name_slot *p;
+	uint64_t h;
+	int s;
 
 	if (!bw->n_name_slots)
 		return -1;
-	for (s = (int)(name_hash_n(name, len) & (uint64_t)(bw->n_name_slots - 1));
-	     (k = bw->name_slots[s]) >= 0; s = (s + 1) & (bw->n_name_slots - 1))
-		if (!strncmp(bw->node[k].name, name, len) && !bw->node[k].name[len])
-			return k;
+	h = name_hash_n(name, len);
+	for (s = (int)(h & (uint64_t)(bw->n_name_slots - 1)); (p = &bw->name_slots[s])->k >= 0;
+	     s = (s + 1) & (bw->n_name_slots - 1))
+		if (p->tag == (uint32_t)(h >> 32) && !strncmp(p->name, name, len) &&
+		    !p->name[len])
+			return p->k;
 	return -1;
 }
 
@@ -405,11 +418,7 @@ int pipette_bwcache_add_node(struct pipette_bwcache *bw, const char *name,
 		if (name_rehash(bw, bw->n_name_slots ? 2 * bw->n_name_slots : 64) < 0)
 			return pipette_fail(err, "out of memory");
 	} else {
-		int s = (int)(name_hash(name) & (uint64_t)(bw->n_name_slots - 1));
-
-		while (bw->name_slots[s] >= 0)
-			s = (s + 1) & (bw->n_name_slots - 1);
-		bw->name_slots[s] = bw->n - 1;
+		name_slot_put(bw->name_slots, bw->n_name_slots, nd->name, bw->n - 1);
 	}
 	return bw->n - 1;
 }
@@ -833,6 +842,34 @@ static long *group_sizes(const struct pipette_bwcache *bw)
 	return size;
 }
 
+/* The pairs of a cache's hash (not dense) that have a figure of their
+ * own and no group figure: those the loop over every pair below counts,
+ * found by visiting the pairs there are (a grouped 4096-node cache holds
+ * a few of its 16.8 million). */
+static long own_uncovered(const struct pipette_bwcache *bw)
+{
+	const struct bw_inter *in = &bw->inter;
+	long cnt = 0;
+	uint32_t s;
+	int a, b, ga, gb;
+
+	for (a = 0; a < in->pairs.n_rows && a < bw->n; a++)
+		for (s = 0; s < in->pairs.row[a].n_slot; s++) {
+			const struct bw_pair *p = &in->pairs.row[a].slot[s];
+			struct bw_entry e;
+
+			if (!p->key || (b = (int)p->key - 1) == a || b >= bw->n)
+				continue;
+			ga = in->group_of[a];
+			gb = in->group_of[b];
+			if (ga >= 0 && gb >= 0 && bw_mat_has(&in->between, ga, gb))
+				continue;
+			bw_pair_entry(&in->pairs, p, &e);
+			cnt += !isnan(e.gbps);
+		}
+	return cnt;
+}
+
 long pipette_bwcache_measured(const struct pipette_bwcache *bw)
 {
 	const struct bw_inter *in = &bw->inter;
@@ -849,6 +886,8 @@ long pipette_bwcache_measured(const struct pipette_bwcache *bw)
 			if (bw_mat_has(&in->between, ga, gb))
 				cnt += size[ga] * (size[gb] - (ga == gb));
 	free(size);
+	if (!in->dense)
+		return cnt + own_uncovered(bw);
 	for (a = 0; a < bw->n; a++)
 		for (b = 0; b < bw->n; b++) {
 			struct bw_entry e;
@@ -881,7 +920,7 @@ size_t pipette_bwcache_bytes(const struct pipette_bwcache *bw)
 		sum += sizeof(struct bw_prov_rec) + sizeof(int) * 2 +
 		       (bw->prov[i].tool ? strlen(bw->prov[i].tool) + 1 : 0) +
 		       (bw->prov[i].metric ? strlen(bw->prov[i].metric) + 1 : 0);
-	return sum + (size_t)bw->n_name_slots * sizeof(int) +
+	return sum + (size_t)bw->n_name_slots * sizeof(struct bw_name_slot) +
 	       (bw->generator ? strlen(bw->generator) + 1 : 0);
 }
 
@@ -1181,6 +1220,74 @@ static int inter_prov(const struct pipette_bwcache *bw, int a, int b)
 				: in->between.prov0;
 }
 
+/* The provenance of group ga's figure to each group g into gprov[g] (-2:
+ * none). */
+static void group_provs(const struct pipette_bwcache *bw, int ga, int *gprov)
+{
+	const struct bw_inter *in = &bw->inter;
+	int g;
+
+	for (g = 0; ga >= 0 && g < in->n_groups; g++)
+		gprov[g] = !bw_mat_has(&in->between, ga, g) ? -2 :
+			   in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + g]
+					    : in->between.prov0;
+}
+
+/* The first pass's counts of node idx[i]'s figures to the other nodes
+ * of idx, as stale_row_sparse's row and stale_node would count them, but
+ * without the row: each group's figure once per node of idx in that
+ * group (in_group; i itself not), then each pair of the node's own in
+ * place of its group's figure.  A node's cost is its groups and pairs,
+ * not the cache's nodes. */
+static void stale_count_sparse(struct stale_acc *acc, const int *idx, int i, const int *pos,
+			       int *gprov, const long *in_group)
+{
+	const struct bw_inter *in = &acc->bw->inter;
+	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, g, j;
+	const struct bw_pair_row *r;
+	uint32_t s;
+
+	group_provs(acc->bw, ga, gprov);
+	for (g = 0; ga >= 0 && g < in->n_groups; g++)
+		if (gprov[g] != -2)
+			acc->hist[gprov[g] + 1] += in_group[g] - (g == ga);
+	if (a >= in->pairs.n_rows)
+		return;
+	r = &in->pairs.row[a];
+	for (s = 0; s < r->n_slot; s++) {
+		int b, gb;
+
+		if (!r->slot[s].key || (j = pos[(b = (int)r->slot[s].key - 1)]) < 0 || j == i)
+			continue;
+		gb = ga >= 0 ? in->group_of[b] : -1;
+		if (gb >= 0 && gprov[gb] != -2)
+			acc->hist[gprov[gb] + 1]--;
+		acc->hist[r->slot[s].prov + 1]++;
+	}
+}
+
+/* The first pass's counts of node idx[i]'s figures to the other nodes
+ * of a dense cache: inter_prov's provenance of each pair, read off the
+ * node's row of codes in one loop. */
+static void stale_count_dense(struct stale_acc *acc, const int *idx, int n, int i)
+{
+	const struct bw_inter *in = &acc->bw->inter;
+	const struct bw_mat *m = &in->mat;
+	size_t row = (size_t)idx[i] * m->cap;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		size_t c = row + idx[j];
+
+		if (j == i)
+			continue;
+		if (m->code[c] != BW_NONE)
+			acc->hist[(m->prov ? m->prov[c] : m->prov0) + 1]++;
+		else
+			stale_visit(acc, inter_prov(acc->bw, idx[i], idx[j]));
+	}
+}
+
 /* The provenance of every figure idx[i] -> idx[j] into row[j] (-2: none),
  * as inter_prov gives it, from one pass over the node's own pairs and its
  * group's row of "between" instead of a lookup per node pair: staleness
@@ -1191,14 +1298,11 @@ static void stale_row_sparse(const struct pipette_bwcache *bw, const int *idx, i
 			     const int *pos, int *gprov, int *row)
 {
 	const struct bw_inter *in = &bw->inter;
-	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, g, j;
+	int a = idx[i], ga = in->n_groups ? in->group_of[a] : -1, j;
 	const struct bw_pair_row *r;
 	uint32_t s;
 
-	for (g = 0; ga >= 0 && g < in->n_groups; g++)
-		gprov[g] = !bw_mat_has(&in->between, ga, g) ? -2 :
-			   in->between.prov ? in->between.prov[(size_t)ga * in->between.cap + g]
-					    : in->between.prov0;
+	group_provs(bw, ga, gprov);
 	for (j = 0; j < n; j++) {
 		int gb = ga >= 0 ? in->group_of[idx[j]] : -1;
 
@@ -1212,14 +1316,28 @@ static void stale_row_sparse(const struct pipette_bwcache *bw, const int *idx, i
 			row[j] = r->slot[s].prov;
 }
 
+/* The figures between the GPUs of node nd. */
+static void stale_intra(struct stale_acc *acc, const struct bw_node *nd)
+{
+	struct bw_entry e;
+	int a, b;
+
+	for (a = 0; a < nd->intra.n; a++)
+		for (b = 0; b < nd->intra.n; b++) {
+			bw_intra_get(nd, a, b, &e);
+			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
+				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
+					 nd->name, a, b);
+		}
+}
+
 /* The figures of one node: to the other nodes (row: their provenance, or
  * NULL to look each up), and between its GPUs. */
 static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, const int *row)
 {
 	const struct pipette_bwcache *bw = acc->bw;
 	const struct bw_node *nd = &bw->node[idx[i]];
-	struct bw_entry e;
-	int j, a, b;
+	int j;
 
 	if (row && acc->find == (time_t)-1) {	/* the first pass: counts only */
 		for (j = 0; j < n; j++)
@@ -1234,13 +1352,7 @@ static void stale_node(struct stale_acc *acc, const int *idx, int n, int i, cons
 					 bw->node[idx[j]].name);
 		}
 	}
-	for (a = 0; a < nd->intra.n; a++)
-		for (b = 0; b < nd->intra.n; b++) {
-			bw_intra_get(nd, a, b, &e);
-			if (stale_visit(acc, isnan(e.gbps) ? -2 : e.prov))
-				snprintf(acc->where, sizeof(acc->where), "%s GPU %d -> %d",
-					 nd->name, a, b);
-		}
+	stale_intra(acc, nd);
 }
 
 /* Every node's figures in the order of idx (one pass: acc->find -1, the
@@ -1249,12 +1361,14 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 {
 	const struct pipette_bwcache *bw = acc->bw;
 	int *pos = NULL, *row = NULL, *gprov = NULL, i;
+	long *in_group = NULL;
 
 	if (!bw->inter.dense) {
 		pos = malloc(((size_t)bw->n + 1) * sizeof(int));
 		row = malloc(((size_t)n + 1) * sizeof(int));
 		gprov = malloc(((size_t)bw->inter.n_groups + 1) * sizeof(int));
-		if (pos && row && gprov) {
+		in_group = calloc((size_t)bw->inter.n_groups + 1, sizeof(long));
+		if (pos && row && gprov && in_group) {
 			for (i = 0; i < bw->n; i++)
 				pos[i] = -1;
 			for (i = 0; i < n && pos; i++) {
@@ -1267,9 +1381,21 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 			}
 		}
 	}
+	for (i = 0; pos && in_group && i < n; i++)
+		if (bw->inter.group_of[idx[i]] >= 0)
+			in_group[bw->inter.group_of[idx[i]]]++;
 	for (i = 0; i < n && !acc->found; i++) {
-		int fast = pos && row && gprov;
+		int fast = pos && row && gprov && in_group;
 
+		if (acc->find == (time_t)-1 && (fast || bw->inter.dense)) {
+			/* the first pass: counts only */
+			if (fast)
+				stale_count_sparse(acc, idx, i, pos, gprov, in_group);
+			else
+				stale_count_dense(acc, idx, n, i);
+			stale_intra(acc, &bw->node[idx[i]]);
+			continue;
+		}
 		if (fast)
 			stale_row_sparse(bw, idx, n, i, pos, gprov, row);
 		stale_node(acc, idx, n, i, fast ? row : NULL);
@@ -1277,6 +1403,7 @@ static void stale_nodes(struct stale_acc *acc, const int *idx, int n)
 	free(pos);
 	free(row);
 	free(gprov);
+	free(in_group);
 }
 
 /* The counts of the first pass: the stale and untimed figures, and the

@@ -88,7 +88,8 @@ void bw_mat_get(const struct bw_mat *m, int i, int j, struct bw_entry *e);
 int bw_mat_set(struct bw_mat *m, int i, int j, double gbps, uint32_t code, float lat,
 	       int prov);
 /* Row i, cells j < n: code[j] as the scanner gives it (BW_NONE: leave the
- * cell; BW_EXACT: the figure is val[j]), each with lat and prov. */
+ * cell; BW_EXACT: the figure is val[j]; val NULL: there is none), each
+ * with lat and prov. */
 int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *val,
 		   int n, float lat, int prov);
 size_t bw_mat_bytes(const struct bw_mat *m);
@@ -164,6 +165,15 @@ struct bw_inter {
 	struct bw_mat between;	/* n_groups x n_groups, [g][g]: inside g */
 };
 
+/* A slot of the node names' hash: the name (node k's, which never
+ * changes) and its hash's high bits, so that a lookup compares names only
+ * when those match and does not visit the node (k -1: empty). */
+struct bw_name_slot {
+	const char *name;
+	uint32_t tag;
+	int k;
+};
+
 struct pipette_bwcache {
 	int n, cap;
 	struct bw_node *node;
@@ -172,7 +182,7 @@ struct pipette_bwcache {
 	int n_prov, cap_prov;
 	int *prov_slots;	/* open-addressing hash of prov */
 	int n_slots;
-	int *name_slots;	/* open-addressing hash of node names */
+	struct bw_name_slot *name_slots;	/* open-addressing hash of node names */
 	int n_name_slots;
 	struct bw_domain *domain;
 	int n_domains, cap_domains;
@@ -225,17 +235,54 @@ int bw_group_index(const struct pipette_bwcache *bw, const char *name);
  * by json-c except for the values that can be large: $.inter.matrix,
  * $.inter.between, $.inter.links and $.nodes.NAME.intra.matrix and .links.
  * json-c sees the string "#K" in their place, and span K holds the value's
- * bytes, read here without a tree. */
+ * bytes.  The one pass that checks the syntax also reads what is plain in
+ * them (rows of figures, links of two ends and a figure), so that the
+ * cache's reader takes those without going over the text again; the rest
+ * it reads from the text. */
+
+/* A link the pass read whole: an object of the keys "a", "b" and "gbps"
+ * only, each once and written plainly, its ends strings without escapes
+ * or numbers, its figure a bandwidth with a short code.  Offsets are from
+ * the link's first byte; an end's bytes include a string's quotes. */
+struct bw_link {
+	uint32_t start;		/* the link's first byte in the text */
+	uint32_t code;		/* its figure */
+	uint16_t len;		/* its bytes */
+	uint16_t a, b;		/* where its ends' values start */
+	uint8_t a_len, b_len;
+};
+
+/* The rows of a matrix the pass read whole: each null or a bandwidth
+ * with a short code (null on the diagonal of a "matrix"), all of one
+ * length (the first such row's).  row[i] is where row i starts, with
+ * BW_ROW_READ set when it was read whole (its cells at code + i x
+ * stride); the first PIPETTE_BW_MAX_NODES rows have one (no matrix the
+ * format takes has more). */
+#define BW_ROW_READ 0x80000000u
+struct bw_grid {
+	uint32_t *code;
+	size_t stride, rows;	/* cells per row; rows allocated */
+	uint32_t *row;
+	size_t n_row, cap_row;
+	size_t n_read;		/* rows read whole */
+	int measured;		/* one of them holds a figure */
+};
+
 struct bw_span {
 	size_t start, end;	/* the value's bytes */
 	size_t count;		/* elements, when it is an array */
 	char type;		/* its first byte: [ { " n t f, or 0 for a number */
+	char kind;		/* 'L' links, 'M' a matrix, 'B' $.inter.between */
+	size_t link0, n_link;	/* links: its links read whole, in bw_doc.link */
+	struct bw_grid *grid;	/* a matrix: its rows (NULL: none read) */
 };
 
 struct bw_doc {
 	json_object *root;
 	struct bw_span *span;
 	size_t n_span, cap_span;
+	struct bw_link *link;
+	size_t n_link, cap_link;
 	const char *text;
 	size_t len;
 };
@@ -247,7 +294,7 @@ int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc 
 		struct pipette_err *err);
 void bw_doc_free(struct bw_doc *doc);
 /* The span json-c holds as the placeholder v, or NULL. */
-const struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v);
+struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v);
 
 /* One row of a matrix span, scanned: where it lies, its length, and the
  * first cell that is neither a bandwidth in (0, PIPETTE_BW_MAX_GBPS] nor
@@ -264,6 +311,12 @@ struct bw_row {
  * comma). */
 size_t bw_scan_row(const char *text, size_t pos, size_t end, long diag, size_t want,
 		   uint32_t *code, double *val, struct bw_row *row);
+/* The first byte of the element of array span sp after position pos
+ * (start with sp->start: the elements, one after another, with pos the
+ * end of the last), or sp->end when there is none. */
+size_t bw_scan_elem(const char *text, const struct bw_span *sp, size_t pos);
+/* The end of the valid JSON value at pos (end: where to stop). */
+size_t bw_scan_skip(const char *text, size_t pos, size_t end);
 /* The next element of an array span after position *pos (start with
  * span->start); 1 with [*vs, *ve) set, 0 at the end. */
 int bw_scan_next(const char *text, const struct bw_span *sp, size_t *pos, size_t *vs,

@@ -2,10 +2,10 @@
  * bwcache.h).
  *
  * The document goes through the scanner (bwscan.c): json-c parses all but
- * the matrices and link lists, which are read from the text, row by row,
- * into the cache's compact arrays; a cell the fast path refuses is handed
- * to json-c alone, so that every error names its value as json-c reads
- * it. */
+ * the matrices and link lists, whose plain rows and links the scanner read
+ * as it checked them; the others are read from the text, row by row, into
+ * the cache's compact arrays; a cell the fast path refuses is handed to
+ * json-c alone, so that every error names its value as json-c reads it. */
 #include "inputs/bwcache.h"
 
 #include <json-c/json.h>
@@ -24,7 +24,7 @@ struct pctx {
 	const char *src;
 	struct pipette_bwcache *bw;
 	struct pipette_err *err;
-	const struct bw_doc *doc;	/* the scanner's spans */
+	struct bw_doc *doc;	/* the scanner's spans (a matrix's rows become the cache's) */
 	int version;			/* of the schema: 1, 2 or 3 */
 	/* The last node name end_of resolved (its span in the text and its
 	 * index): a writer lists a node's links together. */
@@ -292,7 +292,7 @@ static int row_careful(struct pctx *c, const struct mtarget *t, size_t rs, size_
 		       size_t i)
 {
 	const char *text = c->doc->text;
-	struct bw_span row = { rs, re, 0, '[' };
+	struct bw_span row = { .start = rs, .end = re, .type = '[' };
 	size_t pos = rs, vs, ve, j;
 
 	for (j = 0; bw_scan_next(text, &row, &pos, &vs, &ve); j++) {
@@ -323,23 +323,68 @@ static int row_text(struct pctx *c, const struct mtarget *t, const struct bw_row
 			      t->prov) < 0 ? oom(c) : 0;
 }
 
+/* A matrix whose rows the scanner read whole, every one, into a square
+ * grid, over a target that no figure was set in yet: the grid becomes
+ * the target's cells as they are (each row's bw_mat_set_row would store
+ * the same codes, with the section's latency and provenance: lat0 and
+ * prov0 once a figure is there).  1 when it did. */
+static int grid_adopt(struct mtarget *t, struct bw_grid *g)
+{
+	struct bw_mat *m = t->mat;
+
+	if (!g || !t->rows || g->n_read != t->rows || g->stride != t->rows ||
+	    g->rows != t->rows || m->n != (int)t->rows || m->has0 || m->lat || m->prov)
+		return 0;
+	free(m->code);
+	m->code = g->code;
+	m->cap = (int)t->rows;
+	g->code = NULL;
+	g->rows = 0;
+	g->n_read = 0;
+	if (g->measured) {
+		m->lat0 = t->lat;
+		m->prov0 = t->prov;
+		m->has0 = 1;
+	}
+	return 1;
+}
+
+/* Row i of a matrix span: from the scanner's grid g when it read it
+ * whole, else from the text. */
+static int matrix_row(struct pctx *c, struct mtarget *t, const struct bw_span *sp,
+		      const struct bw_grid *g, size_t i)
+{
+	struct bw_row info;
+
+	if (!g || i >= g->n_row)
+		return pipette_fail_code(c->err, PIPETTE_E_INTERNAL, "%s: %s[%zu]: row not "
+					 "scanned", c->src, t->path, i);
+	if (g->row[i] & BW_ROW_READ) {
+		if (row_shape(c, t, i, "an array", 1, g->stride) < 0)
+			return -1;
+		return bw_mat_set_row(t->mat, (int)i, g->code + i * g->stride, NULL,
+				      (int)t->rows, t->lat, t->prov) < 0 ? oom(c) : 0;
+	}
+	bw_scan_row(c->doc->text, g->row[i], sp->end, t->kind == M_BETWEEN ? -1 : (long)i,
+		    t->rows, t->code, t->val, &info);
+	return row_text(c, t, &info, i);
+}
+
 /* The rows of a matrix span (as many as parse_matrix found), each read
  * once. */
-static int matrix_rows(struct pctx *c, struct mtarget *t, const struct bw_span *sp)
+static int matrix_rows(struct pctx *c, struct mtarget *t, struct bw_span *sp)
 {
-	size_t i, pos = sp->start + 1;
-	struct bw_row info;
+	size_t i;
 	int rv = 0;
 
+	if (grid_adopt(t, sp->grid))
+		return 0;
 	t->code = malloc((t->rows + 1) * sizeof(uint32_t));
 	t->val = malloc((t->rows + 1) * sizeof(double));
 	if (!t->code || !t->val)
 		rv = oom(c);
-	for (i = 0; !rv && i < t->rows; i++) {
-		pos = bw_scan_row(c->doc->text, pos, sp->end, t->kind == M_BETWEEN ? -1 : (long)i,
-				  t->rows, t->code, t->val, &info);
-		rv = row_text(c, t, &info, i);
-	}
+	for (i = 0; !rv && i < t->rows; i++)
+		rv = matrix_row(c, t, sp, sp->grid, i);
 	free(t->code);
 	free(t->val);
 	return rv;
@@ -588,10 +633,35 @@ static int link_fast(struct pctx *c, size_t s, size_t e, int node, int n,
 	return 1;
 }
 
+/* A link the scanner read whole (bwcache_int.h): 1 done, 0 for the text's
+ * readers (an end that is no node or GPU, a link from a node to itself),
+ * -1 out of memory.  sect_pid: the section's provenance, interned. */
+static int link_read(struct pctx *c, const struct bw_link *l, int node, int n, int sect_pid,
+		     float lat)
+{
+	size_t s = l->start;
+	double g = bw_code_value(l->code);
+	int a, b;
+
+	if (!end_of(c, s + l->a, s + l->a + l->a_len, node, n, &a) ||
+	    !end_of(c, s + l->b, s + l->b + l->b_len, node, n, &b) || a == b)
+		return 0;
+	if (node < 0)
+		return bw_inter_set(c->bw, a, b, g, l->code, lat, sect_pid, c->err) < 0 ? -1 : 1;
+	if (bw_intra_reserve(&c->bw->node[node], (a > b ? a : b) + 1, c->err) < 0)
+		return -1;
+	if (bw_mat_set(&c->bw->node[node].intra, a, b, g, l->code, lat, sect_pid) < 0)
+		return pipette_fail(c->err, "out of memory");
+	return 1;
+}
+
 static int parse_links(struct pctx *c, json_object *links, const char *path,
 		       int node, int n, const struct sprov *sect)
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, links);
+	const struct bw_link *l = c->doc->link ? c->doc->link + sp->link0 : NULL;
+	const struct bw_link *last = l ? l + sp->n_link : NULL;
+	const char *text = c->doc->text;
 	char lp[480];
 	size_t i, pos, vs, ve;
 	int sect_pid;
@@ -601,20 +671,24 @@ static int parse_links(struct pctx *c, json_object *links, const char *path,
 	if ((sect_pid = intern(c, sect)) < 0)
 		return -1;
 	pos = sp->start;
-	for (i = 0; bw_scan_next(c->doc->text, sp, &pos, &vs, &ve); i++) {
-		int bad = link_fast(c, vs, ve, node, n, sect, sect_pid);
-		json_object *l;
+	for (i = 0; (vs = bw_scan_elem(text, sp, pos)) < sp->end; i++) {
+		const struct bw_link *whole = l < last && l->start == vs ? l++ : NULL;
+		int bad = whole ? link_read(c, whole, node, n, sect_pid, (float)sect->lat) : 0;
+		json_object *l1;
 
+		ve = pos = whole ? vs + whole->len : bw_scan_skip(text, vs, sp->end);
+		if (!bad)
+			bad = link_fast(c, vs, ve, node, n, sect, sect_pid);
 		if (bad < 0)
 			return pipette_fail_prefix(c->err, "%s: ", c->src);
 		if (bad)
 			continue;
 		/* the general way: json-c's tree of one link */
-		if (!(l = bw_scan_value(c->doc->text, vs, ve, 0, &bad)))
+		if (!(l1 = bw_scan_value(text, vs, ve, 0, &bad)))
 			return oom(c);
 		snprintf(lp, sizeof(lp), "%s[%zu]", path, i);
-		bad = link_one(c, l, lp, node, n, sect) < 0;
-		json_object_put(l);
+		bad = link_one(c, l1, lp, node, n, sect) < 0;
+		json_object_put(l1);
 		if (bad)
 			return -1;
 	}
@@ -847,10 +921,23 @@ static int section_matrix(struct pctx *c, json_object *matrix, const char *sub, 
 			return -1;
 		t.mat = &c->bw->node[node].intra;
 	} else {
-		if (parse_matrix(c, &t, matrix, *n, 0, "name in $.inter.order") < 0 ||
-		    bw_inter_make_dense(c->bw, c->err) < 0)
+		struct bw_inter *in = &c->bw->inter;
+
+		if (parse_matrix(c, &t, matrix, *n, 0, "name in $.inter.order") < 0)
 			return -1;
-		t.mat = &c->bw->inter.mat;
+		t.mat = &in->mat;
+		/* the grid as the dense matrix, before one is made beside it */
+		if (!in->dense && !in->pairs.count && c->bw->n == (int)t.rows) {
+			in->mat.n = c->bw->n;
+			if (grid_adopt(&t, bw_doc_span(c->doc, matrix)->grid)) {
+				bw_pairs_free(&in->pairs);
+				in->dense = 1;
+				return 0;
+			}
+			in->mat.n = 0;
+		}
+		if (bw_inter_make_dense(c->bw, c->err) < 0)
+			return -1;
 	}
 	return matrix_rows(c, &t, bw_doc_span(c->doc, matrix));
 }

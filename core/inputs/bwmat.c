@@ -318,8 +318,8 @@ int bw_mat_set_row(struct bw_mat *m, int i, const uint32_t *code, const double *
 			row[j] = code[j];
 			continue;
 		}
-		if (bw_mat_set(m, i, j, val[j], code[j] == BW_EXACT ? BW_NONE : code[j], lat,
-			       prov) < 0)
+		if (bw_mat_set(m, i, j, code[j] == BW_EXACT ? val[j] : bw_code_value(code[j]),
+			       code[j] == BW_EXACT ? BW_NONE : code[j], lat, prov) < 0)
 			return -1;
 		fast = !m->lat && !m->prov;	/* the first set fixes lat0 and prov0 */
 	}

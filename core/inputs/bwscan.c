@@ -4,10 +4,13 @@
  * json_object, its array slot, the allocator's overhead; measured: a
  * 4096-node plan peaked at 2073 MiB when the cache went through json-c
  * whole).  So the large values of a cache (its matrices and lists of
- * links) are set aside: one pass checks the syntax of the whole text and
- * notes where they lie, json-c parses the rest with a placeholder in their
- * stead, and the cache's reader takes them from the text, figures straight
- * into its compact arrays.
+ * links) are set aside: one pass checks the syntax of the whole text,
+ * notes where they lie and reads what is plain in them as it goes (rows
+ * of figures into a grid that becomes the cache's matrix, links into
+ * records), json-c parses the rest with a placeholder in their stead, and
+ * the cache's reader takes the rows and links the pass read and goes back
+ * to the text only for the others (which it reads, and refuses, as it
+ * always has).
  *
  * The pass takes JSON (RFC 8259) and the two extensions of json-c's that a
  * hand-edited cache may hold: comments, and the literals NaN, Infinity and
@@ -31,12 +34,21 @@
 #define SCAN_DEPTH 64
 
 /* Where a value lies in the document: its role decides whether it is set
- * aside (SPAN) and what its members are. */
-enum role { R_OTHER, R_ROOT, R_INTER, R_NODES, R_NODE, R_INTRA, R_SPAN };
+ * aside (the last three: a list of links, a matrix, $.inter.between) and
+ * what its members are. */
+enum role { R_OTHER, R_ROOT, R_INTER, R_NODES, R_NODE, R_INTRA, R_LINKS, R_MATRIX,
+	    R_BETWEEN };
+
+/* The bw_span kind of a value of role r, or 0 when it is not set aside. */
+static char span_kind(int r)
+{
+	return r == R_LINKS ? 'L' : r == R_MATRIX ? 'M' : r == R_BETWEEN ? 'B' : 0;
+}
 
 struct frame {
 	char kind;		/* '{' or '[' */
 	unsigned char role;	/* of the object, deciding its members' */
+	char skind;		/* the span kind of the array this is, or 0 */
 	long span;		/* the span this container is, or -1 */
 	size_t count;		/* members begun */
 	size_t key_s, key_e;	/* the current member's key, quotes included */
@@ -59,6 +71,7 @@ struct scan {
 	int dup;		/* it is a duplicate key (of the object on top) */
 	struct key_ref *keys;
 	size_t n_keys, cap_keys;
+	uint32_t *cells;	/* a matrix's first row read whole, until its length is known */
 };
 
 static int is_ws(char c)
@@ -210,15 +223,16 @@ static int child_role(int parent, const char *t, size_t ks, size_t ke)
 		return key_is(t, ks, ke, "inter") ? R_INTER :
 		       key_is(t, ks, ke, "nodes") ? R_NODES : R_OTHER;
 	case R_INTER:
-		return key_is(t, ks, ke, "matrix") || key_is(t, ks, ke, "between") ||
-		       key_is(t, ks, ke, "links") ? R_SPAN : R_OTHER;
+		return key_is(t, ks, ke, "matrix") ? R_MATRIX :
+		       key_is(t, ks, ke, "between") ? R_BETWEEN :
+		       key_is(t, ks, ke, "links") ? R_LINKS : R_OTHER;
 	case R_NODES:
 		return R_NODE;
 	case R_NODE:
 		return key_is(t, ks, ke, "intra") ? R_INTRA : R_OTHER;
 	case R_INTRA:
-		return key_is(t, ks, ke, "matrix") || key_is(t, ks, ke, "links") ? R_SPAN
-										: R_OTHER;
+		return key_is(t, ks, ke, "matrix") ? R_MATRIX :
+		       key_is(t, ks, ke, "links") ? R_LINKS : R_OTHER;
 	}
 	return R_OTHER;
 }
@@ -255,11 +269,13 @@ static int push_key(struct scan *s, size_t ks, size_t ke)
 static int same_key(const struct scan *s, const struct key_ref *a, const struct key_ref *b)
 {
 	int esc;
-	size_t ea = scan_string(s->t, a->pos, s->len, &esc);
-	size_t eb = scan_string(s->t, b->pos, s->len, &esc);
+	size_t ea, eb;
 
-	return a->hash == b->hash && ea - a->pos == eb - b->pos &&
-	       !memcmp(s->t + a->pos, s->t + b->pos, ea - a->pos);
+	if (a->hash != b->hash)
+		return 0;
+	ea = scan_string(s->t, a->pos, s->len, &esc);
+	eb = scan_string(s->t, b->pos, s->len, &esc);
+	return ea - a->pos == eb - b->pos && !memcmp(s->t + a->pos, s->t + b->pos, ea - a->pos);
 }
 
 static int cmp_key_ref(const void *pa, const void *pb)
@@ -299,8 +315,9 @@ static size_t find_dup(struct scan *s)
 /* ------------------------------------------------------------------ */
 /* the pass                                                            */
 
-/* A new span at pos; its index, or -1 when out of memory. */
-static long span_open(struct scan *s, size_t pos)
+/* A new span of kind `kind` at pos; its index, or -1 when out of
+ * memory. */
+static long span_open(struct scan *s, size_t pos, char kind)
 {
 	struct bw_doc *d = s->doc;
 	char c = s->t[pos];
@@ -319,6 +336,10 @@ static long span_open(struct scan *s, size_t pos)
 	d->span[d->n_span].count = 0;
 	d->span[d->n_span].type =
 		(c == '-' && pos + 1 < s->len && s->t[pos + 1] != 'I') || is_digit(c) ? '0' : c;
+	d->span[d->n_span].kind = kind;
+	d->span[d->n_span].link0 = d->n_link;
+	d->span[d->n_span].n_link = 0;
+	d->span[d->n_span].grid = NULL;
 	return (long)d->n_span++;
 }
 
@@ -354,7 +375,7 @@ static int scan_value(struct scan *s, int role)
 	if (s->pos >= s->len)
 		return fail(s, "expected a value");
 	c = s->t[s->pos];
-	if (role == R_SPAN && (span = span_open(s, s->pos)) < 0)
+	if (span_kind(role) && (span = span_open(s, s->pos, span_kind(role))) < 0)
 		return -1;
 	if (c == '{' || c == '[') {
 		struct frame *f;
@@ -363,7 +384,8 @@ static int scan_value(struct scan *s, int role)
 			return fail(s, "nesting too deep (at most 64 arrays and objects)");
 		f = &s->st[s->depth++];
 		f->kind = c;
-		f->role = (unsigned char)(c == '{' && role != R_SPAN ? role : R_OTHER);
+		f->role = (unsigned char)(c == '{' && !span_kind(role) ? role : R_OTHER);
+		f->skind = c == '[' ? span_kind(role) : 0;
 		f->span = span;
 		f->count = 0;
 		f->key_s = f->key_e = 0;
@@ -495,25 +517,376 @@ static void scan_run(struct scan *s)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* what the pass reads whole                                           */
+
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* A short code m / 10^k within (0, PIPETTE_BW_MAX_GBPS]: cm / 10^k <=
+ * max <=> cm <= max x 10^k, in integers (k >= 5: below 2^27 / 10^5). */
+static int code_in_range(uint32_t code)
+{
+	static const uint32_t max_m[] = {
+		(uint32_t)PIPETTE_BW_MAX_GBPS, (uint32_t)PIPETTE_BW_MAX_GBPS * 10,
+		(uint32_t)PIPETTE_BW_MAX_GBPS * 100, (uint32_t)PIPETTE_BW_MAX_GBPS * 1000,
+		(uint32_t)PIPETTE_BW_MAX_GBPS * 10000,
+	};
+	uint32_t k = code >> BW_M_BITS, cm = code & ((1u << BW_M_BITS) - 1);
+
+	return k >= 5 || cm <= max_m[k];
+}
+
+/* A JSON number at p (RFC 8259 section 6) that is a bandwidth with a
+ * short code: 1 with *end after it and *code; 0 for anything else (not a
+ * number, not a bandwidth, more than 19 significant digits, no short
+ * code), which the text's reader then takes.  The digits give m x 10^e
+ * as read_gbps's do. */
+static int short_gbps(const char *t, size_t p, size_t len, size_t *end, uint32_t *code)
+{
+	uint64_t m = 0;
+	int nd = 0, e = 0, x = 0, sign = 1;
+	size_t d;
+
+	if (p >= len || !is_digit(t[p]))
+		return 0;	/* a sign: no bandwidth */
+	if (t[p] == '0')
+		p++;
+	else
+		for (; p < len && is_digit(t[p]); p++) {
+			if (nd >= 19)
+				return 0;
+			m = m * 10 + (uint64_t)(t[p] - '0');
+			nd++;
+		}
+	if (p < len && t[p] == '.') {
+		for (d = ++p; p < len && is_digit(t[p]); p++, e--) {
+			if (nd >= 19)
+				return 0;
+			m = m * 10 + (uint64_t)(t[p] - '0');
+			nd += m != 0;
+		}
+		if (p == d)
+			return 0;
+	}
+	if (p < len && (t[p] == 'e' || t[p] == 'E')) {
+		if (++p < len && (t[p] == '+' || t[p] == '-'))
+			sign = t[p++] == '-' ? -1 : 1;
+		for (d = p; p < len && is_digit(t[p]); p++)
+			if (x < 100000)
+				x = x * 10 + (t[p] - '0');
+		if (p == d)
+			return 0;
+		e += sign * x;
+	}
+	*end = p;
+	/* what bw_code_decimal gives, at once when there is nothing to
+	 * normalize (no trailing zero after the point, no exponent left) */
+	if (m && m < (1u << BW_M_BITS) && e <= 0 && e >= -BW_K_MAX && (!e || m % 10))
+		*code = (uint32_t)m | (uint32_t)-e << BW_M_BITS;
+	else
+		*code = bw_code_decimal(m, e);
+	return *code != BW_NONE && code_in_range(*code);
+}
+
+/* A string at p without escapes or control characters: the position
+ * after it, or 0. */
+static size_t plain_string(const char *t, size_t p, size_t len)
+{
+	if (p >= len || t[p] != '"')
+		return 0;
+	for (p++; p < len; p++) {
+		unsigned char c = (unsigned char)t[p];
+
+		if (c == '"')
+			return p + 1;
+		if (c < 0x20 || c == '\\')
+			return 0;
+	}
+	return 0;
+}
+
+/* Value k of a link (0 "a", 1 "b", 2 "gbps") at v: its end, or 0 when
+ * it is not one read_link takes. */
+static size_t link_value(const char *t, size_t v, size_t len, int k, size_t p,
+			 struct bw_link *l)
+{
+	size_t e;
+
+	if (k == 2)
+		return short_gbps(t, v, len, &e, &l->code) ? e : 0;
+	e = t[v] == '"' ? plain_string(t, v, len) : is_digit(t[v]) || t[v] == '-' ?
+	    scan_number(t, v, len) : 0;
+	if (!e || e - v > UINT8_MAX || v - p > UINT16_MAX)
+		return 0;
+	if (k == 0) {
+		l->a = (uint16_t)(v - p);
+		l->a_len = (uint8_t)(e - v);
+	} else {
+		l->b = (uint16_t)(v - p);
+		l->b_len = (uint8_t)(e - v);
+	}
+	return e;
+}
+
+/* A link at p as bw_link describes it: 1 with *l, 0 when it is anything
+ * else (the general pass then checks it, and the reader reads it from
+ * the text). */
+static int read_link(const char *t, size_t p, size_t len, struct bw_link *l)
+{
+	size_t q, v;
+	int seen = 0, k;
+
+	if (p >= len || t[p] != '{')
+		return 0;
+	for (q = skip_ws(t, p + 1, len);; q = skip_ws(t, q + 1, len)) {
+		if (q + 2 < len && t[q] == '"' && (t[q + 1] == 'a' || t[q + 1] == 'b') &&
+		    t[q + 2] == '"') {
+			k = t[q + 1] - 'a';
+			q += 3;
+		} else if (len - q >= 6 && !memcmp(t + q, "\"gbps\"", 6)) {
+			k = 2;
+			q += 6;
+		} else {
+			return 0;
+		}
+		if (seen & 1 << k)
+			return 0;	/* a duplicate key: the general pass says so */
+		seen |= 1 << k;
+		q = skip_ws(t, q, len);
+		if (q >= len || t[q] != ':')
+			return 0;
+		v = skip_ws(t, q + 1, len);
+		if (v >= len || !(q = link_value(t, v, len, k, p, l)))
+			return 0;
+		q = skip_ws(t, q, len);
+		if (q >= len || (t[q] != ',' && t[q] != '}'))
+			return 0;
+		if (t[q] == '}')
+			break;
+	}
+	if (seen != 7 || q + 1 - p > UINT16_MAX)
+		return 0;
+	l->start = (uint32_t)p;
+	l->len = (uint16_t)(q + 1 - p);
+	return 1;
+}
+
+static int push_link(struct bw_doc *d, const struct bw_link *l)
+{
+	if (d->n_link == d->cap_link) {
+		size_t cap = d->cap_link ? 2 * d->cap_link : 256;
+		struct bw_link *p = realloc(d->link, cap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		d->link = p;
+		d->cap_link = cap;
+	}
+	d->link[d->n_link++] = *l;
+	return 0;
+}
+
+/* The links of the list on top, read whole while they are as bw_link
+ * says, each with its comma: 1 when the last one read ends the list's
+ * run (s->pos after it), 0 when the element at s->pos is for the general
+ * pass, -1 out of memory. */
+static int run_links(struct scan *s)
+{
+	struct frame *f = &s->st[s->depth - 1];
+	struct bw_span *sp = &s->doc->span[f->span];
+	struct bw_link l;
+	size_t p, q;
+
+	for (;;) {
+		p = skip_ws(s->t, s->pos, s->len);
+		if (!read_link(s->t, p, s->len, &l))
+			return 0;
+		if (push_link(s->doc, &l) < 0)
+			return -1;
+		sp->n_link++;
+		q = skip_ws(s->t, p + l.len, s->len);
+		if (q >= s->len || s->t[q] != ',') {
+			s->pos = p + l.len;
+			return 1;
+		}
+		f->count++;	/* the next element begins */
+		s->pos = q + 1;
+	}
+}
+
+/* Room in grid g for rows [0, need) (need <= stride): a quarter more
+ * than before, so that the rows of a matrix cost what they hold.  -1 out
+ * of memory. */
+static int grid_rows(struct bw_grid *g, size_t need)
+{
+	size_t rows = g->rows + g->rows / 4;
+	uint32_t *p;
+
+	if (need <= g->rows)
+		return 0;
+	if (rows < need)
+		rows = need;
+	if (rows < 16)
+		rows = 16;
+	if (rows > g->stride)
+		rows = g->stride;
+	if (!(p = realloc(g->code, rows * g->stride * sizeof(uint32_t))))
+		return -1;
+	g->code = p;
+	g->rows = rows;
+	return 0;
+}
+
+/* Row i of a matrix at p, read whole into `out` (room for `max` cells)
+ * when it is as bw_grid says: its length, with *end after it and
+ * *measured set when it holds a figure; 0 when it is anything else. */
+static size_t read_row(const char *t, size_t p, size_t len, size_t i, int diag,
+		       uint32_t *out, size_t max, size_t *end, int *measured)
+{
+	size_t j = 0, q, e;
+
+	if (p >= len || t[p] != '[')
+		return 0;
+	for (q = skip_ws(t, p + 1, len);; q = skip_ws(t, q + 1, len)) {
+		uint32_t c = BW_NONE;
+
+		if (q >= len || j >= max)
+			return 0;
+		if (t[q] == 'n') {
+			if (len - q < 4 || memcmp(t + q, "null", 4))
+				return 0;
+			e = q + 4;
+		} else if (!short_gbps(t, q, len, &e, &c) || (diag && j == i)) {
+			return 0;	/* the reader names what is wrong */
+		}
+		*measured |= c != BW_NONE;
+		out[j++] = c;
+		q = skip_ws(t, e, len);
+		if (q >= len || (t[q] != ',' && t[q] != ']'))
+			return 0;
+		if (t[q] == ']')
+			break;
+	}
+	*end = q + 1;
+	return j;
+}
+
+/* Row i of a matrix at p into its grid g: 1 read whole (*end after
+ * it), 0 not, -1 out of memory. */
+static int grid_row(struct scan *s, struct bw_grid *g, size_t p, size_t i, int diag,
+		    size_t *end)
+{
+	size_t n;
+	int measured = 0;
+
+	if (g->stride) {
+		if (i >= g->stride || grid_rows(g, i + 1) < 0)
+			return i >= g->stride ? 0 : -1;
+		n = read_row(s->t, p, s->len, i, diag, g->code + i * g->stride, g->stride, end,
+			     &measured);
+		if (n != g->stride)
+			return 0;
+	} else {
+		if (!s->cells &&
+		    !(s->cells = malloc(PIPETTE_BW_MAX_NODES * sizeof(uint32_t))))
+			return -1;
+		n = read_row(s->t, p, s->len, i, diag, s->cells, PIPETTE_BW_MAX_NODES, end,
+			     &measured);
+		if (!n || i >= n)
+			return 0;
+		g->stride = n;
+		if (grid_rows(g, i + 1) < 0)
+			return -1;
+		memcpy(g->code + i * n, s->cells, n * sizeof(uint32_t));
+	}
+	g->measured |= measured;
+	g->n_read++;
+	return 1;
+}
+
+/* Where row i starts, and whether it was read whole, in grid g. */
+static int note_row(struct bw_grid *g, size_t i, size_t p, int read)
+{
+	if (i >= PIPETTE_BW_MAX_NODES)
+		return 0;
+	if (g->n_row == g->cap_row) {
+		size_t cap = g->cap_row ? 2 * g->cap_row : 8;
+		uint32_t *r = realloc(g->row, cap * sizeof(uint32_t));
+
+		if (!r)
+			return -1;
+		g->row = r;
+		g->cap_row = cap;
+	}
+	g->row[g->n_row++] = (uint32_t)p | (read ? BW_ROW_READ : 0);
+	return 0;
+}
+
+/* The rows of the matrix on top, read whole while they are as bw_grid
+ * says, each with its comma; returns as run_links. */
+static int run_rows(struct scan *s)
+{
+	struct frame *f = &s->st[s->depth - 1];
+	struct bw_span *sp = &s->doc->span[f->span];
+	size_t p, q, end;
+	int r;
+
+	if (!sp->grid && !(sp->grid = calloc(1, sizeof(*sp->grid))))
+		return -1;
+	for (;;) {
+		p = skip_ws(s->t, s->pos, s->len);
+		r = grid_row(s, sp->grid, p, f->count - 1, f->skind == 'M', &end);
+		if (r < 0 || note_row(sp->grid, f->count - 1, p, r) < 0)
+			return -1;
+		if (!r)
+			return 0;
+		q = skip_ws(s->t, end, s->len);
+		if (q >= s->len || s->t[q] != ',') {
+			s->pos = end;
+			return 1;
+		}
+		f->count++;
+		s->pos = q + 1;
+	}
+}
+
+/* An element of the array on top begins at s->pos: read it (and those
+ * after it) here when it can be; returns as run_links. */
+static int scan_elems(struct scan *s)
+{
+	char k = s->st[s->depth - 1].skind;
+
+	if (k == 'L')
+		return run_links(s);
+	if (k == 'M' || k == 'B')
+		return run_rows(s);
+	scan_run(s);
+	return 0;
+}
+
 /* The whole text: 1 (spans noted), 0 (s->why at s->pos), -1 out of
  * memory. */
 static int scan_text(struct scan *s)
 {
-	int role = R_ROOT, r;
+	int role = R_ROOT, r, read = 0;
 
 	s->pos = skip_ws(s->t, 0, s->len);
 	if (s->pos >= s->len || s->t[s->pos] != '{')
 		return fail(s, "the top level must be an object");
 	for (;;) {
-		if ((r = scan_value(s, role)) <= 0)
+		if (!read && (r = scan_value(s, role)) <= 0)
 			return r;
-		r = scan_next(s, &role, r == 2);
+		r = scan_next(s, &role, !read && r == 2);
 		if (r <= 0)
 			return r;
 		if (r == 2)
 			break;
-		if (s->st[s->depth - 1].kind == '[')
-			scan_run(s);
+		read = 0;
+		if (s->st[s->depth - 1].kind == '[' && (read = scan_elems(s)) < 0)
+			return -1;
 	}
 	s->pos = skip_ws(s->t, s->pos, s->len);
 	if (s->pos < s->len)
@@ -656,6 +1029,7 @@ int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc 
 	else if (r < 0)
 		pipette_fail(err, "%s: out of memory", source);
 	free(s->keys);
+	free(s->cells);
 	free(s);
 	if (r == 1 && !(doc->root = parse_rest(doc, source, err)))
 		r = -1;
@@ -668,12 +1042,21 @@ int bw_scan_doc(const char *text, size_t len, const char *source, struct bw_doc 
 
 void bw_doc_free(struct bw_doc *doc)
 {
+	size_t k;
+
 	json_object_put(doc->root);
+	for (k = 0; k < doc->n_span; k++)
+		if (doc->span[k].grid) {
+			free(doc->span[k].grid->code);
+			free(doc->span[k].grid->row);
+			free(doc->span[k].grid);
+		}
+	free(doc->link);
 	free(doc->span);
 	memset(doc, 0, sizeof(*doc));
 }
 
-const struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v)
+struct bw_span *bw_doc_span(const struct bw_doc *doc, json_object *v)
 {
 	const char *s;
 	char *end;
@@ -740,11 +1123,6 @@ static size_t after_sep(const char *t, size_t pos, size_t end)
 	return pos;
 }
 
-static const double pow10_exact[] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
-
 /* A JSON number at pos: 1 when it is a bandwidth in (0, max], with *code
  * its short code (BW_NONE when it has none, *v its value then); *next
  * after it.  A value m x 10^e with m < 2^53 and |e| <= 22 is one correctly
@@ -791,12 +1169,8 @@ static int read_gbps(const char *t, size_t pos, size_t end, size_t *next, uint32
 	if (neg || m == 0)
 		return 0;
 	*code = lost ? BW_NONE : bw_code_decimal(m, e);
-	if (*code != BW_NONE) {
-		uint32_t k = *code >> BW_M_BITS, cm = *code & ((1u << BW_M_BITS) - 1);
-
-		/* cm / 10^k <= max <=> cm <= max x 10^k, in integers */
-		return k >= 5 || cm <= (uint32_t)PIPETTE_BW_MAX_GBPS * (uint32_t)pow10_exact[k];
-	}
+	if (*code != BW_NONE)
+		return code_in_range(*code);
 	if (!lost && m < (1ULL << 53) && e >= -22 && e <= 22)
 		*v = e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e];
 	else
@@ -852,17 +1226,27 @@ size_t bw_scan_row(const char *t, size_t pos, size_t end, long diag, size_t want
 	return after_sep(t, row->end, end);
 }
 
+size_t bw_scan_elem(const char *t, const struct bw_span *sp, size_t pos)
+{
+	if (pos == sp->start)
+		pos++;	/* the '[' */
+	pos = skip_ws(t, pos, sp->end);
+	if (pos < sp->end && t[pos] == ',')
+		pos = skip_ws(t, pos + 1, sp->end);
+	return pos >= sp->end || t[pos] == ']' ? sp->end : pos;
+}
+
+size_t bw_scan_skip(const char *t, size_t pos, size_t end)
+{
+	return skip_value(t, pos, end);
+}
+
 int bw_scan_next(const char *t, const struct bw_span *sp, size_t *pos, size_t *vs,
 		 size_t *ve)
 {
-	size_t p = *pos;
+	size_t p = bw_scan_elem(t, sp, *pos);
 
-	if (p == sp->start)
-		p++;	/* the '[' */
-	p = skip_ws(t, p, sp->end);
-	if (p < sp->end && t[p] == ',')
-		p = skip_ws(t, p + 1, sp->end);
-	if (p >= sp->end || t[p] == ']') {
+	if (p >= sp->end) {
 		*pos = sp->end;
 		return 0;
 	}

@@ -3,16 +3,19 @@
  * For generated caches of 1024, 2048 and 4096 nodes x 8 GPUs (bench_plan's
  * figures: H100 nominal x 0.9, 5% slow pairs, 16-node leaf switches, one
  * slow switch, one degraded node; seed = nodes), in pipette-bw/1 (every
- * node pair) and pipette-bw/2 (per switch, pairs more than 5% off their
- * switch pair's figure as links), each in a fresh child:
+ * node pair), pipette-bw/2 (per switch, pairs more than 5% off their
+ * switch pair's figure as links) and, at 4096 nodes, pipette-bw/3 (the
+ * same with each switch's 16 nodes an NVLink domain: validated only, as
+ * no H100 cluster has domains of 128 GPUs), each in a fresh child:
  *   load     pipette_bwcache_load and pipette_cluster_create over all its
  *            nodes: CPU time and peak RSS (wait4), the cache's own bytes;
  *   validate `pipette bandwidth validate FILE`: CPU time and peak RSS.
  * Targets: the 4096-node pipette-bw/1 cache validates within 1 s (issue
- * 17), the pipette-bw/2 one within 0.5 s (issue 30); a load fits the plan budgets of issue 17 (2048: 2 s, 256 MiB; 4096:
- * 5 s, 512 MiB), since a plan cannot meet them when loading alone does
- * not.  Prints the figures and the load average; exits 1 on a missed
- * target when the load average is below 1. */
+ * 17), the pipette-bw/2 and /3 ones within 0.5 s (issue 30); a load fits
+ * the plan budgets of issue 17 (2048: 2 s, 256 MiB; 4096: 5 s, 512 MiB),
+ * since a plan cannot meet them when loading alone does not.  Prints the
+ * figures and the load average; exits 1 on a missed target when the load
+ * average is below 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +45,28 @@ static int wait_child(pid_t pid, struct usage *u)
 	return bench_wait(pid, &u->cpu_s, &u->rss_mib);
 }
 
+/* Each switch's nodes (16, named as bench_gen names them) an NVLink
+ * domain: 0, or 1 with the message in err. */
+static int set_domains(struct pipette_bwcache *bw, int nodes, struct pipette_err *err)
+{
+	char node[32], dom[32];
+	int i;
+
+	for (i = 0; i < nodes; i++) {
+		snprintf(node, sizeof(node), "node%d", i + 1);
+		snprintf(dom, sizeof(dom), "rack%d", i / 16);
+		if (pipette_bwcache_set_domain(bw, node, dom, 0, 0, err))
+			return 1;
+	}
+	return 0;
+}
+
 /* In a child: the bench's generated cache of `nodes` x 8 GPUs to v1, and
  * restated per 16-node switch with tolerance 0.05 to v2 (above the
  * generator's 3% noise, pipette_bw_gen_init, so that the slow pairs are
- * what stays a link). */
-static int write_caches(int nodes, const char *v1, const char *v2)
+ * what stays a link), and with each switch an NVLink domain to v3 (v3
+ * NULL: not written). */
+static int write_caches(int nodes, const char *v1, const char *v2, const char *v3)
 {
 	struct usage u;
 	pid_t pid;
@@ -71,7 +91,9 @@ static int write_caches(int nodes, const char *v1, const char *v2)
 		      pipette_bwcache_save(bw, v1, &err) ||
 		      pipette_bwcache_set_groups(bw, n_sw, (const char *const *)names, group_of,
 						 0.05, &err) ||
-		      pipette_bwcache_save(bw, v2, &err));
+		      pipette_bwcache_save(bw, v2, &err) ||
+		      (v3 && (set_domains(bw, nodes, &err) ||
+			      pipette_bwcache_save(bw, v3, &err))));
 	}
 	return wait_child(pid, &u);
 }
@@ -137,24 +159,27 @@ static int child_validate(const char *path, struct usage *u)
 	return wait_child(pid, u);
 }
 
-/* One cache file: load and validate; 1 when a target is missed. */
+/* One cache file: load (unless cpu_max < 0) and validate; 1 when a
+ * target is missed. */
 static int bench_file(const char *form, const char *path, int nodes, double cpu_max,
 		      double mib_max, double validate_max, int *failed)
 {
-	struct usage lu, vu;
+	struct usage lu = { 0, 0 }, vu;
 	struct stat st;
-	size_t bytes;
+	size_t bytes = 0;
 	int miss = 0;
 
-	if (stat(path, &st) || child_load(path, &lu, &bytes) || child_validate(path, &vu)) {
+	if (stat(path, &st) || (cpu_max >= 0 && child_load(path, &lu, &bytes)) ||
+	    child_validate(path, &vu)) {
 		fprintf(stderr, "bench_cache: the %d-node %s run failed\n", nodes, form);
 		*failed = 1;
 		return 0;
 	}
-	printf("  %4d nodes %s: file %6.1f MiB; load + cluster %.3f s, peak RSS %.0f MiB "
-	       "(cache %.1f MiB, %.2f B per node pair)", nodes, form, st.st_size / 1048576.0,
-	       lu.cpu_s, lu.rss_mib, bytes / 1048576.0,
-	       (double)bytes / ((double)nodes * (nodes - 1)));
+	printf("  %4d nodes %s: file %6.1f MiB", nodes, form, st.st_size / 1048576.0);
+	if (cpu_max >= 0)
+		printf("; load + cluster %.3f s, peak RSS %.0f MiB (cache %.1f MiB, %.2f B per "
+		       "node pair)", lu.cpu_s, lu.rss_mib, bytes / 1048576.0,
+		       (double)bytes / ((double)nodes * (nodes - 1)));
 	if (cpu_max > 0) {
 		printf(" (targets %.0f s, %.0f MiB: %s)", cpu_max, mib_max,
 		       lu.cpu_s <= cpu_max && lu.rss_mib <= mib_max ? "met" : "MISSED");
@@ -181,14 +206,15 @@ int main(void)
 
 	printf("bandwidth caches (CPU time and peak RSS of a fresh process each):\n");
 	for (i = 0; i < sizeof(run) / sizeof(run[0]) && !failed; i++) {
-		char v1[] = "/tmp/bench_cache_XXXXXX", v2[64];
+		char v1[] = "/tmp/bench_cache_XXXXXX", v2[64], v3[64];
 		int fd = mkstemp(v1);
 
 		if (fd < 0)
 			return 1;
 		close(fd);
 		snprintf(v2, sizeof(v2), "%s.v2", v1);
-		if (write_caches(run[i].nodes, v1, v2)) {
+		snprintf(v3, sizeof(v3), "%s.v3", v1);
+		if (write_caches(run[i].nodes, v1, v2, run[i].validate ? v3 : NULL)) {
 			fprintf(stderr, "bench_cache: generating %d nodes failed\n", run[i].nodes);
 			failed = 1;
 		} else {
@@ -198,9 +224,13 @@ int main(void)
 			 * already) validates within 0.5 s */
 			miss |= bench_file("pipette-bw/2", v2, run[i].nodes, run[i].cpu, run[i].mib,
 					   run[i].validate ? 0.5 : 0, &failed);
+			if (run[i].validate)
+				miss |= bench_file("pipette-bw/3", v3, run[i].nodes, -1, 0, 0.5,
+						   &failed);
 		}
 		bench_remove_cache(v1);
 		bench_remove_cache(v2);
+		bench_remove_cache(v3);
 	}
 	if (failed)
 		return 1;

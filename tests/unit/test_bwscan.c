@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "inputs/bwcache.h"
+#include "inputs/bwcache_int.h"	/* what the syntax pass read whole */
 #include "inputs/cluster.h"
 
 #include "check_run.h"
@@ -137,6 +138,28 @@ static const struct {
 	  "$.nodes: duplicate key \"a\" (line 1, column 56)" },
 	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"links\": [{\"a\": \"a\", \"b\": \"b\", "
 	  "\"gbps\": 1, \"gbps\": 2}]}}", "$.inter.links[0]: duplicate key \"gbps\"" },
+	/* in rows and links the pass reads whole, or would up to the error */
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": [[null, 1], [2, null], ]}}",
+	  "line 1, column 92: malformed JSON: expected a value, in $.inter.matrix[2]" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": [[null, 1] [2, null]]}}",
+	  "line 1, column 80: malformed JSON: expected ',' or ']', in $.inter.matrix[0]" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": [[null, 1.5x], [2, null]]}}",
+	  "line 1, column 80: malformed JSON: expected ',' or ']', in $.inter.matrix[0][1]" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": [[null, 1, 2], [2, null]]}}",
+	  "$.inter.matrix[0]: expected 2 values (the matrix must be square), got 3" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": [[null, 1], [2, null]], "
+	  "\"links\": [{\"a\": \"a\", \"b\": \"b\", \"gbps\": 1} {\"a\": \"b\"}]}}",
+	  "line 1, column 135: malformed JSON: expected ',' or ']', in $.inter.links[0]" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"links\": [{\"a\": \"a\", \"b\": \"b\", "
+	  "\"gbps\": 1}, {\"a\": \"a\", \"b\": \"z\", \"gbps\": 2}]}}",
+	  "$.inter.links[1].b: unknown node 'z' (not in $.inter.order or $.nodes)" },
+	{ HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"links\": [{\"a\": \"a\", \"b\": \"b\", "
+	  "\"gbps\": 0}]}}",
+	  "$.inter.links[0].gbps: expected a bandwidth in GB/s in (0, 10000], got 0" },
+	{ HEAD "\"nodes\": {\"a\": {\"intra\": {\"matrix\": [[null, 1], [1, null]], "
+	  "\"links\": [{\"a\": 0, \"b\": 5, \"gbps\": 1}]}}}}",
+	  "$.nodes.a.intra.links[0].b: GPU index 5 is outside [0, 2) (the size of the intra "
+	  "matrix)" },
 	/* wrong types and shapes */
 	{ HEAD "\"inter\": {\"order\": [\"a\"], \"matrix\": {}}}",
 	  "$.inter.matrix: expected an array of rows, got an object" },
@@ -246,6 +269,179 @@ START_TEST(test_scan_truncated)
 		ck_assert_msg(!strncmp(err.msg, "t.json: ", 8), "%zu: %s", k, err.msg);
 	}
 	pipette_bwcache_destroy(parse_ok(text));
+}
+END_TEST
+
+/* ---------------------------------------------------------------- */
+static void assert_same_links(const struct pipette_bwcache *x, const struct pipette_bwcache *y);
+
+/* the one pass: what it reads whole, what it leaves to the text       */
+
+/* The text with every figure that has a decimal point written with 20
+ * more zeros (22 significant digits or more: beyond the 19 the pass
+ * reads, so every row and link holding one goes to the text's reader; its
+ * value does not change).  A number is a figure when it follows '[', ' '
+ * or ',' and ends at ',', ']' or '}', and is no link's end ("a": 1). */
+static char *padded(const char *t)
+{
+	static const char zeros[] = "00000000000000000000";
+	size_t len = strlen(t), i, o = 0;
+	char *out = malloc(12 * len + 1);	/* "1.5," becomes 24 bytes */
+
+	for (i = 0; i < len; i++) {
+		size_t e = i;
+
+		if (i > 0 && strchr("[ ,", t[i - 1]) && t[i] >= '0' && t[i] <= '9' &&
+		    !(i >= 5 && (!strncmp(t + i - 5, "\"a\": ", 5) ||
+				 !strncmp(t + i - 5, "\"b\": ", 5)))) {
+			while (e < len && ((t[e] >= '0' && t[e] <= '9') || t[e] == '.'))
+				e++;
+			if (e < len && strchr(",]}", t[e]) && memchr(t + i, '.', e - i)) {
+				memcpy(out + o, t + i, e - i);
+				o += e - i;
+				memcpy(out + o, zeros, sizeof(zeros) - 1);
+				o += sizeof(zeros) - 1;
+				i = e - 1;
+				continue;
+			}
+		}
+		out[o++] = t[i];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Rows and links of the text the syntax pass read whole, and those it
+ * left to the text (every span's). */
+static void count_read(const char *text, size_t *rows, size_t *rows_text, size_t *links,
+		       size_t *elems)
+{
+	struct bw_doc doc;
+	struct pipette_err err = { .msg = "" };
+	size_t k;
+
+	ck_assert_msg(bw_scan_doc(text, strlen(text), "t.json", &doc, &err) == 0, "%s",
+		      err.msg);
+	*rows = *rows_text = *links = *elems = 0;
+	for (k = 0; k < doc.n_span; k++) {
+		const struct bw_span *sp = &doc.span[k];
+
+		if (sp->kind == 'L') {
+			*links += sp->n_link;
+			*elems += sp->count;
+		} else if (sp->grid) {
+			*rows += sp->grid->n_read;
+			*rows_text += sp->count - sp->grid->n_read;
+		}
+	}
+	bw_doc_free(&doc);
+}
+
+/* A cache of 40 nodes x 4 GPUs in each form (pipette-bw/1; /2 with slow
+ * pairs as links, and GPU links on one node): read in the one pass, and
+ * with every figure left to the text's reader, it is the same cache, byte
+ * for byte, and so is the cache it serializes to. */
+START_TEST(test_one_pass_same)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw;
+	struct pipette_err err;
+	const char *names[] = { "s0", "s1", "s2", "s3", "s4" };
+	int group_of[40], i, form;
+	char *text[2];
+
+	pipette_bw_gen_init(&g);
+	g.seed = 7;
+	g.nodes = 40;
+	g.gpus_per_node = 4;
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	g.slow_frac = 0.05;
+	g.switch_size = 8;
+	ck_assert_msg(pipette_bwcache_generate(&g, &bw, &err) == 0, "%s", err.msg);
+	text[0] = pipette_bwcache_serialize(bw, &err);
+	for (i = 0; i < 40; i++)
+		group_of[i] = i / 8;
+	ck_assert_int_eq(pipette_bwcache_set_groups(bw, 5, names, group_of, 0.05, &err), 0);
+	text[1] = pipette_bwcache_serialize(bw, &err);
+	pipette_bwcache_destroy(bw);
+	for (form = 0; form < 2; form++) {
+		const char *intra = "\"intra\": {";
+		char *at = strstr(text[form], intra), *t, *slow, *s1, *s2;
+		size_t rows, rows_text, links, elems, len = strlen(text[form]);
+		struct pipette_bwcache *x, *y;
+
+		/* GPU links, in the pass's form and not (a tool of their own) */
+		ck_assert_ptr_nonnull(at);
+		t = malloc(len + 200);
+		at += strlen(intra);
+		snprintf(t, len + 200, "%.*s\"links\": [{\"a\": 1, \"b\": 0, \"gbps\": 123.5}, "
+			 "{\"gbps\": 99, \"b\": 3, \"a\": 2, \"tool\": \"t\"}], %s",
+			 (int)(at - text[form]), text[form], at);
+		slow = padded(t);
+		count_read(t, &rows, &rows_text, &links, &elems);
+		/* every row (40 GPU matrices of 4 rows, and the nodes' 40 or the
+		 * groups' 5), every link but the one with a tool */
+		ck_assert_uint_eq(rows, (size_t)(form ? 40 * 4 + 5 : 40 * 4 + 40));
+		ck_assert_uint_eq(rows_text, 0);
+		ck_assert_uint_eq(links, elems - 1);
+		ck_assert_uint_gt(links, form ? 20 : 0);
+		count_read(slow, &rows, &rows_text, &links, &elems);
+		ck_assert_uint_eq(rows, 0);
+		ck_assert_uint_eq(links, 0);
+		x = parse_ok(t);
+		y = parse_ok(slow);
+		assert_same_links(x, y);
+		s1 = pipette_bwcache_serialize(x, &err);
+		s2 = pipette_bwcache_serialize(y, &err);
+		ck_assert_str_eq(s1, s2);
+		ck_assert_ptr_nonnull(strstr(s1, "123.5"));
+		free(s1);
+		free(s2);
+		free(slow);
+		free(t);
+		pipette_bwcache_destroy(x);
+		pipette_bwcache_destroy(y);
+		free(text[form]);
+	}
+}
+END_TEST
+
+/* A matrix the pass read whole becomes the cache's own (no copy beside
+ * it): 512 nodes cost 4 bytes per node pair and little more; and where
+ * $.nodes adds a node that $.inter.order lacks, the rows go into a
+ * matrix that holds it too. */
+START_TEST(test_one_pass_grid)
+{
+	struct pipette_bw_gen g;
+	struct pipette_bwcache *bw, *x;
+	struct pipette_bw_figure f;
+	struct pipette_err err;
+	char *t;
+
+	pipette_bw_gen_init(&g);
+	g.seed = 3;
+	g.nodes = 512;
+	g.gpus_per_node = 2;
+	g.inter_gbps = 45;
+	g.intra_gbps = 400;
+	ck_assert_msg(pipette_bwcache_generate(&g, &bw, &err) == 0, "%s", err.msg);
+	t = pipette_bwcache_serialize(bw, &err);
+	x = parse_ok(t);
+	/* 512^2 x 4 = 1 MiB of cells, the rest names and 512 2 x 2 matrices */
+	ck_assert_uint_lt(pipette_bwcache_bytes(x), 512 * 512 * 4 + 256 * 1024);
+	assert_same_links(x, bw);
+	free(t);
+	pipette_bwcache_destroy(x);
+	pipette_bwcache_destroy(bw);
+	x = parse_ok(HEAD "\"inter\": {\"order\": [\"a\", \"b\"], \"matrix\": "
+		     "[[null, 1.5], [2, null]]}, \"nodes\": {\"c\": {}}}");
+	ck_assert_int_eq(pipette_bwcache_node_count(x), 3);
+	ck_assert(same_bits(gbps(x, "a", "b"), 1.5));
+	ck_assert(same_bits(gbps(x, "b", "a"), 2));
+	ck_assert_int_eq(pipette_bwcache_inter(x, 2, 0, &f), 0);
+	ck_assert_int_eq(pipette_bwcache_inter(x, 0, 2, &f), 0);
+	pipette_bwcache_destroy(x);
 }
 END_TEST
 
@@ -634,6 +830,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_scan_good);
 	tcase_add_loop_test(tc, test_scan_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, test_scan_truncated);
+	tcase_add_test(tc, test_one_pass_same);
+	tcase_add_test(tc, test_one_pass_grid);
 	tcase_add_test(tc, test_v1_v2_equivalent);
 	tcase_add_test(tc, test_convert_roundtrip);
 	tcase_add_test(tc, test_grouped_memory);
