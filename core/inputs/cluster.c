@@ -53,13 +53,32 @@ static inline struct pipette_link ls_get(const struct lstore *s, size_t i)
 	return s->dense[i];
 }
 
+/* The table's hash: splitmix64's finaliser (Steele et al., "Fast
+ * splittable pseudorandom number generators", OOPSLA 2014) over both
+ * words.  A cache's figures are short decimals whose doubles share their
+ * high bits, and the latencies are a handful of values: a single
+ * multiply's middle bits left long probe runs (10 slots a lookup on the
+ * generated 2048-node cache of tests/bench/bench_plan.c, 200 instructions
+ * a link; callgrind), the finaliser about one. */
 static uint32_t link_hash(const struct pipette_link *l)
 {
-	uint64_t w[2];
+	uint64_t w[2], x;
 
 	memcpy(w, l, sizeof(w));
-	return (uint32_t)(((w[0] * 0x9E3779B97F4A7C15ULL) ^ (w[1] + (w[1] >> 29))) *
-			  0xBF58476D1CE4E5B9ULL >> 32);	/* splitmix64's multipliers */
+	x = w[0] ^ (w[1] * 0x9E3779B97F4A7C15ULL);
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+	return (uint32_t)(x ^ (x >> 31));
+}
+
+/* Bit for bit, as memcmp would, without its call. */
+static inline int link_same(const struct pipette_link *a, const struct pipette_link *b)
+{
+	uint64_t x[2], y[2];
+
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	return x[0] == y[0] && x[1] == y[1];
 }
 
 static int ls_rehash(struct lstore *s, uint32_t n_slot)
@@ -125,7 +144,7 @@ static long ls_intern(struct lstore *s, const struct pipette_link *l)
 	uint32_t h;
 
 	for (h = link_hash(l) & (s->n_slot - 1); s->slot[h]; h = (h + 1) & (s->n_slot - 1))
-		if (!memcmp(&s->tab[s->slot[h] - 1], l, sizeof(*l)))
+		if (link_same(&s->tab[s->slot[h] - 1], l))
 			return s->slot[h] - 1;
 	/* a table entry with its hash slots takes 24 bytes, an index 4: past
 	 * one distinct link in two, 16-byte links are smaller */
@@ -334,31 +353,63 @@ static int set_gpu_ids(struct pipette_cluster *c, const int *gpu_ids, struct pip
 
 /* The node names (distinct) and each node's place in the cache.  O(n^2)
  * strcmp is ~0.5M compares at 1024 nodes. */
+/* FNV-1a over a node's name (Fowler, Noll and Vo; the 64-bit offset
+ * basis and prime of draft-eastlake-fnv). */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Each node's name, none twice (a hash of the names seen: a comparison
+ * with every earlier name cost 8 million strcmp calls at 4096 nodes), and
+ * its index in the cache. */
 static int set_names(struct pipette_cluster *c, const char *const *nodes, struct build *b,
 		     struct pipette_err *err)
 {
-	int i, j;
+	uint32_t n_slot = 2, h;
+	int *slot, i, rv = 0;
 
-	for (i = 0; i < c->n; i++) {
-		if (!nodes[i] || !*nodes[i])
-			return pipette_fail(err, "cluster: node %d has no name", i);
-		for (j = 0; j < i; j++)
-			if (!strcmp(nodes[i], nodes[j]))
-				return pipette_fail(err, "cluster: node '%.64s' given twice "
-						    "(positions %d and %d)", nodes[i], j, i);
+	while (n_slot < 2u * (uint32_t)c->n)
+		n_slot *= 2;
+	if (!(slot = malloc(n_slot * sizeof(int))))
+		return out_of_memory(c, err);
+	for (h = 0; h < n_slot; h++)
+		slot[h] = -1;
+	for (i = 0; i < c->n && !rv; i++) {
+		if (!nodes[i] || !*nodes[i]) {
+			rv = pipette_fail(err, "cluster: node %d has no name", i);
+			break;
+		}
+		for (h = (uint32_t)name_hash(nodes[i]) & (n_slot - 1); slot[h] >= 0;
+		     h = (h + 1) & (n_slot - 1))
+			if (!strcmp(nodes[i], nodes[slot[h]]))
+				break;
+		if (slot[h] >= 0) {
+			rv = pipette_fail(err, "cluster: node '%.64s' given twice (positions %d "
+					  "and %d)", nodes[i], slot[h], i);
+			break;
+		}
+		slot[h] = i;
 		c->names[i] = strdup(nodes[i]);
-		if (!c->names[i])
-			return out_of_memory(c, err);
+		if (!c->names[i]) {
+			rv = out_of_memory(c, err);
+			break;
+		}
 		b->idx[i] = b->bw ? pipette_bwcache_node_index(b->bw, nodes[i]) : -1;
 		if (b->bw && b->idx[i] < 0) {
 			if (!b->allow_missing)
-				return pipette_fail(err, "cluster: node '%.64s' is not in the "
-						    "bandwidth cache (measure it, or allow "
-						    "missing nodes to use defaults)", nodes[i]);
+				rv = pipette_fail(err, "cluster: node '%.64s' is not in the "
+						  "bandwidth cache (measure it, or allow "
+						  "missing nodes to use defaults)", nodes[i]);
 			b->missing++;
 		}
 	}
-	return 0;
+	free(slot);
+	return rv;
 }
 
 /* A GPU index outside a node's measured intra matrix: an error, or with
@@ -391,27 +442,113 @@ static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
 	return 0;
 }
 
+/* The links fill_inter resolved, by what the cache gave: a figure's short
+ * code and latency (exact figures have no code and are resolved one by
+ * one) or "unmeasured", and whether the two nodes share an NVLink domain;
+ * fill's result and the link's place in the store depend on nothing
+ * else.  A cache has a few thousand distinct figures (lstore above), so
+ * INTER_MEMO direct-mapped entries resolve nearly every node pair without
+ * the fallback chain and the store's hash: the generated 4096-node cache
+ * of tests/bench/bench_plan.c, 16.8 million pairs, from 230 to 130
+ * instructions a pair (callgrind). */
+#define INTER_MEMO_BITS 12
+struct inter_memo {
+	uint32_t code, lat;	/* lat: the float's bits */
+	int dom, used;
+	uint32_t k;		/* the link's index in the store's table */
+	struct pipette_link l;
+};
+
+static uint32_t inter_key(const struct bw_entry *e, int dom, uint32_t *lat, uint32_t *code)
+{
+	uint64_t x;
+
+	if (isnan(e->gbps)) {		/* fill ignores the latency */
+		*code = BW_NONE;
+		*lat = 0;
+	} else {
+		*code = e->code;
+		memcpy(lat, &e->lat, sizeof(*lat));
+	}
+	x = ((uint64_t)*code << 32 | *lat) ^ (uint64_t)dom * 0x9E3779B97F4A7C15ULL;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;	/* splitmix64's finaliser */
+	return (uint32_t)((x ^ (x >> 27)) >> (64 - INTER_MEMO_BITS));
+}
+
+/* Node pair i -> j's link set from the memo when it holds it; 1 when it
+ * did, 0 when the caller must resolve it. */
+static int inter_from_memo(struct lstore *s, size_t cell, const struct inter_memo *m,
+			   uint32_t code, uint32_t lat, int dom)
+{
+	if (!m->used || m->code != code || m->lat != lat || m->dom != dom)
+		return 0;
+	if (s->i16 && m->k <= UINT16_MAX)
+		s->i16[cell] = (uint16_t)m->k;
+	else if (s->i32)
+		s->i32[cell] = m->k;
+	else if (s->dense)
+		s->dense[cell] = m->l;
+	else
+		return 0;
+	return 1;
+}
+
 static int fill_inter(struct pipette_cluster *c, struct build *b)
 {
 	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
-	int i, j;
+	struct inter_memo *memo = calloc((size_t)1 << INTER_MEMO_BITS, sizeof(*memo));
+	int *dm = malloc((size_t)c->n * sizeof(int)), i, j;	/* each node's domain */
 
+	if (!memo || !dm) {
+		free(memo);
+		free(dm);
+		return -1;
+	}
+	for (i = 0; i < c->n; i++)
+		dm[i] = c->dom ? c->dom[i] : i / c->domain_nodes;	/* same_domain's test */
 	for (i = 0; i < c->n; i++)
 		for (j = 0; j < c->n; j++) {
 			struct bw_entry e = none;
+			size_t cell = (size_t)i * c->n + j;
+			uint32_t code, lat, h;
+			struct inter_memo *m;
+			int dom;
 
 			if (i == j)
 				continue;	/* the store's fill: INFINITY, 0 */
 			if (b->idx[i] >= 0 && b->idx[j] >= 0)
 				bw_inter_get(b->bw, b->idx[i], b->idx[j], &e);
-			if (ls_set(&c->inter, (size_t)i * c->n + j,
-				   pipette_cluster_same_domain(c, i, j)
-				   ? fill(&e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
-					  b->gpu->nvlink_lat_us, &b->un_inter)
-				   : fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
-					  b->gpu->nic_lat_us, &b->un_inter)) < 0)
+			dom = dm[i] == dm[j];
+			h = inter_key(&e, dom, &lat, &code);
+			m = &memo[h];
+			if (code != BW_NONE || isnan(e.gbps)) {	/* a key: not an exact figure */
+				if (inter_from_memo(&c->inter, cell, m, code, lat, dom)) {
+					b->un_inter += isnan(e.gbps);
+					continue;
+				}
+			} else {
+				m = NULL;
+			}
+			if (ls_set(&c->inter, cell,
+				   dom ? fill(&e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
+					      b->gpu->nvlink_lat_us, &b->un_inter)
+				       : fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+					      b->gpu->nic_lat_us, &b->un_inter)) < 0) {
+				free(memo);
+				free(dm);
 				return -1;
+			}
+			if (m) {
+				m->used = 1;
+				m->code = code;
+				m->lat = lat;
+				m->dom = dom;
+				m->k = c->inter.i16 ? c->inter.i16[cell] : c->inter.i32 ? c->inter.i32[cell] : 0;
+				m->l = ls_get(&c->inter, cell);
+			}
 		}
+	free(memo);
+	free(dm);
 	return 0;
 }
 
