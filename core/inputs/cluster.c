@@ -442,46 +442,46 @@ static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
 	return 0;
 }
 
-/* The links fill_inter resolved, by what the cache gave: a figure's short
- * code and latency (exact figures have no code and are resolved one by
- * one) or "unmeasured", and whether the two nodes share an NVLink domain;
- * fill's result and the link's place in the store depend on nothing
- * else.  A cache has a few thousand distinct figures (lstore above), so
- * INTER_MEMO direct-mapped entries resolve nearly every node pair without
- * the fallback chain and the store's hash: on the generated 1024-node
- * cache of tests/bench/bench_plan.c the cluster's build went from 392 to
- * 184 instructions a node pair with the table's hash below (callgrind),
- * 79 of them the cache's lookup. */
+/* The links fill_inter resolved, by what the cache gave: a figure's code
+ * and latency, or "unmeasured", and whether the two nodes share an NVLink
+ * domain; fill's result and the link's place in the store depend on
+ * nothing else.  A cache has a few thousand distinct figures (lstore
+ * above), so INTER_MEMO direct-mapped entries resolve nearly every node
+ * pair without the fallback chain and the store's hash.  Where the
+ * cache's pairs are a dense matrix of their own figures (a file's matrix,
+ * a generated cache; bwcache_int.h) the codes are read from its rows as
+ * they are, without decoding them; else from bw_inter_get's entry (whose
+ * exact figures have no code: resolved one by one).  On the generated
+ * 4096-node cache of tests/bench/bench_plan.c the cluster's build went
+ * from 392 instructions a node pair to 165 with the memo and the table's
+ * hash above, and to 30 with the rows read directly (callgrind). */
 #define INTER_MEMO_BITS 12
 struct inter_memo {
-	uint32_t code, lat;	/* lat: the float's bits */
-	int dom, used;
+	uint64_t key;		/* code << 32 | the latency's float bits; code
+				 * BW_NONE: unmeasured (latency 0) */
+	int tag;		/* 1 + same domain; 0: empty */
 	uint32_t k;		/* the link's index in the store's table */
 	struct pipette_link l;
 };
 
-static uint32_t inter_key(const struct bw_entry *e, int dom, uint32_t *lat, uint32_t *code)
+static inline uint64_t inter_key64(uint32_t code, uint32_t lat)
 {
-	uint64_t x;
+	return (uint64_t)code << 32 | lat;
+}
 
-	if (isnan(e->gbps)) {		/* fill ignores the latency */
-		*code = BW_NONE;
-		*lat = 0;
-	} else {
-		*code = e->code;
-		memcpy(lat, &e->lat, sizeof(*lat));
-	}
-	x = ((uint64_t)*code << 32 | *lat) ^ (uint64_t)dom * 0x9E3779B97F4A7C15ULL;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;	/* splitmix64's finaliser */
-	return (uint32_t)((x ^ (x >> 27)) >> (64 - INTER_MEMO_BITS));
+/* Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4) of the memo's key. */
+static inline uint32_t inter_slot(uint64_t key, int dom)
+{
+	return (uint32_t)(((key ^ (uint64_t)dom << 31) * 0x9E3779B97F4A7C15ULL) >>
+			  (64 - INTER_MEMO_BITS));
 }
 
 /* Node pair i -> j's link set from the memo when it holds it; 1 when it
  * did, 0 when the caller must resolve it. */
 static int inter_from_memo(struct lstore *s, size_t cell, const struct inter_memo *m,
-			   uint32_t code, uint32_t lat, int dom)
+			   uint64_t key, int dom)
 {
-	if (!m->used || m->code != code || m->lat != lat || m->dom != dom)
+	if (m->tag != 1 + dom || m->key != key)
 		return 0;
 	if (s->i16 && m->k <= UINT16_MAX)
 		s->i16[cell] = (uint16_t)m->k;
@@ -494,11 +494,124 @@ static int inter_from_memo(struct lstore *s, size_t cell, const struct inter_mem
 	return 1;
 }
 
+/* The cache's matrix when every pair's figure is its own there: dense and
+ * without node groups (whose figures would stand for the pairs'). */
+static const struct bw_mat *own_matrix(const struct build *b)
+{
+	return b->bw && b->bw->inter.dense && !b->bw->inter.n_groups ? &b->bw->inter.mat : NULL;
+}
+
+/* The memo's key of cache pair (ci, cj) (-1: a node the cache lacks): 1
+ * with *code and *lat set, or 0 when the pair has none (an exact figure
+ * read through bw_inter_get); *e is the pair's entry when *have_e. */
+static int inter_key(const struct build *b, const struct bw_mat *own, int ci, int cj,
+		     uint32_t *code, uint32_t *lat, struct bw_entry *e, int *have_e)
+{
+	*lat = 0;
+	*have_e = 0;
+	if (own) {
+		size_t at = (size_t)ci * own->cap + cj;
+
+		*code = ci >= 0 && cj >= 0 ? own->code[at] : BW_NONE;
+		if (*code != BW_NONE) {
+			float l = own->lat ? own->lat[at] : own->lat0;
+
+			memcpy(lat, &l, sizeof(*lat));
+		}
+		return 1;
+	}
+	if (ci >= 0 && cj >= 0)
+		bw_inter_get(b->bw, ci, cj, e);
+	*have_e = 1;
+	if (isnan(e->gbps)) {		/* fill ignores the latency */
+		*code = BW_NONE;
+		return 1;
+	}
+	*code = e->code;
+	memcpy(lat, &e->lat, sizeof(*lat));
+	return e->code != BW_NONE;
+}
+
+/* Pair i -> j resolved through the fallback chain and stored (e: its
+ * entry when have_e), and remembered under its key when keyed; -1 when
+ * out of memory. */
+static int inter_resolve(struct pipette_cluster *c, struct build *b, struct inter_memo *memo,
+			 int i, int j, int dom, int keyed, uint32_t code, uint32_t lat,
+			 struct bw_entry *e, int have_e)
+{
+	size_t cell = (size_t)i * c->n + j;
+	struct inter_memo *m;
+
+	if (!have_e && b->idx[i] >= 0 && b->idx[j] >= 0)
+		bw_inter_get(b->bw, b->idx[i], b->idx[j], e);
+	if (ls_set(&c->inter, cell,
+		   dom ? fill(e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
+			      b->gpu->nvlink_lat_us, &b->un_inter)
+		       : fill(e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+			      b->gpu->nic_lat_us, &b->un_inter)) < 0)
+		return -1;
+	if (!keyed)
+		return 0;
+	m = &memo[inter_slot(inter_key64(code, lat), dom)];
+	m->tag = 1 + dom;
+	m->key = inter_key64(code, lat);
+	m->k = c->inter.i16 ? c->inter.i16[cell] : c->inter.i32 ? c->inter.i32[cell] : 0;
+	m->l = ls_get(&c->inter, cell);
+	return 0;
+}
+
+/* Row i of the node links from the cache's own matrix while the store
+ * keeps 2-byte indices: the hot loop of a large cluster's build, so
+ * each pair is a read of its code and latency and a probe of the memo;
+ * the rest falls to inter_resolve. */
+static int fill_row_own(struct pipette_cluster *c, struct build *b, const struct bw_mat *own,
+			struct inter_memo *memo, const int *dm, int i)
+{
+	int ci = b->idx[i], di = dm[i], n = c->n, j;
+	const uint32_t *crow = ci >= 0 ? own->code + (size_t)ci * own->cap : NULL;
+	const float *lrow = ci >= 0 && own->lat ? own->lat + (size_t)ci * own->cap : NULL;
+	const int *idx = b->idx;
+	uint16_t *out = c->inter.i16 + (size_t)i * n;	/* NULL once widened */
+	uint32_t lat0, lat;
+	long un = 0;
+
+	memcpy(&lat0, &own->lat0, sizeof(lat0));
+	for (j = 0; j < n; j++) {
+		int cj = idx[j], dom = di == dm[j];
+		uint32_t code = crow && cj >= 0 ? crow[cj] : BW_NONE;
+		uint64_t key;
+		const struct inter_memo *m;
+
+		if (j == i)
+			continue;	/* the store's fill: INFINITY, 0 */
+		lat = code == BW_NONE ? 0 : lat0;
+		if (code != BW_NONE && lrow)
+			memcpy(&lat, &lrow[cj], sizeof(lat));
+		key = inter_key64(code, lat);
+		m = &memo[inter_slot(key, dom)];
+		/* an entry made while the store had 2-byte indices has one */
+		if (out && m->tag == 1 + dom && m->key == key) {
+			out[j] = (uint16_t)m->k;
+			un += code == BW_NONE;
+			continue;
+		}
+		{
+			struct bw_entry e = { NAN, NAN, -1, BW_NONE };
+
+			if (inter_resolve(c, b, memo, i, j, dom, 1, code, lat, &e, 0) < 0)
+				return -1;
+			out = c->inter.i16 ? c->inter.i16 + (size_t)i * n : NULL;
+		}
+	}
+	b->un_inter += (int)un;
+	return 0;
+}
+
 static int fill_inter(struct pipette_cluster *c, struct build *b)
 {
-	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
+	const struct bw_mat *own = own_matrix(b);
 	struct inter_memo *memo = calloc((size_t)1 << INTER_MEMO_BITS, sizeof(*memo));
-	int *dm = malloc((size_t)c->n * sizeof(int)), i, j;	/* each node's domain */
+	int *dm = malloc((size_t)c->n * sizeof(int)), i, j, rv = 0;	/* each node's domain */
 
 	if (!memo || !dm) {
 		free(memo);
@@ -507,50 +620,31 @@ static int fill_inter(struct pipette_cluster *c, struct build *b)
 	}
 	for (i = 0; i < c->n; i++)
 		dm[i] = c->dom ? c->dom[i] : i / c->domain_nodes;	/* same_domain's test */
-	for (i = 0; i < c->n; i++)
-		for (j = 0; j < c->n; j++) {
-			struct bw_entry e = none;
-			size_t cell = (size_t)i * c->n + j;
-			uint32_t code, lat, h;
-			struct inter_memo *m;
-			int dom;
+	for (i = 0; i < c->n && !rv; i++) {
+		if (own && c->inter.i16) {
+			rv = fill_row_own(c, b, own, memo, dm, i);
+			continue;
+		}
+		for (j = 0; j < c->n && !rv; j++) {
+			struct bw_entry e = { NAN, NAN, -1, BW_NONE };
+			uint32_t code, lat;
+			int dom = dm[i] == dm[j], have_e, keyed;
 
 			if (i == j)
 				continue;	/* the store's fill: INFINITY, 0 */
-			if (b->idx[i] >= 0 && b->idx[j] >= 0)
-				bw_inter_get(b->bw, b->idx[i], b->idx[j], &e);
-			dom = dm[i] == dm[j];
-			h = inter_key(&e, dom, &lat, &code);
-			m = &memo[h];
-			if (code != BW_NONE || isnan(e.gbps)) {	/* a key: not an exact figure */
-				if (inter_from_memo(&c->inter, cell, m, code, lat, dom)) {
-					b->un_inter += isnan(e.gbps);
-					continue;
-				}
-			} else {
-				m = NULL;
+			keyed = inter_key(b, own, b->idx[i], b->idx[j], &code, &lat, &e, &have_e);
+			if (keyed && inter_from_memo(&c->inter, (size_t)i * c->n + j,
+						     &memo[inter_slot(inter_key64(code, lat), dom)],
+						     inter_key64(code, lat), dom)) {
+				b->un_inter += code == BW_NONE;
+				continue;
 			}
-			if (ls_set(&c->inter, cell,
-				   dom ? fill(&e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
-					      b->gpu->nvlink_lat_us, &b->un_inter)
-				       : fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
-					      b->gpu->nic_lat_us, &b->un_inter)) < 0) {
-				free(memo);
-				free(dm);
-				return -1;
-			}
-			if (m) {
-				m->used = 1;
-				m->code = code;
-				m->lat = lat;
-				m->dom = dom;
-				m->k = c->inter.i16 ? c->inter.i16[cell] : c->inter.i32 ? c->inter.i32[cell] : 0;
-				m->l = ls_get(&c->inter, cell);
-			}
+			rv = inter_resolve(c, b, memo, i, j, dom, keyed, code, lat, &e, have_e);
 		}
+	}
 	free(memo);
 	free(dm);
-	return 0;
+	return rv;
 }
 
 static void fill_intra(struct pipette_cluster *c, struct build *b)

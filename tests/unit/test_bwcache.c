@@ -445,7 +445,7 @@ END_TEST
  * figure (17 significant digits, no short code) for 1 pair in 13, and no
  * figure for 1 in 11.  The cluster lists the nodes in reverse; its
  * warning counts the unmeasured links. */
-static void check_links(int n, int distinct)
+static void check_links(int n, int distinct, int grouped)
 {
 	struct pipette_gpu_spec gpu = test_gpu;
 	struct pipette_bw_prov p = { "t", "busbw", 1 << 20, 100 };
@@ -477,6 +477,22 @@ static void check_links(int n, int distinct)
 			ck_assert_int_eq(pipette_bwcache_set_inter(bw, names[a], names[b], gbps, lat,
 								   &p, &err), 0);
 		}
+	if (grouped) {	/* switches of 8 nodes: group figures where they hold */
+		int *of = malloc((size_t)n * sizeof(int));
+		const char *gn[64];
+		char gbuf[64][8];
+
+		for (a = 0; a < (n + 7) / 8 && a < 64; a++) {
+			snprintf(gbuf[a], sizeof(gbuf[a]), "s%d", a);
+			gn[a] = gbuf[a];
+		}
+		for (a = 0; a < n; a++)
+			of[a] = a / 8;
+		ck_assert_msg(pipette_bwcache_set_groups(bw, (n + 7) / 8, gn, of, 0.5, &err) == 0,
+			      "%s", err.msg);
+		ck_assert_int_gt(pipette_bwcache_group_count(bw), 0);
+		free(of);
+	}
 	{	/* the cluster in reverse order */
 		char **rev = malloc((size_t)n * sizeof(char *));
 
@@ -524,12 +540,16 @@ static void check_links(int n, int distinct)
  * the links themselves once distinct ones are as many as half the pairs
  * (80 nodes, 5000), 4-byte indices past 65,536 distinct ones (400 nodes,
  * 90,000; 159,600 pairs); each with more keys than fill_inter's memo has
- * entries but the first. */
+ * entries but the first; from a cache whose figures are a matrix of the
+ * pairs' own (read row by row) and from one with node groups (pair by
+ * pair, through the cache's lookup). */
 START_TEST(test_cluster_links_resolved)
 {
-	check_links(30, 40);
-	check_links(80, 5000);
-	check_links(400, 90000);
+	check_links(30, 40, 0);
+	check_links(80, 5000, 0);
+	check_links(400, 90000, 0);
+	check_links(30, 40, 1);
+	check_links(80, 5000, 1);
 }
 END_TEST
 
