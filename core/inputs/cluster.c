@@ -1126,6 +1126,14 @@ struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 	return ls_get(&c->inter, (size_t)node_a * c->n + node_b);
 }
 
+int pipette_cluster_node_table(const struct pipette_cluster *c, const uint16_t **idx,
+			       const struct pipette_link **tab)
+{
+	*idx = c->inter.i16;
+	*tab = c->inter.i16 ? c->inter.tab : NULL;
+	return c->inter.i16 ? (int)c->inter.n_tab : 0;
+}
+
 double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, int node_b)
 {
 	double ab = pipette_cluster_node_link(c, node_a, node_b).gbps;
