@@ -452,9 +452,10 @@ static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
  * a generated cache; bwcache_int.h) the codes are read from its rows as
  * they are, without decoding them; else from bw_inter_get's entry (whose
  * exact figures have no code: resolved one by one).  On the generated
- * 4096-node cache of tests/bench/bench_plan.c the cluster's build went
- * from 392 instructions a node pair to 165 with the memo and the table's
- * hash above, and to 30 with the rows read directly (callgrind). */
+ * 1024-node cache of tests/bench/bench_plan.c the cluster's build went
+ * from 392 instructions a node pair to 184 with the memo and the table's
+ * hash above, and to 61 with the rows read directly (55 at 4096 nodes,
+ * where it was 1.0 s of the plan's CPU and is 0.12 s; callgrind, perf). */
 #define INTER_MEMO_BITS 12
 struct inter_memo {
 	uint64_t key;		/* code << 32 | the latency's float bits; code

@@ -128,7 +128,7 @@ static void read_tile(struct pipette_node_pairs *np, struct vals_hash *h, int X,
  * -1 until first needed), and each entry joins np->best when first seen,
  * in read_tile's order, so that the folds keep the same figure (the first
  * of equals).  At 4096 nodes, 8.4 million pairs: 890 M instructions to
- * 170 M (callgrind). */
+ * 400 M (callgrind). */
 struct node_table {
 	const uint16_t *idx;
 	const struct pipette_link *tab;
