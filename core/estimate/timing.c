@@ -90,17 +90,40 @@ static double coll_time(enum coll k, const struct group_links *g, double bytes)
 #define GRID_CACHE 32
 enum { N_KINDS = 6 };
 
+/* The slowest group of a kind in one stage, as worst_group last judged
+ * it: at `bytes` of collective `coll`, group `idx` of the stage, taking
+ * tt.  A mapped placement's entry keeps it up to date as sigma moves
+ * groups (mapped_update), so that the next estimate of the same
+ * configuration reads it without a scan. */
+struct stage_worst {
+	int have;
+	enum coll coll;
+	double bytes, tt;
+	int idx;
+};
+
 struct grid_entry {
 	int key[7];		/* tp, cp, dp, pp, ep, etp, dp_shard; tp == 0: empty */
 	long used;
 	struct group_links *groups[N_KINDS];	/* stage-major, all groups */
 	int per_stage[N_KINDS];			/* groups per stage */
+	struct stage_worst *worst[N_KINDS];	/* pp each, or NULL */
+	/* Under the default placement, of each stage's groups of a kind,
+	 * those that can be its slowest (group_front), stage s's at
+	 * s * per_stage; front_n: pp counts, FRONT_UNSET until built,
+	 * FRONT_NONE when too many to be worth it. */
+	int *gfront[N_KINDS];
+	int *gfront_n[N_KINDS];
 	struct pipette_link *p2p;	/* [2][pp][per_stage]: row s of slot 0
 					 * is s -> s+1 (pp-1 -> 0 last), slot 1
 					 * the reverse */
-	/* Of each row of p2p, the links that can be its worst (p2p_front). */
+	/* Of each row of p2p, the links that can be its worst (p2p_front):
+	 * under the default placement. */
 	struct pipette_link *front;	/* row r at r * per_stage */
 	int *front_n;			/* 2 pp counts */
+	/* A mapped placement's record of each row's worst link instead (2
+	 * pp; coll unused), kept up to date by mapped_update. */
+	struct stage_worst *pworst;
 };
 
 /* Group links by shape (size, stride) over the whole cluster under the
@@ -266,11 +289,16 @@ static void grid_clear(struct grid_entry *e)
 {
 	int k;
 
-	for (k = 0; k < N_KINDS; k++)
+	for (k = 0; k < N_KINDS; k++) {
 		free(e->groups[k]);
+		free(e->worst[k]);
+		free(e->gfront[k]);
+		free(e->gfront_n[k]);
+	}
 	free(e->p2p);
 	free(e->front);
 	free(e->front_n);
+	free(e->pworst);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -577,9 +605,11 @@ static const struct group_links *shape_groups(struct pipette_timer *t,
  * read afresh 1.3-1.7 ms whatever L; the two cross near 30% of the
  * ranks. */
 #define MAPPED_UPDATE_MAX 0.25
+/* Ranks mapped_lookup compares at once. */
+#define SIGMA_RUN 64
 
 static int cmp_int(const void *a, const void *b);
-static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out);
+static void worst_moved(struct stage_worst *w, int i, double tt);
 static void p2p_row(const struct placement *p, struct pipette_link *row, int r, int pp,
 			   int per_stage, int first, int n);
 
@@ -623,6 +653,8 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 		if (per_stage % (size * stride)) {	/* no regular grid: read it all */
 			free(e->groups[kind]);
 			e->groups[kind] = NULL;
+			free(e->worst[kind]);
+			e->worst[kind] = NULL;
 			continue;
 		}
 		/* group i of stage s starts at i % stride + (i / stride) *
@@ -633,9 +665,16 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 			idx[k] = ranks[k] / per_stage * groups + q % stride + q / (stride * size) * stride;
 		}
 		m = sort_unique(idx, n);
-		for (k = 0; k < m; k++)
+		for (k = 0; k < m; k++) {
 			group_links_of(t, p, c, idx[k] / groups, size, stride, idx[k] % groups,
 				       &e->groups[kind][idx[k]]);
+			if (e->worst[kind] && e->worst[kind][idx[k] / groups].have) {
+				struct stage_worst *w = &e->worst[kind][idx[k] / groups];
+
+				worst_moved(w, idx[k] % groups,
+					    coll_time(w->coll, &e->groups[kind][idx[k]], w->bytes));
+			}
+		}
 	}
 	if (!e->p2p)
 		return;
@@ -643,22 +682,16 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 		int q = ranks[k] % per_stage, rows[4];
 
 		stage_rows(ranks[k] / per_stage, pp, rows);
-		for (r = 0; r < 4; r++)
+		for (r = 0; r < 4; r++) {
+			struct pipette_link *l = e->p2p + (size_t)rows[r] * per_stage + q;
+
 			p2p_row(p, e->p2p + (size_t)rows[r] * per_stage, rows[r], pp,
 				       per_stage, q, 1);
-	}
-	if (!e->front)
-		return;
-	for (k = 0; k < n; k++)
-		idx[k] = ranks[k] / per_stage;
-	for (k = sort_unique(idx, n) - 1; k >= 0; k--) {
-		int rows[4];
-
-		stage_rows(idx[k], pp, rows);
-		for (r = 0; r < 4; r++)
-			e->front_n[rows[r]] = p2p_front(e->p2p + (size_t)rows[r] * per_stage,
-							 per_stage,
-							 e->front + (size_t)rows[r] * per_stage);
+			if (e->pworst && e->pworst[rows[r]].have)
+				worst_moved(&e->pworst[rows[r]], q,
+					    pipette_p2p_s(e->pworst[rows[r]].bytes, l->gbps,
+							  l->lat_us));
+		}
 	}
 }
 
@@ -678,13 +711,23 @@ static struct grid_entry *mapped_lookup(struct pipette_timer *t, const struct pl
 		if (t->mapped_seen == t->estimates)
 			return e;
 		t->mapped_seen = t->estimates;
-		for (r = 0; r < world; r++)
+		for (r = 0; r < world; r++) {
+			/* a move changes a few nodes: runs of SIGMA_RUN equal
+			 * ranks are passed by memcmp (a rank at a time was a
+			 * tenth of a 4096-node estimate) */
+			if (r % SIGMA_RUN == 0 && r + SIGMA_RUN <= world &&
+			    !memcmp(t->mapped_sigma + r, p->gpu_of_rank + r,
+				    SIGMA_RUN * sizeof(int))) {
+				r += SIGMA_RUN - 1;
+				continue;
+			}
 			if (t->mapped_sigma[r] != p->gpu_of_rank[r]) {
 				if (n >= MAPPED_UPDATE_MAX * world)
 					break;
 				t->mapped_sigma[r] = p->gpu_of_rank[r];
 				t->moved[n++] = r;
 			}
+		}
 		if (r == world) {
 			if (n)
 				mapped_update(t, p, c, e, t->moved, n);
@@ -769,13 +812,116 @@ static void groups_fill(struct pipette_timer *t, const struct placement *p,
 			group_links_of(t, p, c, s, size, stride, i, &e->groups[kind][s * groups + i]);
 }
 
-/* The slowest group of a kind in stage s, judged at `bytes`. */
+/* A stage's worst-group record (or a row's worst-link record) after
+ * group (link) i was read again and now takes tt at the record's bytes (a
+ * mapped placement's update): the first that takes longest, as a scan of
+ * all of them would find it, or forgotten when only a scan can tell. */
+static void worst_moved(struct stage_worst *w, int i, double tt)
+{
+	if (!w->have)
+		return;
+	if (i == w->idx) {
+		/* no slower: still the first to take longest; else any group
+		 * may be now */
+		if (tt >= w->tt)
+			w->tt = tt;
+		else
+			w->have = 0;
+	} else if (tt > w->tt || (tt == w->tt && i < w->idx)) {
+		w->idx = i;
+		w->tt = tt;
+	}
+}
+
+/* Whether group a takes at least as long as group b for every message size
+ * and collective (coll_time): as slow and as long on the flat ring, and on
+ * the hierarchical form where b has one (the same split over nodes), or
+ * none itself (then its time is the flat ring's, which b's minimum cannot
+ * exceed).  The ring forms are sums of a latency term growing with the
+ * latency and a bandwidth term falling with the bandwidth, each monotone
+ * in IEEE arithmetic, rounding included; a minimum of two is too.  A
+ * NaN figure dominates nothing and is dominated by nothing. */
+static int group_dominates(const struct group_links *a, const struct group_links *b)
+{
+	int ha = a->nodes > 1 && a->per_node > 1, hb = b->nodes > 1 && b->per_node > 1;
+
+	if (!(a->n == b->n && a->bw <= b->bw && a->lat >= b->lat))
+		return 0;
+	if (!ha)
+		return 1;
+	return hb && a->nodes == b->nodes && a->per_node == b->per_node &&
+	       a->intra_bw <= b->intra_bw && a->intra_lat >= b->intra_lat &&
+	       a->inter_bw <= b->inter_bw && a->inter_lat >= b->inter_lat;
+}
+
+/* A stage's groups that no earlier group dominates (group_dominates), at
+ * most FRONT_MAX of them; past that the stage is scanned whole.  The
+ * first group that takes longest is among them for every message size
+ * (a group it dominates that came earlier would take as long and come
+ * first), so a scan over them in order finds what a scan over all finds.
+ * Under the default placement a stage's groups of a kind are mostly
+ * alike: on the generated 2048-node cluster of tests/bench/bench_plan.c a
+ * handful of a stage's 1,024 TP groups. */
+#define FRONT_MAX 64
+#define FRONT_UNSET (-2)
+#define FRONT_NONE (-1)
+
+static void group_front(const struct group_links *g, int n, int *out, int *out_n)
+{
+	int i, j, m = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < m && !group_dominates(&g[out[j]], &g[i]); j++)
+			;
+		if (j < m)
+			continue;
+		if (m == FRONT_MAX) {
+			*out_n = FRONT_NONE;
+			return;
+		}
+		out[m++] = i;
+	}
+	*out_n = m;
+}
+
+/* The front of stage s's groups of a kind in e (default placement),
+ * built when first asked; NULL when the stage is scanned whole. */
+static const int *stage_front(struct grid_entry *e, int kind, int pp, int s, int *n)
+{
+	int groups = e->per_stage[kind], k;
+
+	if (!e->gfront_n[kind]) {
+		e->gfront[kind] = malloc((size_t)pp * groups * sizeof(int));
+		e->gfront_n[kind] = malloc((size_t)pp * sizeof(int));
+		if (!e->gfront[kind] || !e->gfront_n[kind]) {
+			free(e->gfront[kind]);
+			free(e->gfront_n[kind]);
+			e->gfront[kind] = e->gfront_n[kind] = NULL;
+			return NULL;
+		}
+		for (k = 0; k < pp; k++)
+			e->gfront_n[kind][k] = FRONT_UNSET;
+	}
+	if (e->gfront_n[kind][s] == FRONT_UNSET)
+		group_front(e->groups[kind] + (size_t)s * groups, groups,
+			    e->gfront[kind] + (size_t)s * groups, &e->gfront_n[kind][s]);
+	*n = e->gfront_n[kind][s];
+	return *n >= 0 ? e->gfront[kind] + (size_t)s * groups : NULL;
+}
+
+/* The slowest group of a kind in stage s, judged at `bytes`: the first
+ * that takes longest.  Of a cached grid, from its record when the last
+ * judgement was at the same bytes, else over the stage's front (default
+ * placement) or all its groups. */
 static void worst_group(struct pipette_timer *t, const struct placement *p,
 			const struct pipette_config *c, int s, enum group_kind kind,
 			enum coll coll, double bytes, struct group_links *worst)
 {
-	int per_stage = c->tp * c->cp * c->dp, size, stride, i, groups;
+	int per_stage = c->tp * c->cp * c->dp, size, stride, i, groups, n_front = 0, idx = -1;
 	struct grid_entry *e = grid_lookup(t, p, c);
+	const struct group_links *g0;
+	const int *front = NULL;
+	struct stage_worst *w = NULL;
 	double worst_t = -1;
 
 	group_shape(c, kind, &size, &stride);
@@ -787,19 +933,49 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 	groups = per_stage / size;
 	if (e && !e->groups[kind])
 		groups_fill(t, p, c, e, kind, size, stride, groups);
-	for (i = 0; i < groups; i++) {
-		struct group_links g;
-		double tt;
+	if (!e || !e->groups[kind]) {
+		for (i = 0; i < groups; i++) {
+			struct group_links g;
+			double tt;
 
-		if (e && e->groups[kind])
-			g = e->groups[kind][s * groups + i];
-		else
 			group_links_of(t, p, c, s, size, stride, i, &g);
-		tt = coll_time(coll, &g, bytes);
+			tt = coll_time(coll, &g, bytes);
+			if (tt > worst_t) {
+				worst_t = tt;
+				*worst = g;
+			}
+		}
+		return;
+	}
+	g0 = e->groups[kind] + (size_t)s * groups;
+	if (!e->worst[kind])
+		e->worst[kind] = calloc((size_t)c->pp, sizeof(struct stage_worst));
+	if (e->worst[kind]) {
+		w = &e->worst[kind][s];
+		if (w->have && w->coll == coll && w->bytes == bytes) {
+			*worst = g0[w->idx];
+			return;
+		}
+	}
+	if (!p->gpu_of_rank)
+		front = stage_front(e, kind, c->pp, s, &n_front);
+	for (i = 0; i < (front ? n_front : groups); i++) {
+		int k = front ? front[i] : i;
+		double tt = coll_time(coll, &g0[k], bytes);
+
 		if (tt > worst_t) {
 			worst_t = tt;
-			*worst = g;
+			idx = k;
 		}
+	}
+	if (idx >= 0)
+		*worst = g0[idx];
+	if (w) {
+		w->have = idx >= 0;
+		w->coll = coll;
+		w->bytes = bytes;
+		w->tt = worst_t;
+		w->idx = idx;
 	}
 }
 
@@ -922,7 +1098,44 @@ static void p2p_fill(struct pipette_timer *t, const struct placement *p, struct 
 	for (r = 0; r < 2 * pp; r++)
 		if (!pe || r % pp == pp - 1)
 			p2p_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0, per_stage);
-	p2p_fronts(e, pp, per_stage);
+	if (pe)
+		p2p_fronts(e, pp, per_stage);
+	else
+		e->pworst = calloc((size_t)2 * pp, sizeof(*e->pworst));
+}
+
+/* Row r's worst link at `bytes` from a mapped placement's record, or
+ * scanned and recorded: the first that takes longest (a link no slower
+ * and no longer than the worst so far cannot be worse). */
+static struct pipette_link row_worst(struct grid_entry *e, int r, int per_stage, double bytes)
+{
+	const struct pipette_link *row = e->p2p + (size_t)r * per_stage;
+	struct stage_worst *w = &e->pworst[r];
+	struct pipette_link worst = { HUGE_VAL, 0 };
+	double worst_t = -1;
+	int i, idx = -1;
+
+	if (bytes <= 0)		/* every time 0: the first */
+		return row[0];
+	if (w->have && w->bytes == bytes)
+		return row[w->idx];
+	for (i = 0; i < per_stage; i++) {
+		double tt;
+
+		if (row[i].gbps >= worst.gbps && row[i].lat_us <= worst.lat_us)
+			continue;
+		tt = pipette_p2p_s(bytes, row[i].gbps, row[i].lat_us);
+		if (tt > worst_t) {
+			worst_t = tt;
+			worst = row[i];
+			idx = i;
+		}
+	}
+	w->have = idx >= 0;
+	w->bytes = bytes;
+	w->tt = worst_t;
+	w->idx = idx;
+	return worst;
 }
 
 /* Slowest of the parallel point-to-point links between stage s and s2. */
@@ -946,6 +1159,8 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 		if (!e->p2p)
 			slot = -1;
 	}
+	if (slot >= 0 && e->pworst)
+		return row_worst(e, slot * pp + idx, per_stage, bytes);
 	if (slot >= 0 && e->front) {
 		int r = slot * pp + idx;
 

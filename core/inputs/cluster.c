@@ -53,13 +53,32 @@ static inline struct pipette_link ls_get(const struct lstore *s, size_t i)
 	return s->dense[i];
 }
 
+/* The table's hash: splitmix64's finaliser (Steele et al., "Fast
+ * splittable pseudorandom number generators", OOPSLA 2014) over both
+ * words.  A cache's figures are short decimals whose doubles share their
+ * high bits, and the latencies are a handful of values: a single
+ * multiply's middle bits left long probe runs (10 slots a lookup on the
+ * generated 2048-node cache of tests/bench/bench_plan.c, 200 instructions
+ * a link; callgrind), the finaliser about one. */
 static uint32_t link_hash(const struct pipette_link *l)
 {
-	uint64_t w[2];
+	uint64_t w[2], x;
 
 	memcpy(w, l, sizeof(w));
-	return (uint32_t)(((w[0] * 0x9E3779B97F4A7C15ULL) ^ (w[1] + (w[1] >> 29))) *
-			  0xBF58476D1CE4E5B9ULL >> 32);	/* splitmix64's multipliers */
+	x = w[0] ^ (w[1] * 0x9E3779B97F4A7C15ULL);
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+	return (uint32_t)(x ^ (x >> 31));
+}
+
+/* Bit for bit, as memcmp would, without its call. */
+static inline int link_same(const struct pipette_link *a, const struct pipette_link *b)
+{
+	uint64_t x[2], y[2];
+
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	return x[0] == y[0] && x[1] == y[1];
 }
 
 static int ls_rehash(struct lstore *s, uint32_t n_slot)
@@ -125,7 +144,7 @@ static long ls_intern(struct lstore *s, const struct pipette_link *l)
 	uint32_t h;
 
 	for (h = link_hash(l) & (s->n_slot - 1); s->slot[h]; h = (h + 1) & (s->n_slot - 1))
-		if (!memcmp(&s->tab[s->slot[h] - 1], l, sizeof(*l)))
+		if (link_same(&s->tab[s->slot[h] - 1], l))
 			return s->slot[h] - 1;
 	/* a table entry with its hash slots takes 24 bytes, an index 4: past
 	 * one distinct link in two, 16-byte links are smaller */
@@ -334,31 +353,63 @@ static int set_gpu_ids(struct pipette_cluster *c, const int *gpu_ids, struct pip
 
 /* The node names (distinct) and each node's place in the cache.  O(n^2)
  * strcmp is ~0.5M compares at 1024 nodes. */
+/* FNV-1a over a node's name (Fowler, Noll and Vo; the 64-bit offset
+ * basis and prime of draft-eastlake-fnv). */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Each node's name, none twice (a hash of the names seen: a comparison
+ * with every earlier name cost 8 million strcmp calls at 4096 nodes), and
+ * its index in the cache. */
 static int set_names(struct pipette_cluster *c, const char *const *nodes, struct build *b,
 		     struct pipette_err *err)
 {
-	int i, j;
+	uint32_t n_slot = 2, h;
+	int *slot, i, rv = 0;
 
-	for (i = 0; i < c->n; i++) {
-		if (!nodes[i] || !*nodes[i])
-			return pipette_fail(err, "cluster: node %d has no name", i);
-		for (j = 0; j < i; j++)
-			if (!strcmp(nodes[i], nodes[j]))
-				return pipette_fail(err, "cluster: node '%.64s' given twice "
-						    "(positions %d and %d)", nodes[i], j, i);
+	while (n_slot < 2u * (uint32_t)c->n)
+		n_slot *= 2;
+	if (!(slot = malloc(n_slot * sizeof(int))))
+		return out_of_memory(c, err);
+	for (h = 0; h < n_slot; h++)
+		slot[h] = -1;
+	for (i = 0; i < c->n && !rv; i++) {
+		if (!nodes[i] || !*nodes[i]) {
+			rv = pipette_fail(err, "cluster: node %d has no name", i);
+			break;
+		}
+		for (h = (uint32_t)name_hash(nodes[i]) & (n_slot - 1); slot[h] >= 0;
+		     h = (h + 1) & (n_slot - 1))
+			if (!strcmp(nodes[i], nodes[slot[h]]))
+				break;
+		if (slot[h] >= 0) {
+			rv = pipette_fail(err, "cluster: node '%.64s' given twice (positions %d "
+					  "and %d)", nodes[i], slot[h], i);
+			break;
+		}
+		slot[h] = i;
 		c->names[i] = strdup(nodes[i]);
-		if (!c->names[i])
-			return out_of_memory(c, err);
+		if (!c->names[i]) {
+			rv = out_of_memory(c, err);
+			break;
+		}
 		b->idx[i] = b->bw ? pipette_bwcache_node_index(b->bw, nodes[i]) : -1;
 		if (b->bw && b->idx[i] < 0) {
 			if (!b->allow_missing)
-				return pipette_fail(err, "cluster: node '%.64s' is not in the "
-						    "bandwidth cache (measure it, or allow "
-						    "missing nodes to use defaults)", nodes[i]);
+				rv = pipette_fail(err, "cluster: node '%.64s' is not in the "
+						  "bandwidth cache (measure it, or allow "
+						  "missing nodes to use defaults)", nodes[i]);
 			b->missing++;
 		}
 	}
-	return 0;
+	free(slot);
+	return rv;
 }
 
 /* A GPU index outside a node's measured intra matrix: an error, or with
@@ -391,28 +442,210 @@ static int check_intra_indices(struct pipette_cluster *c, const struct build *b,
 	return 0;
 }
 
+/* The links fill_inter resolved, by what the cache gave: a figure's code
+ * and latency, or "unmeasured", and whether the two nodes share an NVLink
+ * domain; fill's result and the link's place in the store depend on
+ * nothing else.  A cache has a few thousand distinct figures (lstore
+ * above), so INTER_MEMO direct-mapped entries resolve nearly every node
+ * pair without the fallback chain and the store's hash.  Where the
+ * cache's pairs are a dense matrix of their own figures (a file's matrix,
+ * a generated cache; bwcache_int.h) the codes are read from its rows as
+ * they are, without decoding them; else from bw_inter_get's entry (whose
+ * exact figures have no code: resolved one by one).  On the generated
+ * 1024-node cache of tests/bench/bench_plan.c the cluster's build went
+ * from 392 instructions a node pair to 184 with the memo and the table's
+ * hash above, and to 61 with the rows read directly (55 at 4096 nodes,
+ * where it was 1.0 s of the plan's CPU and is 0.12 s; callgrind, perf). */
+#define INTER_MEMO_BITS 12
+struct inter_memo {
+	uint64_t key;		/* code << 32 | the latency's float bits; code
+				 * BW_NONE: unmeasured (latency 0) */
+	int tag;		/* 1 + same domain; 0: empty */
+	uint32_t k;		/* the link's index in the store's table */
+	struct pipette_link l;
+};
+
+static inline uint64_t inter_key64(uint32_t code, uint32_t lat)
+{
+	return (uint64_t)code << 32 | lat;
+}
+
+/* Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4) of the memo's key. */
+static inline uint32_t inter_slot(uint64_t key, int dom)
+{
+	return (uint32_t)(((key ^ (uint64_t)dom << 31) * 0x9E3779B97F4A7C15ULL) >>
+			  (64 - INTER_MEMO_BITS));
+}
+
+/* Node pair i -> j's link set from the memo when it holds it; 1 when it
+ * did, 0 when the caller must resolve it. */
+static int inter_from_memo(struct lstore *s, size_t cell, const struct inter_memo *m,
+			   uint64_t key, int dom)
+{
+	if (m->tag != 1 + dom || m->key != key)
+		return 0;
+	if (s->i16 && m->k <= UINT16_MAX)
+		s->i16[cell] = (uint16_t)m->k;
+	else if (s->i32)
+		s->i32[cell] = m->k;
+	else if (s->dense)
+		s->dense[cell] = m->l;
+	else
+		return 0;
+	return 1;
+}
+
+/* The cache's matrix when every pair's figure is its own there: dense and
+ * without node groups (whose figures would stand for the pairs'). */
+static const struct bw_mat *own_matrix(const struct build *b)
+{
+	return b->bw && b->bw->inter.dense && !b->bw->inter.n_groups ? &b->bw->inter.mat : NULL;
+}
+
+/* The memo's key of cache pair (ci, cj) (-1: a node the cache lacks): 1
+ * with *code and *lat set, or 0 when the pair has none (an exact figure
+ * read through bw_inter_get); *e is the pair's entry when *have_e. */
+static int inter_key(const struct build *b, const struct bw_mat *own, int ci, int cj,
+		     uint32_t *code, uint32_t *lat, struct bw_entry *e, int *have_e)
+{
+	*lat = 0;
+	*have_e = 0;
+	if (own) {
+		size_t at = (size_t)ci * own->cap + cj;
+
+		*code = ci >= 0 && cj >= 0 ? own->code[at] : BW_NONE;
+		if (*code != BW_NONE) {
+			float l = own->lat ? own->lat[at] : own->lat0;
+
+			memcpy(lat, &l, sizeof(*lat));
+		}
+		return 1;
+	}
+	if (ci >= 0 && cj >= 0)
+		bw_inter_get(b->bw, ci, cj, e);
+	*have_e = 1;
+	if (isnan(e->gbps)) {		/* fill ignores the latency */
+		*code = BW_NONE;
+		return 1;
+	}
+	*code = e->code;
+	memcpy(lat, &e->lat, sizeof(*lat));
+	return e->code != BW_NONE;
+}
+
+/* Pair i -> j resolved through the fallback chain and stored (e: its
+ * entry when have_e), and remembered under its key when keyed; -1 when
+ * out of memory. */
+static int inter_resolve(struct pipette_cluster *c, struct build *b, struct inter_memo *memo,
+			 int i, int j, int dom, int keyed, uint32_t code, uint32_t lat,
+			 struct bw_entry *e, int have_e)
+{
+	size_t cell = (size_t)i * c->n + j;
+	struct inter_memo *m;
+
+	if (!have_e && b->idx[i] >= 0 && b->idx[j] >= 0)
+		bw_inter_get(b->bw, b->idx[i], b->idx[j], e);
+	if (ls_set(&c->inter, cell,
+		   dom ? fill(e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
+			      b->gpu->nvlink_lat_us, &b->un_inter)
+		       : fill(e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
+			      b->gpu->nic_lat_us, &b->un_inter)) < 0)
+		return -1;
+	if (!keyed)
+		return 0;
+	m = &memo[inter_slot(inter_key64(code, lat), dom)];
+	m->tag = 1 + dom;
+	m->key = inter_key64(code, lat);
+	m->k = c->inter.i16 ? c->inter.i16[cell] : c->inter.i32 ? c->inter.i32[cell] : 0;
+	m->l = ls_get(&c->inter, cell);
+	return 0;
+}
+
+/* Row i of the node links from the cache's own matrix while the store
+ * keeps 2-byte indices: the hot loop of a large cluster's build, so
+ * each pair is a read of its code and latency and a probe of the memo;
+ * the rest falls to inter_resolve. */
+static int fill_row_own(struct pipette_cluster *c, struct build *b, const struct bw_mat *own,
+			struct inter_memo *memo, const int *dm, int i)
+{
+	int ci = b->idx[i], di = dm[i], n = c->n, j;
+	const uint32_t *crow = ci >= 0 ? own->code + (size_t)ci * own->cap : NULL;
+	const float *lrow = ci >= 0 && own->lat ? own->lat + (size_t)ci * own->cap : NULL;
+	const int *idx = b->idx;
+	uint16_t *out = c->inter.i16 + (size_t)i * n;	/* NULL once widened */
+	uint32_t lat0, lat;
+	long un = 0;
+
+	memcpy(&lat0, &own->lat0, sizeof(lat0));
+	for (j = 0; j < n; j++) {
+		int cj = idx[j], dom = di == dm[j];
+		uint32_t code = crow && cj >= 0 ? crow[cj] : BW_NONE;
+		uint64_t key;
+		const struct inter_memo *m;
+
+		if (j == i)
+			continue;	/* the store's fill: INFINITY, 0 */
+		lat = code == BW_NONE ? 0 : lat0;
+		if (code != BW_NONE && lrow)
+			memcpy(&lat, &lrow[cj], sizeof(lat));
+		key = inter_key64(code, lat);
+		m = &memo[inter_slot(key, dom)];
+		/* an entry made while the store had 2-byte indices has one */
+		if (out && m->tag == 1 + dom && m->key == key) {
+			out[j] = (uint16_t)m->k;
+			un += code == BW_NONE;
+			continue;
+		}
+		{
+			struct bw_entry e = { NAN, NAN, -1, BW_NONE };
+
+			if (inter_resolve(c, b, memo, i, j, dom, 1, code, lat, &e, 0) < 0)
+				return -1;
+			out = c->inter.i16 ? c->inter.i16 + (size_t)i * n : NULL;
+		}
+	}
+	b->un_inter += (int)un;
+	return 0;
+}
+
 static int fill_inter(struct pipette_cluster *c, struct build *b)
 {
-	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
-	int i, j;
+	const struct bw_mat *own = own_matrix(b);
+	struct inter_memo *memo = calloc((size_t)1 << INTER_MEMO_BITS, sizeof(*memo));
+	int *dm = malloc((size_t)c->n * sizeof(int)), i, j, rv = 0;	/* each node's domain */
 
+	if (!memo || !dm) {
+		free(memo);
+		free(dm);
+		return -1;
+	}
 	for (i = 0; i < c->n; i++)
-		for (j = 0; j < c->n; j++) {
-			struct bw_entry e = none;
+		dm[i] = c->dom ? c->dom[i] : i / c->domain_nodes;	/* same_domain's test */
+	for (i = 0; i < c->n && !rv; i++) {
+		if (own && c->inter.i16) {
+			rv = fill_row_own(c, b, own, memo, dm, i);
+			continue;
+		}
+		for (j = 0; j < c->n && !rv; j++) {
+			struct bw_entry e = { NAN, NAN, -1, BW_NONE };
+			uint32_t code, lat;
+			int dom = dm[i] == dm[j], have_e, keyed;
 
 			if (i == j)
 				continue;	/* the store's fill: INFINITY, 0 */
-			if (b->idx[i] >= 0 && b->idx[j] >= 0)
-				bw_inter_get(b->bw, b->idx[i], b->idx[j], &e);
-			if (ls_set(&c->inter, (size_t)i * c->n + j,
-				   pipette_cluster_same_domain(c, i, j)
-				   ? fill(&e, b->def.intra_gbps, b->def.intra_lat_us, b->nvlink_gbps,
-					  b->gpu->nvlink_lat_us, &b->un_inter)
-				   : fill(&e, b->def.inter_gbps, b->def.inter_lat_us, b->nic_gbps,
-					  b->gpu->nic_lat_us, &b->un_inter)) < 0)
-				return -1;
+			keyed = inter_key(b, own, b->idx[i], b->idx[j], &code, &lat, &e, &have_e);
+			if (keyed && inter_from_memo(&c->inter, (size_t)i * c->n + j,
+						     &memo[inter_slot(inter_key64(code, lat), dom)],
+						     inter_key64(code, lat), dom)) {
+				b->un_inter += code == BW_NONE;
+				continue;
+			}
+			rv = inter_resolve(c, b, memo, i, j, dom, keyed, code, lat, &e, have_e);
 		}
-	return 0;
+	}
+	free(memo);
+	free(dm);
+	return rv;
 }
 
 static void fill_intra(struct pipette_cluster *c, struct build *b)
@@ -892,6 +1125,14 @@ struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 	if (!c->inter.cells)
 		return node_a == node_b ? self : c->uniform;
 	return ls_get(&c->inter, (size_t)node_a * c->n + node_b);
+}
+
+int pipette_cluster_node_table(const struct pipette_cluster *c, const uint16_t **idx,
+			       const struct pipette_link **tab)
+{
+	*idx = c->inter.i16;
+	*tab = c->inter.i16 ? c->inter.tab : NULL;
+	return c->inter.i16 ? (int)c->inter.n_tab : 0;
 }
 
 double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, int node_b)

@@ -33,6 +33,8 @@
 #ifndef PIPETTE_CLUSTER_H
 #define PIPETTE_CLUSTER_H
 
+#include <stdint.h>
+
 #include "inputs/bwcache.h"
 #include "inputs/error.h"
 #include "inputs/hardware.h"
@@ -100,6 +102,14 @@ struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 /* Node-level inter-node figure a -> b (a != b). */
 struct pipette_link pipette_cluster_node_link(const struct pipette_cluster *c,
 					      int node_a, int node_b);
+/* The node links at once, for a reader of all of them (plan/nodepairs.c):
+ * the table of the distinct links and each ordered pair's 2-byte index
+ * into it, pair (a, b) at a * n + b (the diagonal: a node with itself).
+ * Returns the table's size, or 0 (and NULLs) when the cluster keeps its
+ * node links otherwise (more than 65,536 distinct ones; a blank cluster's
+ * one figure); then pipette_cluster_node_link reads them. */
+int pipette_cluster_node_table(const struct pipette_cluster *c, const uint16_t **idx,
+			       const struct pipette_link **tab);
 /* The bandwidth of nodes a and b's link in its slower direction (GB/s):
  * what a ring or a pair that uses it both ways gets. */
 double pipette_cluster_node_gbps(const struct pipette_cluster *c, int node_a, int node_b);

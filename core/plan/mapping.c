@@ -138,10 +138,14 @@ static int evaluate(struct mapper *mp, double *out)
 	struct pipette_time tm;
 	int r;
 
-	for (r = 0; r < mp->world; r++) {
-		int n = mp->order[r / mp->G];
+	/* node block by node block: a division per rank cost a tenth of an
+	 * estimate at 16,384 ranks */
+	for (r = 0; r < mp->world; r += mp->G) {
+		const int n = mp->order[r / mp->G], *sl = mp->slot + (size_t)n * mp->G;
+		int i, k = mp->world - r < mp->G ? mp->world - r : mp->G;
 
-		mp->sigma[r] = n * mp->G + mp->slot[n * mp->G + r % mp->G];
+		for (i = 0; i < k; i++)
+			mp->sigma[r + i] = n * mp->G + sl[i];
 	}
 	mp->evals++;
 	if (pipette_time_estimate(mp->t, mp->m, mp->gpu, mp->c, mp->cl, mp->sigma, 0,

@@ -122,12 +122,71 @@ static void read_tile(struct pipette_node_pairs *np, struct vals_hash *h, int X,
 		}
 }
 
+/* read_tile from the cluster's table of distinct links (cluster.h
+ * pipette_cluster_node_table): a pair's slower direction is one of its two
+ * links' table entries, whose figure is looked up once per entry (vidx,
+ * -1 until first needed), and each entry joins np->best when first seen,
+ * in read_tile's order, so that the folds keep the same figure (the first
+ * of equals).  At 4096 nodes, 8.4 million pairs: 890 M instructions to
+ * 400 M (callgrind). */
+struct node_table {
+	const uint16_t *idx;
+	const struct pipette_link *tab;
+	int32_t *vidx;
+	char *seen;
+};
+
+static void fold_best(struct pipette_node_pairs *np, const struct pipette_link *l)
+{
+	if (l->gbps > np->best.gbps)
+		np->best.gbps = l->gbps;
+	if (l->lat_us < np->best.lat_us)
+		np->best.lat_us = l->lat_us;
+}
+
+static void read_tile_table(struct pipette_node_pairs *np, struct vals_hash *h,
+			    struct node_table *nt, int X, int Y)
+{
+	size_t n = (size_t)np->n;
+	int x, y;
+
+	for (x = X; x < X + TILE && x < np->n; x++)
+		for (y = Y; y < Y + TILE && y < x; y++) {
+			uint16_t ka = nt->idx[(size_t)x * n + y], kb = nt->idx[(size_t)y * n + x], k;
+
+			if (!nt->seen[ka]) {
+				nt->seen[ka] = 1;
+				fold_best(np, &nt->tab[ka]);
+			}
+			if (!nt->seen[kb]) {
+				nt->seen[kb] = 1;
+				fold_best(np, &nt->tab[kb]);
+			}
+			if (!np->idx)
+				continue;
+			/* pipette_cluster_node_gbps's min, the same double */
+			k = nt->tab[ka].gbps < nt->tab[kb].gbps ? ka : kb;
+			if (nt->vidx[k] < 0) {
+				long v = vals_index(np, h, nt->tab[k].gbps);
+
+				if (v < 0) {
+					free(np->idx);	/* too many figures: no table */
+					np->idx = NULL;
+					continue;
+				}
+				nt->vidx[k] = (int32_t)v;
+			}
+			np->idx[pipette_node_pairs_cell(x, y)] = (uint16_t)nt->vidx[k];
+		}
+}
+
 struct pipette_node_pairs *pipette_node_pairs_create(const struct pipette_cluster *cl)
 {
 	struct pipette_node_pairs *np = calloc(1, sizeof(*np));
 	struct vals_hash h = { NULL, NULL, 0 };
+	struct node_table nt = { NULL, NULL, NULL, NULL };
 	size_t cells;
-	int X, Y;
+	int X, Y, n_tab;
 
 	if (!np)
 		return NULL;
@@ -143,9 +202,21 @@ struct pipette_node_pairs *pipette_node_pairs_create(const struct pipette_cluste
 		pipette_node_pairs_destroy(np);
 		return NULL;
 	}
+	n_tab = pipette_cluster_node_table(cl, &nt.idx, &nt.tab);
+	if (n_tab > 0) {
+		nt.vidx = malloc((size_t)n_tab * sizeof(*nt.vidx));
+		nt.seen = calloc((size_t)n_tab, 1);
+		if (nt.vidx)
+			memset(nt.vidx, 0xff, (size_t)n_tab * sizeof(*nt.vidx));	/* -1 */
+	}
 	for (X = 0; X < np->n; X += TILE)
 		for (Y = 0; Y <= X; Y += TILE)
-			read_tile(np, &h, X, Y);
+			if (nt.vidx && nt.seen)
+				read_tile_table(np, &h, &nt, X, Y);
+			else
+				read_tile(np, &h, X, Y);
+	free(nt.vidx);
+	free(nt.seen);
 	free(h.key);
 	free(h.val);
 	return np;

@@ -716,10 +716,9 @@ static double site_floor_of(const struct pipette_gpu_spec *gpu)
  * in dp, the distributed optimizer, the shard degree or a count of
  * micro-batches past 2p), as they would compute the same one.  Where it
  * cannot be estimated the bound is 0 (estimated early rather than
- * never).  The ideal cluster goes to *ideal_out, for pipe_bound. */
+ * never).  *ideal_nodes gets the ideal clusters' size, for pipe_bound. */
 static int lower_bounds(struct search *s, struct pipette_search_stats *st,
-			struct pipette_timer *t, struct pipette_cluster **ideal_out,
-			struct pipette_err *err)
+			struct pipette_timer *t, int *ideal_nodes, struct pipette_err *err)
 {
 	const struct pipette_search_input *in = s->in;
 	double site_floor = site_floor_of(in->gpu);
@@ -739,9 +738,8 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 		if (pipette_config_world(&ref[i].r) > max_world)
 			max_world = pipette_config_world(&ref[i].r);
 	}
-	if (!(ideal = ideal_cluster(in->cluster, in->pairs, (max_world + G - 1) / G, 0, err)) ||
-	    !(*ideal_out = ideal_cluster(in->cluster, in->pairs, (max_world + G - 1) / G, 1, err))) {
-		pipette_cluster_destroy(ideal);
+	*ideal_nodes = (max_world + G - 1) / G;
+	if (!(ideal = ideal_cluster(in->cluster, in->pairs, *ideal_nodes, 0, err))) {
 		free(ref);
 		return -1;
 	}
@@ -815,7 +813,11 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 struct pipe_bound {
 	const struct pipette_search_input *in;
 	int G;				/* GPUs per node */
-	struct pipette_cluster *ideal;	/* lower_bounds' second */
+	/* lower_bounds' second ideal cluster, of ideal_nodes nodes (0: no
+	 * bounds), built when a candidate first needs it: most searches
+	 * (every one with few nodes) never do */
+	int ideal_nodes;
+	struct pipette_cluster *ideal;
 	struct pipette_timer *t;	/* its own, NULL until first needed */
 	struct pipette_gpu_spec gpu;	/* in->gpu without the site's calibration */
 	double site_floor;
@@ -831,7 +833,7 @@ static int pipe_bound_applies(const struct pipe_bound *pb, const struct pipette_
 {
 	int block = c->tp * c->cp;
 
-	return pb->ideal && !pb->in->model->experts && !pipette_config_fsdp(c) &&
+	return pb->ideal_nodes > 0 && !pb->in->model->experts && !pipette_config_fsdp(c) &&
 	       c->dp >= PIPE_BOUND_DP && (pb->G % block == 0 || block % pb->G == 0) &&
 	       block * c->dp >= pb->G &&
 	       !(pb->in->allow_compression && !pipette_compression_enabled(&pb->in->compress));
@@ -846,8 +848,13 @@ static double pipe_bound(struct pipe_bound *pb, const struct pipette_config *c,
 	struct pipette_err e2;
 
 	if (!pb->t) {
-		if (!(pb->t = pipette_timer_create()))
+		/* out of memory here only leaves the candidate to its estimate */
+		if (!(pb->ideal = ideal_cluster(pb->in->cluster, pb->in->pairs, pb->ideal_nodes, 1,
+						&e2)) ||
+		    !(pb->t = pipette_timer_create())) {
+			pb->ideal_nodes = 0;
 			return 0;
+		}
 		pipette_timer_cache_links(pb->t, pb->ideal);
 	}
 	reduced(pb->in->model, c, 1, &r);
@@ -942,7 +949,7 @@ int pipette_search_run(const struct pipette_search_input *in,
 	if (enumerate(&s, world, G * pipette_cluster_domain_nodes(cl)))
 		goto out;
 	/* Lower bounds on one small ideal cluster. */
-	if (s.n && lower_bounds(&s, &out->stats, t, &pb.ideal, err))
+	if (s.n && lower_bounds(&s, &out->stats, t, &pb.ideal_nodes, err))
 		goto out;
 	/* Many candidates share a rank grid: read its links once. */
 	pipette_timer_cache_links(t, cl);

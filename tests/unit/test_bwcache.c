@@ -436,6 +436,143 @@ START_TEST(test_cluster_scale)
 }
 END_TEST
 
+/* Every node link of a cluster against the fallback chain of cluster.h,
+ * worked out here from the cache's own figures: measured > cache default
+ * > the GPU's nominal figure (x its efficiency), with the NVLink figures
+ * for the nodes of one domain (test_gpu with 4-GPU domains: nodes 2k and
+ * 2k + 1).  The cache has n nodes; pair (a, b) gets one of `distinct`
+ * short decimals, one of three latencies (one not measured), an exact
+ * figure (17 significant digits, no short code) for 1 pair in 13, and no
+ * figure for 1 in 11.  The cluster lists the nodes in reverse; its
+ * warning counts the unmeasured links. */
+static void check_links(int n, int distinct, int grouped)
+{
+	struct pipette_gpu_spec gpu = test_gpu;
+	struct pipette_bw_prov p = { "t", "busbw", 1 << 20, 100 };
+	struct pipette_bw_defaults d = { 30, NAN, 9, NAN };
+	struct pipette_bwcache *bw = pipette_bwcache_create();
+	struct pipette_cluster *c;
+	struct pipette_err err;
+	char **names = malloc((size_t)n * sizeof(char *)), want[128];
+	long unmeasured = 0;
+	int a, b;
+
+	gpu.nvlink_domain_gpus = 4;
+	ck_assert_int_eq(pipette_bwcache_set_defaults(bw, &d, &err), 0);
+	for (a = 0; a < n; a++) {
+		names[a] = malloc(16);
+		snprintf(names[a], 16, "n%03d", a);
+		ck_assert_int_ge(pipette_bwcache_add_node(bw, names[a], &err), 0);
+	}
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++) {
+			unsigned h = (unsigned)(a * 7919 + b * 104729) * 2654435761u;
+			double gbps = 10 + (h >> 8) % (unsigned)distinct * 0.001;
+			double lat = (h & 3) == 0 ? NAN : (h & 3) == 1 ? 2.5 : 4.75;
+
+			if (a == b || (a * n + b) % 11 == 0)
+				continue;
+			if ((a * n + b) % 13 == 0)
+				gbps = 41.234567890123456 + a * 1e-9;
+			ck_assert_int_eq(pipette_bwcache_set_inter(bw, names[a], names[b], gbps, lat,
+								   &p, &err), 0);
+		}
+	if (grouped) {	/* switches of 8 nodes: group figures where they hold */
+		int *of = malloc((size_t)n * sizeof(int));
+		const char *gn[64];
+		char gbuf[64][8];
+
+		for (a = 0; a < (n + 7) / 8 && a < 64; a++) {
+			snprintf(gbuf[a], sizeof(gbuf[a]), "s%d", a);
+			gn[a] = gbuf[a];
+		}
+		for (a = 0; a < n; a++)
+			of[a] = a / 8;
+		ck_assert_msg(pipette_bwcache_set_groups(bw, (n + 7) / 8, gn, of, 0.5, &err) == 0,
+			      "%s", err.msg);
+		ck_assert_int_gt(pipette_bwcache_group_count(bw), 0);
+		free(of);
+	}
+	{	/* the cluster in reverse order */
+		char **rev = malloc((size_t)n * sizeof(char *));
+
+		for (a = 0; a < n; a++)
+			rev[a] = names[n - 1 - a];
+		c = pipette_cluster_create((const char *const *)rev, n, 2, NULL, &gpu, bw, 0, &err);
+		free(rev);
+	}
+	ck_assert_msg(c != NULL, "%s", err.msg);
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++) {
+			int ca = n - 1 - a, cb = n - 1 - b, dom = ca / 2 == cb / 2;
+			struct pipette_bw_figure f;
+			struct pipette_link l;
+			double gbps, lat;
+
+			if (a == b)
+				continue;
+			l = pipette_cluster_node_link(c, ca, cb);
+			if (pipette_bwcache_inter(bw, a, b, &f) == 1) {
+				gbps = f.gbps;
+				lat = !isnan(f.lat_us) ? f.lat_us : dom ? 3 : 9;
+			} else {
+				gbps = dom ? 400 * 0.5 : 30;
+				lat = dom ? 3 : 9;
+				unmeasured++;
+			}
+			ck_assert_msg(l.gbps == gbps && l.lat_us == lat,
+				      "n %d: %s -> %s: %.17g GB/s %.17g us, expected %.17g, %.17g", n,
+				      names[a], names[b], l.gbps, l.lat_us, gbps, lat);
+		}
+	snprintf(want, sizeof(want), "%ld of %d inter-node links are unmeasured", unmeasured,
+		 n * (n - 1));
+	ck_assert_msg(strstr(pipette_cluster_warnings(c), want), "%s",
+		      pipette_cluster_warnings(c));
+	pipette_cluster_destroy(c);
+	pipette_bwcache_destroy(bw);
+	for (a = 0; a < n; a++)
+		free(names[a]);
+	free(names);
+}
+
+/* The node links as resolved, whichever form the cluster stores them in
+ * (cluster.c's lstore): 2-byte indices (30 nodes, 40 distinct figures),
+ * the links themselves once distinct ones are as many as half the pairs
+ * (80 nodes, 5000), 4-byte indices past 65,536 distinct ones (400 nodes,
+ * 90,000; 159,600 pairs); each with more keys than fill_inter's memo has
+ * entries but the first; from a cache whose figures are a matrix of the
+ * pairs' own (read row by row) and from one with node groups (pair by
+ * pair, through the cache's lookup). */
+START_TEST(test_cluster_links_resolved)
+{
+	check_links(30, 40, 0);
+	check_links(80, 5000, 0);
+	check_links(400, 90000, 0);
+	check_links(30, 40, 1);
+	check_links(80, 5000, 1);
+}
+END_TEST
+
+/* A node named twice: the error names it and its first two positions,
+ * however many nodes come between. */
+START_TEST(test_cluster_duplicate_names)
+{
+	const char *nodes[] = { "a1", "a2", "a3", "b7", "a5", "a6", "a3", "b7" };
+	struct pipette_err err;
+
+	ck_assert_ptr_null(pipette_cluster_create(nodes, 8, 2, NULL, &test_gpu, NULL, 0, &err));
+	ck_assert_msg(strstr(err.msg, "node 'a3' given twice (positions 2 and 6)"), "%s",
+		      err.msg);
+	nodes[6] = "";
+	ck_assert_ptr_null(pipette_cluster_create(nodes, 8, 2, NULL, &test_gpu, NULL, 0, &err));
+	ck_assert_msg(strstr(err.msg, "node 6 has no name"), "%s", err.msg);
+	nodes[6] = "a7";
+	ck_assert_ptr_null(pipette_cluster_create(nodes, 8, 2, NULL, &test_gpu, NULL, 0, &err));
+	ck_assert_msg(strstr(err.msg, "node 'b7' given twice (positions 3 and 7)"), "%s",
+		      err.msg);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- */
 
 START_TEST(test_merge)
@@ -1314,6 +1451,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fallback_order);
 	tcase_add_test(tc, test_cluster_errors);
 	tcase_add_test(tc, test_cluster_scale);
+	tcase_add_test(tc, test_cluster_links_resolved);
+	tcase_add_test(tc, test_cluster_duplicate_names);
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_stale);
 	tcase_add_test(tc, test_stale_grouped);

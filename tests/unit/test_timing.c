@@ -747,6 +747,10 @@ START_TEST(test_mapped_estimates_reused)
 		  PIPETTE_STACK_MEGATRON },
 		{ "mixtral-8x7b", 1, 2, 128, 1, 8, 1, 1, PIPETTE_SCHED_1F1B, PIPETTE_STACK_MEGATRON },
 		{ "llama3-8b", 2, 2, 64, 1, 1, 1, 4, PIPETTE_SCHED_1F1B, PIPETTE_STACK_TORCHTITAN },
+		/* tied embeddings: the embedding sync's 1-byte judgement of the
+		 * last stage's link to the first, beside the pipeline's */
+		{ "gpt-22b", 2, 4, 32, 1, 1, 2, 1, PIPETTE_SCHED_INTERLEAVED,
+		  PIPETTE_STACK_MEGATRON },
 	};
 	struct pipette_cluster *cl = random_links(32, 42);
 	struct pipette_timer *kept = pipette_timer_create();
@@ -775,6 +779,19 @@ START_TEST(test_mapped_estimates_reused)
 		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
 		for (step = 0; step < 256; step++)
 			sigma[step] = step;
+		{	/* the identity placement read through sigma, as the default
+			 * one is read without it (every group and link scanned) */
+			struct pipette_timer *plain = pipette_timer_create();
+			struct pipette_time a, b;
+
+			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
+							       &err), 0);
+			ck_assert_int_eq(pipette_time_estimate(plain, &m, gpu, &c, cl, NULL, 1, &b,
+							       &err), 0);
+			ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "case %d: %.9f s, unmapped %.9f s",
+				      i, a.iteration_s, b.iteration_s);
+			pipette_timer_destroy(plain);
+		}
 		for (step = 0; step < 40; step++) {
 			struct pipette_timer *fresh = pipette_timer_create();
 			struct pipette_time a, b;
@@ -812,6 +829,84 @@ START_TEST(test_mapped_estimates_reused)
 	}
 	pipette_timer_destroy(kept);
 	pipette_cluster_destroy(cl);
+}
+END_TEST
+
+/* Under the default placement a timer that keeps each rank grid's links
+ * (pipette_timer_cache_links) judges a stage's slowest group over the
+ * groups no earlier one dominates, and remembers it for the next estimate
+ * at the same message size (timing.c group_front, worst_group); a timer
+ * that keeps nothing scans every group.  The two give the same estimate,
+ * bit for bit, on random links (fronts of a few groups) and on nodes
+ * whose NVLink rings are each faster but longer than the one before, so
+ * that no node's TP group dominates another's (with tp 8, 80 per stage,
+ * more than FRONT_MAX: scanned whole; with tp 4 and pp 2, a front of 40),
+ * across configurations and micro-batch sizes in an order that comes
+ * back to each grid at other sizes and at the same one.  On those nodes
+ * (node x: 100 + 5x GB/s, 6 sqrt(x) us) the slowest TP-8 all-reduce of
+ * llama2-13b's layer at sequence 4096 is node 79's at micro-batch 1,
+ * node 1's at 2 and node 0's at 4 (14 lat + 1.75 B / bw, B = 2 T h). */
+static struct pipette_cluster *antichain_links(int n)
+{
+	struct pipette_cluster *cl = random_links(n, 3);
+	int x, a, b;
+
+	for (x = 0; x < n; x++)
+		for (a = 0; a < 8; a++)
+			for (b = 0; b < 8; b++)
+				if (a != b)
+					pipette_cluster_set_intra_link(cl, x, a, b,
+						(struct pipette_link){ 100 + 5 * x, 6 * sqrt(x) });
+	return cl;
+}
+
+START_TEST(test_default_groups_cached)
+{
+	static const struct { int nodes, tp, pp, dp, cp, mb; } cases[] = {
+		{ 32, 2, 4, 32, 1, 1 }, { 32, 2, 4, 32, 1, 2 }, { 32, 4, 2, 16, 2, 1 },
+		{ 32, 2, 4, 32, 1, 1 }, { 32, 8, 2, 16, 1, 1 }, { 32, 4, 2, 16, 2, 2 },
+		{ 32, 2, 4, 32, 1, 4 }, { 32, 2, 4, 32, 1, 4 }, { 80, 8, 1, 80, 1, 1 },
+		{ 80, 8, 1, 80, 1, 2 }, { 80, 8, 1, 80, 1, 4 }, { 80, 8, 1, 80, 1, 1 },
+		{ 80, 4, 2, 80, 1, 1 }, { 80, 4, 2, 80, 1, 2 }, { 80, 4, 2, 80, 1, 4 },
+	};
+	struct pipette_cluster *cl[2] = { random_links(32, 11), antichain_links(80) };
+	struct pipette_timer *kept[2] = { pipette_timer_create(), pipette_timer_create() };
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", NULL);
+	struct pipette_model m;
+	int i;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-13b", &m, NULL), 0);
+	pipette_timer_cache_links(kept[0], cl[0]);
+	pipette_timer_cache_links(kept[1], cl[1]);
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		int k = cases[i].nodes == 80;
+		struct pipette_timer *fresh = pipette_timer_create();
+		struct pipette_config c;
+		struct pipette_time a, b;
+		struct pipette_err err;
+
+		pipette_config_init(&c);
+		c.tp = cases[i].tp;
+		c.pp = cases[i].pp;
+		c.dp = cases[i].dp;
+		c.cp = cases[i].cp;
+		c.micro_batch = cases[i].mb;
+		c.distributed_optimizer = i % 2;
+		c.seq_len = 4096;
+		c.global_batch = 8L * c.dp;
+		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
+		ck_assert_int_eq(pipette_time_estimate(kept[k], &m, gpu, &c, cl[k], NULL, 1, &a,
+						       &err), 0);
+		ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl[k], NULL, 1, &b,
+						       &err), 0);
+		ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "case %d: %.12g s, every group %.12g s",
+			      i, a.iteration_s, b.iteration_s);
+		pipette_timer_destroy(fresh);
+	}
+	for (i = 0; i < 2; i++) {
+		pipette_timer_destroy(kept[i]);
+		pipette_cluster_destroy(cl[i]);
+	}
 }
 END_TEST
 
@@ -894,6 +989,7 @@ int main(void)
 	tcase_add_test(tc, test_ep_overlap_dispatcher);
 	tcase_add_test(tc, test_intra_node_ring);
 	tcase_add_test(tc, test_mapped_estimates_reused);
+	tcase_add_test(tc, test_default_groups_cached);
 	tcase_add_test(tc, test_host_floor);
 	tcase_add_test(tc, test_async_tp);
 	tcase_add_test(tc, test_bf16_end_layers_timed);
