@@ -1931,14 +1931,17 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
  * sets t->dp_rs[s], what runs after the last backward, and t->dp_win[s],
  * the backward window it starts in.  Returns the stage's whole DP time;
  * *exposed gets the part of the gather the first forward cannot hide. */
-static double stage_dp(struct pipette_timer *t, const struct placement *pl,
-		       const struct pipette_model *m, const struct pipette_config *c, int s,
-		       const struct pipette_stage_memory *sm, const struct stage_times *st,
-		       double *exposed)
+/* Stage s's DP collectives (stage_dp): *rs the gradient reduction (a
+ * reduce-scatter with the distributed optimizer, else an all-reduce),
+ * *ag the distributed optimizer's parameter gather (0 without), *extra
+ * what PowerSGD adds after the last backward (0 without). */
+static void dp_colls(struct pipette_timer *t, const struct placement *pl,
+		     const struct pipette_model *m, const struct pipette_config *c, int s,
+		     const struct pipette_stage_memory *sm, double *rs, double *ag,
+		     double *extra)
 {
 	double h = m->hidden, dense_p = sm->stage_params, grad_elems = dense_p;
-	double comp_s = 0, dp_t, gb = pipette_config_stack(c)->grad_bytes;
-	int overlap = pipette_config_stack(c)->dp_overlap;
+	double comp_s = 0, gb = pipette_config_stack(c)->grad_bytes;
 	int comp_mats = 0, p = c->pp;
 	struct group_links dp;
 
@@ -1951,24 +1954,38 @@ static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 		grad_elems = powersgd_stage(m, pl->gpu, c, s, grad_elems, &comp_s, &comp_mats);
 	worst_group(t, pl, c, s, G_DPCP, COLL_AR, gb * grad_elems, &dp);
 	if (c->distributed_optimizer) {
-		double ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
+		*ag = coll_time(COLL_AG, &dp, 2.0 * dense_p);
+		*rs = coll_time(COLL_AG, &dp, gb * grad_elems);
+	} else {
+		*ag = 0;
+		*rs = coll_time(COLL_AR, &dp, gb * grad_elems);
+	}
+	/* PowerSGD reduces P, orthogonalises, then reduces Q: two
+	 * latency-bound collectives per matrix instead of one bucket, and
+	 * the compression itself, all after the last backward. */
+	*extra = comp_mats && dp.n > 1
+		 ? comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) * dp.lat * 1e-6 : 0;
+}
 
-		t->dp_rs[s] = coll_time(COLL_AG, &dp, gb * grad_elems);
+static double stage_dp(struct pipette_timer *t, const struct placement *pl,
+		       const struct pipette_model *m, const struct pipette_config *c, int s,
+		       const struct pipette_stage_memory *sm, const struct stage_times *st,
+		       double *exposed)
+{
+	double dp_t, ag, extra;
+	int overlap = pipette_config_stack(c)->dp_overlap;
+
+	dp_colls(t, pl, m, c, s, sm, &t->dp_rs[s], &ag, &extra);
+	if (c->distributed_optimizer) {
 		dp_t = t->dp_rs[s] + ag;
 		*exposed = overlap ? fmax(0, ag - st->f) : ag;
 	} else {
-		t->dp_rs[s] = coll_time(COLL_AR, &dp, gb * grad_elems);
 		dp_t = t->dp_rs[s];
 		*exposed = 0;
 	}
 	/* Without overlap the reduction waits for the last backward. */
 	t->dp_win[s] = overlap ? st->b + st->w : 0;
-	if (comp_mats && dp.n > 1) {
-		/* PowerSGD reduces P, orthogonalises, then reduces Q: two
-		 * latency-bound collectives per matrix instead of one bucket,
-		 * and the compression itself, all after the last backward. */
-		double extra = comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) * dp.lat * 1e-6;
-
+	if (extra != 0) {
 		dp_t += extra;
 		t->dp_rs[s] += extra;
 	}
@@ -2363,6 +2380,7 @@ static void stages_times(struct pipette_timer *t, const struct placement *pl,
 		if (opt > out->optimizer_s)
 			out->optimizer_s = opt;
 	}
+	out->busiest_stage = sum->busiest;
 }
 
 static int estimate(struct pipette_timer *t, const struct pipette_model *m,
@@ -2435,4 +2453,30 @@ int pipette_time_bound(struct pipette_timer *t, const struct pipette_model *m,
 		       struct pipette_err *err)
 {
 	return estimate(t, m, gpu, c, cluster, NULL, 0, 1, out, err);
+}
+
+int pipette_time_dp_floor(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+			  const struct pipette_cluster *cluster, int s,
+			  struct pipette_dp_floor *out)
+{
+	struct placement pl = { cluster, gpu, NULL, pipette_cluster_gpus_per_node(cluster), -1 };
+	struct pipette_stage_memory sm;
+	double ag, extra;
+
+	memset(out, 0, sizeof(*out));
+	if (pl.G > 0 && !(pl.G & (pl.G - 1)))
+		pl.shift = __builtin_ctz((unsigned)pl.G);
+	if (s < 0 || s >= c->pp || pipette_config_shard_group(c) > 1 ||
+	    pipette_config_world(c) > pipette_cluster_node_count(cluster) * pl.G ||
+	    reserve(t, c->pp * pipette_config_chunks(c), pipette_config_world(c)))
+		return -1;
+	/* stages_times' memory and stage_dp's collectives, term for term */
+	pipette_memory_stage(m, gpu, c, s, 1.0, &sm);
+	dp_colls(t, &pl, m, c, s, &sm, &out->reduce_s, &ag, &extra);
+	out->reduce_s += extra;
+	out->overlap = pipette_config_stack(c)->dp_overlap;
+	out->exposed_s = out->overlap ? 0 : ag;
+	out->optimizer_s = optimizer_step_s(gpu, c, &sm);
+	return 0;
 }

@@ -56,6 +56,7 @@ struct pipette_time {
 	double mfu;
 	/* Per-stage, per-micro-batch times of the slowest stage (s). */
 	double stage_f_s, stage_b_s, stage_w_s;
+	int busiest_stage;	/* that stage's index */
 };
 
 /* A reusable workspace (schedule simulator and per-stage arrays). */
@@ -84,6 +85,32 @@ int pipette_time_bound(struct pipette_timer *t, const struct pipette_model *m,
 		       const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
 		       const struct pipette_cluster *cluster, struct pipette_time *out,
 		       struct pipette_err *err);
+
+/* What the data-parallel step of stage s adds past the pipeline, as
+ * pipette_time_estimate computes it on `cluster` under the default
+ * placement, for a search's lower bound (search.c dp_bound):
+ *  - reduce_s: the gradient reduction (and PowerSGD's work) that starts
+ *    with the stage's last backward, or after it without overlap, and
+ *    runs past it (the estimate's DP tail is how far the latest one runs
+ *    past the makespan);
+ *  - exposed_s: the least the distributed optimizer's parameter gather
+ *    leaves exposed: all of it without overlap, else 0 (it hides behind
+ *    the first forward, not estimated here);
+ *  - optimizer_s: the stage's optimizer step (the estimate adds the
+ *    largest stage's);
+ *  - overlap: the stack's dp_overlap (the reduction starts with the last
+ *    backward rather than after it).
+ * Fails (-1) under FSDP (a shard group of more than one rank: its
+ * collectives are priced elsewhere), for a stage out of range, a
+ * configuration larger than the cluster, or out of memory. */
+struct pipette_dp_floor {
+	double reduce_s, exposed_s, optimizer_s;
+	int overlap;
+};
+int pipette_time_dp_floor(struct pipette_timer *t, const struct pipette_model *m,
+			  const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+			  const struct pipette_cluster *cluster, int s,
+			  struct pipette_dp_floor *out);
 
 /* Keep the links of every rank grid estimated on `cluster` under the
  * default placement (gpu_of_rank NULL), for a search that evaluates many

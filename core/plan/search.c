@@ -754,10 +754,13 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 			ok = !pipette_time_bound(t, in->model, in->gpu, &ref[j].r, ideal, &tm, &e2);
 		if (!ok) {
 			c->lower_bound_s = 0;
+			c->bound_stage = -1;
 			continue;
 		}
 		c->lower_bound_s = site_floor * ((double)pipette_config_microbatches(&c->cfg) *
 			(tm.stage_f_s + tm.stage_b_s + tm.stage_w_s) + tm.embed_sync_s);
+		c->bound_stage = tm.busiest_stage;
+		c->bound_bw_s = tm.stage_b_s + tm.stage_w_s;
 		st->bounded++;
 	}
 	pipette_timer_cache_links(t, NULL);
@@ -870,6 +873,46 @@ static double pipe_bound(struct pipe_bound *pb, const struct pipette_config *c,
 	return pb->last_bound;
 }
 
+/* The third bound, for a candidate the first leaves to estimate: the
+ * first with the data-parallel step the pipeline cannot hide.  The
+ * estimate (timing.c) is the makespan, plus the DP tail (how far the
+ * latest stage's gradient reduction runs past the makespan), the gather
+ * the first forward leaves exposed, the embedding sync and the largest
+ * optimizer step.  Stage s's reduction starts at its finish less its
+ * last backward's window (B + W of one micro-batch with the stack's
+ * overlap, else 0) and takes reduce_s, so the makespan plus the tail is
+ * at least finish - window + reduce_s, and finish is at least the
+ * stage's m micro-batches of F + B + W.  m (F + B + W) - (B + W) =
+ * (m - 1)(F + B + W) + F only grows with each time, so the busiest
+ * stage's times of the first bound (each no longer than the real ones,
+ * the first bound's argument, stage for stage) keep it a bound.
+ * reduce_s, the gather and the optimizer step are the estimate's own on
+ * the real links (pipette_time_dp_floor: the slowest DP group of the
+ * stage under the block mapping, the same collectives and bytes), read
+ * from the search's link caches.  Not under FSDP (its shard groups are
+ * priced elsewhere) nor where the search may add the Optimus-CC recipe
+ * (the recipe's estimate can be faster).  0 where it cannot be computed.
+ *
+ * On tests/bench/bench_plan.c's generated 2048-node cluster it prunes
+ * most of what the first bound leaves (search stats dp_pruned): there dp
+ * is 128 to 2048 and m small, so the DP tail is much of the step. */
+static double dp_bound(const struct pipette_search_input *in, struct pipette_timer *t,
+		       const struct pipette_candidate *c, double site_floor,
+		       struct pipette_search_stats *st)
+{
+	struct pipette_dp_floor f;
+
+	if (c->bound_stage < 0 || c->cfg.dp * c->cfg.cp <= 1 ||
+	    (in->allow_compression && !pipette_compression_enabled(&in->compress)))
+		return 0;
+	st->dp_bounded++;
+	if (pipette_time_dp_floor(t, in->model, in->gpu, &c->cfg, in->cluster, c->bound_stage,
+				  &f))
+		return 0;
+	return c->lower_bound_s + site_floor * (f.reduce_s - (f.overlap ? c->bound_bw_s : 0) +
+						f.exposed_s + f.optimizer_s);
+}
+
 static int insert_top(struct pipette_search_result *out, int k,
 		      const struct pipette_candidate *c)
 {
@@ -962,6 +1005,13 @@ int pipette_search_run(const struct pipette_search_input *in,
 		if (out->n_top == k && c->lower_bound_s >= out->top[k - 1].time.iteration_s) {
 			out->stats.pruned_bound += s.n - i;
 			break;
+		}
+		if (out->n_top == k &&
+		    dp_bound(in, t, c, pb.site_floor, &out->stats) >
+		    out->top[k - 1].time.iteration_s * (1 + PIPE_BOUND_SLACK)) {
+			out->stats.pruned_bound++;
+			out->stats.dp_pruned++;
+			continue;
 		}
 		if (out->n_top == k && pipe_bound_applies(&pb, &c->cfg) &&
 		    pipe_bound(&pb, &c->cfg, &out->stats) > out->top[k - 1].time.iteration_s *

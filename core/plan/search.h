@@ -100,6 +100,11 @@ struct pipette_search_input {
 struct pipette_candidate {
 	struct pipette_config cfg;
 	double lower_bound_s;
+	/* Of that bound (on the model's time, before site_floor): the
+	 * busiest stage's index (-1: no bound) and its backward of one
+	 * micro-batch (B + W), for the DP bound (search.c dp_bound). */
+	int bound_stage;
+	double bound_bw_s;
 	struct pipette_time time;	/* under the block mapping */
 	struct pipette_memory mem;	/* analytic in-flight count */
 };
@@ -118,6 +123,8 @@ struct pipette_search_stats {
 	long pruned_bound;	/* skipped: bound >= the k-th best time */
 	long pipe_bounded;	/* of the rest, pipeline bounds computed */
 	long pipe_pruned;	/* of pruned_bound, skipped by those */
+	long dp_bounded;	/* DP bounds computed */
+	long dp_pruned;		/* of pruned_bound, skipped by those */
 	long evaluated;		/* full estimates on the real links */
 	long failed;		/* estimates that failed (not recommended) */
 	char failed_msg[256];	/* the first failure */
