@@ -769,7 +769,7 @@ static int lower_bounds(struct search *s, struct pipette_search_stats *st,
 	return 0;
 }
 
-/* The second bound, for a candidate the first leaves to estimate when the
+/* The pipeline bound, for a candidate the others leave to estimate when the
  * full estimate is dear: the makespan of its pipeline and the embedding
  * sync, from the configuration reduced to dp = 1 with all its
  * micro-batches, estimated whole on a small cluster whose node links are
@@ -896,21 +896,34 @@ static double pipe_bound(struct pipe_bound *pb, const struct pipette_config *c,
  * On tests/bench/bench_plan.c's generated 2048-node cluster it prunes
  * most of what the first bound leaves (search stats dp_pruned): there dp
  * is 128 to 2048 and m small, so the DP tail is much of the step. */
-static double dp_bound(const struct pipette_search_input *in, struct pipette_timer *t,
-		       const struct pipette_candidate *c, double site_floor,
-		       struct pipette_search_stats *st)
+double pipette_search_dp_bound(const struct pipette_search_input *in, struct pipette_timer *t,
+			       const struct pipette_candidate *c)
 {
 	struct pipette_dp_floor f;
 
 	if (c->bound_stage < 0 || c->cfg.dp * c->cfg.cp <= 1 ||
-	    (in->allow_compression && !pipette_compression_enabled(&in->compress)))
-		return 0;
-	st->dp_bounded++;
-	if (pipette_time_dp_floor(t, in->model, in->gpu, &c->cfg, in->cluster, c->bound_stage,
+	    (in->allow_compression && !pipette_compression_enabled(&in->compress)) ||
+	    pipette_time_dp_floor(t, in->model, in->gpu, &c->cfg, in->cluster, c->bound_stage,
 				  &f))
 		return 0;
-	return c->lower_bound_s + site_floor * (f.reduce_s - (f.overlap ? c->bound_bw_s : 0) +
-						f.exposed_s + f.optimizer_s);
+	return c->lower_bound_s + site_floor_of(in->gpu) *
+				  (f.reduce_s - (f.overlap ? c->bound_bw_s : 0) + f.exposed_s +
+				   f.optimizer_s);
+}
+
+/* Whether the DP bound prunes c against the k-th best time kth. */
+static int dp_pruned(const struct pipette_search_input *in, struct pipette_timer *t,
+		     const struct pipette_candidate *c, double kth,
+		     struct pipette_search_stats *st)
+{
+	if (c->bound_stage < 0)
+		return 0;
+	st->dp_bounded++;
+	if (pipette_search_dp_bound(in, t, c) <= kth * (1 + PIPE_BOUND_SLACK))
+		return 0;
+	st->pruned_bound++;
+	st->dp_pruned++;
+	return 1;
 }
 
 static int insert_top(struct pipette_search_result *out, int k,
@@ -1006,13 +1019,9 @@ int pipette_search_run(const struct pipette_search_input *in,
 			out->stats.pruned_bound += s.n - i;
 			break;
 		}
-		if (out->n_top == k &&
-		    dp_bound(in, t, c, pb.site_floor, &out->stats) >
-		    out->top[k - 1].time.iteration_s * (1 + PIPE_BOUND_SLACK)) {
-			out->stats.pruned_bound++;
-			out->stats.dp_pruned++;
+		if (out->n_top == k && dp_pruned(in, t, c, out->top[k - 1].time.iteration_s,
+						 &out->stats))
 			continue;
-		}
 		if (out->n_top == k && pipe_bound_applies(&pb, &c->cfg) &&
 		    pipe_bound(&pb, &c->cfg, &out->stats) > out->top[k - 1].time.iteration_s *
 							     (1 + PIPE_BOUND_SLACK)) {

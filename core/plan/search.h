@@ -26,11 +26,15 @@
  *     real cluster's fastest, times the micro-batches, plus the embedding
  *     sync.  The busiest stage cannot finish sooner than its own compute;
  *     slower links only add to it;
- *  3. where the full estimate is dear (dp of 8 and more), a second bound
- *     for what the first leaves: the makespan of the pipeline, simulated
+ *  3. for what the first leaves, the first with the data-parallel step
+ *     the pipeline cannot hide: the busiest stage's gradient reduction
+ *     past its last backward, on the real links, the exposed parameter
+ *     gather and the optimizer step (search.c, pipette_search_dp_bound);
+ *  4. where the full estimate is dear (dp of 8 and more), a fourth bound
+ *     for what those leave: the makespan of the pipeline, simulated
  *     whole on the dp = 1 configuration on a small cluster of the real
  *     cluster's fastest node and GPU links (search.c, pipe_bound);
- *  4. the full estimate under the block mapping on the real links, in
+ *  5. the full estimate under the block mapping on the real links, in
  *     lower-bound order, stopping when the bound reaches the k-th best.
  * Ties break on the configuration's fields in a fixed order
  * (pipette_candidate_cmp). */
@@ -144,6 +148,15 @@ struct pipette_search_result {
 int pipette_candidate_cmp(const struct pipette_candidate *a,
 			  const struct pipette_candidate *b);
 int pipette_config_cmp(const struct pipette_config *a, const struct pipette_config *b);
+
+/* The search's DP bound on candidate c (search.c): its first bound
+ * (lower_bound_s, bound_stage, bound_bw_s as the search set them) with
+ * the DP reduction the pipeline cannot hide, the exposed parameter gather
+ * and the optimizer step, on in->cluster's links under the block mapping;
+ * at most c's estimate there.  0 where it does not apply (no first bound,
+ * no DP group, FSDP, or a search that may add compression). */
+double pipette_search_dp_bound(const struct pipette_search_input *in, struct pipette_timer *t,
+			       const struct pipette_candidate *c);
 
 /* Run the search.  No fitting configuration is not an error: n_top = 0
  * and the statistics say why.  Free the result with

@@ -384,6 +384,130 @@ START_TEST(test_bound_below_estimate_moe)
 }
 END_TEST
 
+
+/* A generated cluster of n nodes x 8 H100 (noisy figures, 10% slow
+ * pairs, switches of 16 nodes, or 2 below 32, a slow switch, a degraded
+ * node). */
+static struct pipette_cluster *generated(int n, struct pipette_bwcache **bw)
+{
+	struct pipette_bw_gen g;
+	struct pipette_cluster *cl;
+	struct pipette_err err;
+	char *names[64];
+	int i;
+
+	ck_assert_int_le(n, 64);
+	for (i = 0; i < n; i++) {
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "node%d", i + 1);
+	}
+	pipette_bw_gen_init(&g);
+	g.seed = (unsigned long long)n;
+	g.nodes = n;
+	g.gpus_per_node = 8;
+	g.prefix = "node";
+	g.inter_gbps = 45;
+	g.intra_gbps = 405;
+	g.slow_frac = 0.1;
+	g.switch_size = n >= 32 ? 16 : 2;
+	g.cross_factor = 0.9;
+	g.slow_switch = 1;
+	g.slow_switch_factor = 0.6;
+	g.degraded_node = n / 2;
+	ck_assert_msg(pipette_bwcache_generate(&g, bw, &err) == 0, "%s", err.msg);
+	cl = pipette_cluster_create((const char *const *)names, n, 8, NULL,
+				    pipette_gpu_lookup("H100", &err), *bw, 0, &err);
+	ck_assert_msg(cl != NULL, "%s", err.msg);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	return cl;
+}
+
+/* The DP bound (search.c pipette_search_dp_bound) is at most the estimate
+ * of every candidate an unpruned search estimates, and the pruned search
+ * (top 3) returns the unpruned one's best 3, config and time: dense
+ * llama3-8b on 32 generated nodes under every stack that plans (DP
+ * overlapped or not, the distributed optimizer's gather exposed or not,
+ * FSDP where torchtitan shards), with the calibration off and with one that
+ * makes compute faster (0.7) and communication slower (1.3); MoE
+ * mixtral-8x7b on 4 generated nodes (dp >= ep) under megatron, nemo and
+ * deepseek (DualPipe).  The bound must also prune somewhere, and exceed
+ * the first bound on a quarter of the candidates at least. */
+START_TEST(test_dp_bound_below_estimate)
+{
+	static const struct { const char *model, *stack; int nodes; long gb; } run[] = {
+		{ "llama3-8b", "megatron", 32, 256 }, { "llama3-8b", "nemo", 32, 256 },
+		{ "llama3-8b", "megatron-zb", 32, 256 }, { "llama3-8b", "megatron-2022", 32, 256 },
+		{ "llama3-8b", "torchtitan", 32, 256 }, { "llama3-8b", "megatron-bridge", 32, 256 },
+		{ "mixtral-8x7b", "megatron", 4, 128 }, { "mixtral-8x7b", "nemo", 4, 128 },
+		{ "mixtral-8x7b", "deepseek", 4, 128 },
+	};
+	struct pipette_bwcache *bw[2];
+	struct pipette_cluster *cl[2];
+	struct pipette_timer *t = pipette_timer_create();
+	struct pipette_search_input in;
+	struct pipette_search_result few, all;
+	struct pipette_gpu_spec cal;
+	struct pipette_stack stk;
+	struct pipette_model m;
+	struct pipette_err err;
+	long checked = 0, above = 0, pruned = 0;
+	size_t r;
+	int i, round;
+
+	cl[0] = generated(32, &bw[0]);
+	cl[1] = generated(4, &bw[1]);
+	for (r = 0; r < sizeof(run) / sizeof(run[0]); r++)
+		for (round = 0; round < 2; round++) {
+			input(&in, &m, run[r].model, cl[run[r].nodes == 4], run[r].gb, 4096, 3);
+			pipette_pins_init(&in.pins);	/* every knob searched */
+			ck_assert_int_eq(pipette_stack_lookup(run[r].stack, &stk, &err), 0);
+			in.stack = &stk;
+			if (round) {
+				cal = *in.gpu;
+				cal.site_compute = 0.7;
+				cal.site_comm = 1.3;
+				in.gpu = &cal;
+			}
+			ck_assert_int_eq(pipette_search_run(&in, &few, &err), 0);
+			pruned += few.stats.dp_pruned;
+			in.top_k = 1000000;
+			ck_assert_int_eq(pipette_search_run(&in, &all, &err), 0);
+			ck_assert_int_eq(all.stats.pruned_bound, 0);
+			ck_assert_msg(all.n_top > 3, "%s %s: %d results", run[r].model, run[r].stack,
+				      all.n_top);
+			for (i = 0; i < all.n_top; i++) {
+				const struct pipette_candidate *c = &all.top[i];
+				double b = pipette_search_dp_bound(&in, t, c);
+
+				ck_assert_msg(b <= c->time.iteration_s * (1 + 1e-9),
+					      "%s %s: tp %d pp %d dp %d cp %d ep %d mb %d %s: DP bound "
+					      "%.6f over the estimate %.6f", run[r].model,
+					      run[r].stack, c->cfg.tp, c->cfg.pp, c->cfg.dp, c->cfg.cp,
+					      c->cfg.ep, c->cfg.micro_batch,
+					      pipette_schedule_name(c->cfg.schedule), b,
+					      c->time.iteration_s);
+				checked++;
+				above += b > c->lower_bound_s;
+			}
+			ck_assert_int_eq(few.n_top, 3);
+			for (i = 0; i < 3; i++) {
+				ck_assert_int_eq(pipette_config_cmp(&few.top[i].cfg, &all.top[i].cfg), 0);
+				ck_assert(few.top[i].time.iteration_s == all.top[i].time.iteration_s);
+			}
+			pipette_search_result_free(&few);
+			pipette_search_result_free(&all);
+		}
+	ck_assert_int_gt(pruned, 0);
+	ck_assert_int_gt(above * 4, checked);
+	for (i = 0; i < 2; i++) {
+		pipette_cluster_destroy(cl[i]);
+		pipette_bwcache_destroy(bw[i]);
+	}
+	pipette_timer_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("search");
@@ -398,6 +522,7 @@ int main(void)
 	tcase_add_test(tc, test_bound_with_calibration);
 	tcase_add_test(tc, test_pipe_bound_keeps_the_best);
 	tcase_add_test(tc, test_bound_below_estimate_moe);
+	tcase_add_test(tc, test_dp_bound_below_estimate);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
