@@ -1920,17 +1920,6 @@ static void stage_chunks(struct pipette_timer *t, const struct pipette_model *m,
 	}
 }
 
-/* DP gradient reduction of stage s over DP x CP (the stack's gradient
- * dtype, fp32 or bf16; reduce-
- * scatter + bf16 all-gather with the distributed optimizer).  It starts
- * with the last micro-batch's backward (--overlap-grad-reduce) and runs
- * past this stage's last op; the parameter all-gather of the distributed
- * optimizer hides behind the next iteration's first forward
- * (--overlap-param-gather).  Whether the reduction's tail is exposed
- * depends on when this stage finishes, known after the simulation: this
- * sets t->dp_rs[s], what runs after the last backward, and t->dp_win[s],
- * the backward window it starts in.  Returns the stage's whole DP time;
- * *exposed gets the part of the gather the first forward cannot hide. */
 /* Stage s's DP collectives (stage_dp): *rs the gradient reduction (a
  * reduce-scatter with the distributed optimizer, else an all-reduce),
  * *ag the distributed optimizer's parameter gather (0 without), *extra
@@ -1967,6 +1956,17 @@ static void dp_colls(struct pipette_timer *t, const struct placement *pl,
 		 ? comp_s + (2.0 * comp_mats - 1) * 2.0 * (dp.n - 1) * dp.lat * 1e-6 : 0;
 }
 
+/* DP gradient reduction of stage s over DP x CP (the stack's gradient
+ * dtype, fp32 or bf16; reduce-
+ * scatter + bf16 all-gather with the distributed optimizer).  It starts
+ * with the last micro-batch's backward (--overlap-grad-reduce) and runs
+ * past this stage's last op; the parameter all-gather of the distributed
+ * optimizer hides behind the next iteration's first forward
+ * (--overlap-param-gather).  Whether the reduction's tail is exposed
+ * depends on when this stage finishes, known after the simulation: this
+ * sets t->dp_rs[s], what runs after the last backward, and t->dp_win[s],
+ * the backward window it starts in.  Returns the stage's whole DP time;
+ * *exposed gets the part of the gather the first forward cannot hide. */
 static double stage_dp(struct pipette_timer *t, const struct placement *pl,
 		       const struct pipette_model *m, const struct pipette_config *c, int s,
 		       const struct pipette_stage_memory *sm, const struct stage_times *st,
