@@ -259,6 +259,45 @@ START_TEST(test_tie_break)
 }
 END_TEST
 
+/* A generated cluster of n nodes x 8 H100 (noisy figures, 10% slow
+ * pairs, switches of 16 nodes, or 2 below 32, switch slow_switch slow,
+ * node `degraded` degraded; seed n). */
+static struct pipette_cluster *generated(int n, int slow_switch, int degraded,
+					  struct pipette_bwcache **bw)
+{
+	struct pipette_bw_gen g;
+	struct pipette_cluster *cl;
+	struct pipette_err err;
+	char *names[64];
+	int i;
+
+	ck_assert_int_le(n, 64);
+	for (i = 0; i < n; i++) {
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "node%d", i + 1);
+	}
+	pipette_bw_gen_init(&g);
+	g.seed = (unsigned long long)n;
+	g.nodes = n;
+	g.gpus_per_node = 8;
+	g.prefix = "node";
+	g.inter_gbps = 45;
+	g.intra_gbps = 405;
+	g.slow_frac = 0.1;
+	g.switch_size = n >= 32 ? 16 : 2;
+	g.cross_factor = 0.9;
+	g.slow_switch = slow_switch;
+	g.slow_switch_factor = 0.6;
+	g.degraded_node = degraded;
+	ck_assert_msg(pipette_bwcache_generate(&g, bw, &err) == 0, "%s", err.msg);
+	cl = pipette_cluster_create((const char *const *)names, n, 8, NULL,
+				    pipette_gpu_lookup("H100", &err), *bw, 0, &err);
+	ck_assert_msg(cl != NULL, "%s", err.msg);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	return cl;
+}
+
 /* The pipeline bound (search.c pipe_bound) prunes only what could not be
  * among the best: on 64 generated nodes of 8 GPUs (noisy figures, 10%
  * slow pairs, 16-node switches, a slow switch, a degraded node), llama3-8b
@@ -269,39 +308,16 @@ END_TEST
  * there, so it applies), given the node pairs or not. */
 START_TEST(test_pipe_bound_keeps_the_best)
 {
-	struct pipette_bw_gen g;
 	struct pipette_bwcache *bw;
-	struct pipette_cluster *cl;
+	struct pipette_cluster *cl = generated(64, 2, 7, &bw);
 	struct pipette_node_pairs *np;
 	struct pipette_search_input in;
 	struct pipette_search_result few, all;
 	struct pipette_gpu_spec cal;
 	struct pipette_model m;
 	struct pipette_err err;
-	char *names[64];
 	int i, round;
 
-	for (i = 0; i < 64; i++) {
-		names[i] = malloc(16);
-		snprintf(names[i], 16, "node%d", i + 1);
-	}
-	pipette_bw_gen_init(&g);
-	g.seed = 64;
-	g.nodes = 64;
-	g.gpus_per_node = 8;
-	g.prefix = "node";
-	g.inter_gbps = 45;
-	g.intra_gbps = 405;
-	g.slow_frac = 0.1;
-	g.switch_size = 16;
-	g.cross_factor = 0.9;
-	g.slow_switch = 2;
-	g.slow_switch_factor = 0.6;
-	g.degraded_node = 7;
-	ck_assert_int_eq(pipette_bwcache_generate(&g, &bw, &err), 0);
-	cl = pipette_cluster_create((const char *const *)names, 64, 8, NULL,
-				    pipette_gpu_lookup("H100", &err), bw, 0, &err);
-	ck_assert_msg(cl != NULL, "%s", err.msg);
 	np = pipette_node_pairs_create(cl);
 	ck_assert_ptr_nonnull(np);
 	for (round = 0; round < 2; round++) {
@@ -330,8 +346,6 @@ START_TEST(test_pipe_bound_keeps_the_best)
 		pipette_search_result_free(&few);
 		pipette_search_result_free(&all);
 	}
-	for (i = 0; i < 64; i++)
-		free(names[i]);
 	pipette_node_pairs_destroy(np);
 	pipette_cluster_destroy(cl);
 	pipette_bwcache_destroy(bw);
@@ -384,45 +398,6 @@ START_TEST(test_bound_below_estimate_moe)
 }
 END_TEST
 
-
-/* A generated cluster of n nodes x 8 H100 (noisy figures, 10% slow
- * pairs, switches of 16 nodes, or 2 below 32, a slow switch, a degraded
- * node). */
-static struct pipette_cluster *generated(int n, struct pipette_bwcache **bw)
-{
-	struct pipette_bw_gen g;
-	struct pipette_cluster *cl;
-	struct pipette_err err;
-	char *names[64];
-	int i;
-
-	ck_assert_int_le(n, 64);
-	for (i = 0; i < n; i++) {
-		names[i] = malloc(16);
-		snprintf(names[i], 16, "node%d", i + 1);
-	}
-	pipette_bw_gen_init(&g);
-	g.seed = (unsigned long long)n;
-	g.nodes = n;
-	g.gpus_per_node = 8;
-	g.prefix = "node";
-	g.inter_gbps = 45;
-	g.intra_gbps = 405;
-	g.slow_frac = 0.1;
-	g.switch_size = n >= 32 ? 16 : 2;
-	g.cross_factor = 0.9;
-	g.slow_switch = 1;
-	g.slow_switch_factor = 0.6;
-	g.degraded_node = n / 2;
-	ck_assert_msg(pipette_bwcache_generate(&g, bw, &err) == 0, "%s", err.msg);
-	cl = pipette_cluster_create((const char *const *)names, n, 8, NULL,
-				    pipette_gpu_lookup("H100", &err), *bw, 0, &err);
-	ck_assert_msg(cl != NULL, "%s", err.msg);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	return cl;
-}
-
 /* The DP bound (search.c pipette_search_dp_bound) is at most the estimate
  * of every candidate an unpruned search estimates, and the pruned search
  * (top 3) returns the unpruned one's best 3, config and time: dense
@@ -455,8 +430,8 @@ START_TEST(test_dp_bound_below_estimate)
 	size_t r;
 	int i, round;
 
-	cl[0] = generated(32, &bw[0]);
-	cl[1] = generated(4, &bw[1]);
+	cl[0] = generated(32, 1, 16, &bw[0]);
+	cl[1] = generated(4, 1, 2, &bw[1]);
 	for (r = 0; r < sizeof(run) / sizeof(run[0]); r++)
 		for (round = 0; round < 2; round++) {
 			input(&in, &m, run[r].model, cl[run[r].nodes == 4], run[r].gb, 4096, 3);
