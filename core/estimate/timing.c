@@ -124,6 +124,9 @@ struct grid_entry {
 	/* A mapped placement's record of each row's worst link instead (2
 	 * pp; coll unused), kept up to date by mapped_update. */
 	struct stage_worst *pworst;
+	/* A mapped placement's large rings kept edge by edge (ring_tree),
+	 * group g's 2 * size nodes at g * 2 * size; NULL when none. */
+	struct ring_node *rings[N_KINDS];
 };
 
 /* Group links by shape (size, stride) over the whole cluster under the
@@ -192,7 +195,11 @@ struct pipette_timer {
 	long estimates, mapped_seen;	/* estimates begun; the one that
 					 * last compared sigma */
 	int *mapped_sigma;
-	int *moved;			/* ranks, or groups, of one update */
+	int *moved;			/* ranks, or groups, of one update,
+					 * then their GPUs before it */
+	int *mapped_inv;		/* rank of each GPU of sigma, or -1 */
+	int inv_cap, inv_n, inv_ok;	/* GPUs held, filled; sigma
+					 * one-to-one into them */
 };
 
 static void grid_clear(struct grid_entry *e);
@@ -243,6 +250,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 	grid_clear(&t->mapped);
 	free(t->mapped_sigma);
 	free(t->moved);
+	free(t->mapped_inv);
 	free(t);
 }
 
@@ -299,6 +307,8 @@ static void grid_clear(struct grid_entry *e)
 	free(e->front);
 	free(e->front_n);
 	free(e->pworst);
+	for (k = 0; k < N_KINDS; k++)
+		free(e->rings[k]);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -597,6 +607,226 @@ static const struct group_links *shape_groups(struct pipette_timer *t,
 	return e->g;
 }
 
+/* ---- large rings of a mapped placement, edge by edge ---------------------- */
+
+/* A mapping search moves a few nodes at a time, and every DP ring a moved
+ * rank is in (1,024-2,048 members at 2048 nodes) was read whole again: 45%
+ * of a 2048-node plan (perf, tests/bench/bench_plan.c's case).  A ring of
+ * RING_TREE_MIN members or more keeps what ring_links reads, per member j,
+ * in a tree: leaf j holds edge j -> j+1 (mod n) and, when j is the member
+ * of its node on the lowest slot, the bound of that node's members
+ * (node_ring_bw); each inner node the max, min and counts of its two
+ * children, which are what ring_links takes over the ring, in any order.
+ * A move re-reads the two edges of each moved member and the nodes it left
+ * and joined, and the ring's figures come from the root (ring_figures).
+ * Smaller rings are read whole: up to a few nodes' members, a handful of
+ * links (the 64 of 8 nodes of 8 GPUs). */
+#define RING_TREE_MIN 64
+
+struct ring_node {
+	double lat, intra_lat, inter_bw, inter_lat;	/* over the edges */
+	double intra_min;	/* over the nodes' bounds */
+	int n_intra, n_inter;	/* edges inside a node, between nodes */
+};
+
+static void ring_join(struct ring_node *x, const struct ring_node *a, const struct ring_node *b)
+{
+	x->lat = b->lat > a->lat ? b->lat : a->lat;
+	x->intra_lat = b->intra_lat > a->intra_lat ? b->intra_lat : a->intra_lat;
+	x->inter_lat = b->inter_lat > a->inter_lat ? b->inter_lat : a->inter_lat;
+	x->inter_bw = b->inter_bw < a->inter_bw ? b->inter_bw : a->inter_bw;
+	x->intra_min = fmin(a->intra_min, b->intra_min);
+	x->n_intra = a->n_intra + b->n_intra;
+	x->n_inter = a->n_inter + b->n_inter;
+}
+
+/* Leaf j of tree (n leaves at n..2n-1) changed: its ancestors again. */
+static void ring_fix(struct ring_node *tree, int n, int j)
+{
+	int x;
+
+	for (x = (n + j) / 2; x >= 1; x /= 2)
+		ring_join(&tree[x], &tree[2 * x], &tree[2 * x + 1]);
+}
+
+/* A kind's regular grid: `groups` per stage of `size` ranks `stride`
+ * apart in stages of per_stage ranks (group_links_of). */
+struct ring_grid {
+	int per_stage, size, stride, groups;
+};
+
+/* The group (stage-major index) of rank r, and r's place in it. */
+static int ring_group_of(const struct ring_grid *rg, int r, int *pos)
+{
+	int q = r % rg->per_stage;
+
+	if (pos)
+		*pos = q / rg->stride % rg->size;
+	return r / rg->per_stage * rg->groups + q % rg->stride +
+	       q / (rg->stride * rg->size) * rg->stride;
+}
+
+/* The first rank of group gi (group_links_of). */
+static int ring_start(const struct ring_grid *rg, int gi)
+{
+	int i = gi % rg->groups;
+
+	return rg->per_stage * (gi / rg->groups) + i % rg->stride +
+	       i / rg->stride * rg->stride * rg->size;
+}
+
+/* Edge j of group gi's tree read from the cluster under sigma. */
+static void ring_edge(const struct placement *p, const struct ring_grid *rg, int start,
+		      struct ring_node *tree, int j)
+{
+	int n = rg->size, a = gpu_of(p, start + j * rg->stride);
+	int b = gpu_of(p, start + (j + 1) % n * rg->stride);
+	struct pipette_link l = pipette_cluster_link(p->cl, a, b);
+	struct ring_node *x = &tree[n + j];
+
+	x->lat = l.lat_us;
+	x->intra_lat = x->inter_lat = 0;
+	x->inter_bw = HUGE_VAL;
+	x->n_intra = x->n_inter = 0;
+	if (node_of(p, a) == node_of(p, b)) {
+		x->intra_lat = l.lat_us;
+		x->n_intra = 1;
+	} else {
+		x->inter_bw = l.gbps;
+		x->inter_lat = l.lat_us;
+		x->n_inter = 1;
+	}
+}
+
+/* Group gi's members on `node` (t->mapped_inv): their GPUs in slot order
+ * into gpus and places into pos; returns how many. */
+static int ring_members(const struct pipette_timer *t, const struct placement *p,
+			const struct ring_grid *rg, int gi, int node, int *gpus, int *pos)
+{
+	int s, m = 0;
+
+	for (s = 0; s < p->G; s++) {
+		int r = t->mapped_inv[node * p->G + s], j;
+
+		if (r >= 0 && ring_group_of(rg, r, &j) == gi) {
+			gpus[m] = node * p->G + s;
+			pos[m++] = j;
+		}
+	}
+	return m;
+}
+
+/* The node bounds of group gi's members on `node` into their leaves: the
+ * bound (node_ring_bw) on the lowest slot's, HUGE_VAL on the others' (and
+ * on a lone member's); with fix, their ancestors too. */
+static void ring_node_set(struct pipette_timer *t, const struct placement *p,
+			  const struct ring_grid *rg, int gi, int node, struct ring_node *tree,
+			  int fix)
+{
+	int gpus[64], pos[64], m, k;
+	double bw;
+
+	if (p->G > 64)
+		return;
+	m = ring_members(t, p, rg, gi, node, gpus, pos);
+	bw = m > 1 ? node_ring_bw(t, p, gpus, m) : HUGE_VAL;
+	for (k = 0; k < m; k++) {
+		tree[rg->size + pos[k]].intra_min = k == 0 ? bw : HUGE_VAL;
+		if (fix)
+			ring_fix(tree, rg->size, pos[k]);
+	}
+}
+
+/* Group gi's tree read whole under sigma. */
+static void ring_build(struct pipette_timer *t, const struct placement *p,
+		       const struct ring_grid *rg, int gi, struct ring_node *tree)
+{
+	int n = rg->size, start = ring_start(rg, gi), j, x;
+
+	for (j = 0; j < n; j++)
+		ring_edge(p, rg, start, tree, j);
+	for (j = 0; j < n; j++) {
+		int gpu = gpu_of(p, start + j * rg->stride), k, node = node_of(p, gpu);
+
+		/* the lowest slot's member of each node sets the node's */
+		for (k = 0; k < slot_of(p, gpu); k++) {
+			int r = t->mapped_inv[node * p->G + k];
+
+			if (r >= 0 && ring_group_of(rg, r, NULL) == gi)
+				break;
+		}
+		if (k == slot_of(p, gpu))
+			ring_node_set(t, p, rg, gi, node, tree, 0);
+	}
+	for (x = n - 1; x >= 1; x--)
+		ring_join(&tree[x], &tree[2 * x], &tree[2 * x + 1]);
+	tree[0].n_inter = 1;	/* built */
+}
+
+/* Group gi's links from its tree, as ring_links reads them. */
+static void ring_figures(const struct pipette_timer *t, const struct placement *p,
+			 const struct ring_grid *rg, int gi, const struct ring_node *tree,
+			 struct group_links *g)
+{
+	const struct ring_node *root = &tree[1], *wrap = &tree[2 * rg->size - 1];
+	int n = rg->size, gpus[64], pos[64], nodes = 1 + root->n_inter - wrap->n_inter;
+	int first = gpu_of(p, ring_start(rg, gi));
+
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->lat = root->lat;
+	g->intra_lat = root->intra_lat;
+	g->inter_lat = root->inter_lat;
+	g->inter_bw = root->inter_bw;
+	g->intra_bw = root->n_intra ? root->intra_min : HUGE_VAL;
+	g->bw = g->intra_bw < g->inter_bw ? g->intra_bw : g->inter_bw;
+	if (nodes > 1 && wrap->n_intra)
+		nodes--;	/* the ring closed inside the first node's run */
+	g->nodes = nodes;
+	g->per_node = ring_members(t, p, rg, gi, node_of(p, first), gpus, pos);
+	if (g->nodes * g->per_node != n)
+		g->nodes = 1;
+	if (g->intra_bw == HUGE_VAL)
+		g->intra_bw = g->bw;
+	if (g->inter_bw == HUGE_VAL)
+		g->inter_bw = g->bw;
+}
+
+/* The groups idx[0..m) of a kind that the n moved ranks (GPUs before the
+ * move in olds) are in, from their trees (ring_build where not kept yet);
+ * -1 when out of memory (then read whole). */
+static int ring_update(struct pipette_timer *t, const struct placement *p,
+		       const struct pipette_config *c, struct grid_entry *e, int kind,
+		       const struct ring_grid *rg, const int *ranks, const int *olds, int n,
+		       const int *idx, int m)
+{
+	size_t stride = (size_t)2 * rg->size;
+	int k;
+
+	if (!e->rings[kind] &&
+	    !(e->rings[kind] = calloc((size_t)c->pp * rg->groups * stride, sizeof(struct ring_node))))
+		return -1;
+	for (k = 0; k < m; k++)
+		if (!e->rings[kind][idx[k] * stride].n_inter)
+			ring_build(t, p, rg, idx[k], e->rings[kind] + idx[k] * stride);
+	for (k = 0; k < n; k++) {
+		int j, gi = ring_group_of(rg, ranks[k], &j), start = ring_start(rg, gi);
+		struct ring_node *tree = e->rings[kind] + gi * stride;
+		int prev = (j + rg->size - 1) % rg->size;
+
+		ring_edge(p, rg, start, tree, j);
+		ring_fix(tree, rg->size, j);
+		ring_edge(p, rg, start, tree, prev);
+		ring_fix(tree, rg->size, prev);
+		ring_node_set(t, p, rg, gi, node_of(p, olds[k]), tree, 1);
+		ring_node_set(t, p, rg, gi, node_of(p, gpu_of(p, ranks[k])), tree, 1);
+	}
+	for (k = 0; k < m; k++)
+		ring_figures(t, p, rg, idx[k], e->rings[kind] + idx[k] * stride,
+			     &e->groups[kind][idx[k]]);
+	return 0;
+}
+
 /* A mapped placement whose sigma moved more than this share of the ranks
  * since the last estimate is read afresh rather than updated.  Measured at
  * 2048 x 8 GPUs (tp 2 pp 8 dp 256 cp 4, the generated cache of
@@ -635,6 +865,25 @@ static void stage_rows(int s, int pp, int rows[4])
 	rows[3] = pp + rows[1];
 }
 
+/* Whether the groups idx[0..m) of a kind were read from their trees
+ * (ring_update): rings of RING_TREE_MIN or more on a regular grid, while
+ * sigma is one-to-one (t->inv_ok) on nodes of at most 64 GPUs (the slot
+ * masks of node_ring_bw).  Trees go once sigma is not one-to-one. */
+static int ring_kept(struct pipette_timer *t, const struct placement *p,
+		     const struct pipette_config *c, struct grid_entry *e, int kind, int size,
+		     int stride, const int *ranks, int n, const int *idx, int m)
+{
+	struct ring_grid rg = { c->tp * c->cp * c->dp, size, stride, e->per_stage[kind] };
+
+	if (!t->inv_ok || p->G > 64 || size < RING_TREE_MIN) {
+		free(e->rings[kind]);
+		e->rings[kind] = NULL;
+		return 0;
+	}
+	return !ring_update(t, p, c, e, kind, &rg, ranks, t->moved + 2 * t->mapped_cap, n, idx,
+			    m);
+}
+
 /* The groups and pipeline links of e that the n moved ranks belong to,
  * read again (the rest kept their GPUs, and so their links). */
 static void mapped_update(struct pipette_timer *t, const struct placement *p,
@@ -655,6 +904,8 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 			e->groups[kind] = NULL;
 			free(e->worst[kind]);
 			e->worst[kind] = NULL;
+			free(e->rings[kind]);
+			e->rings[kind] = NULL;
 			continue;
 		}
 		/* group i of stage s starts at i % stride + (i / stride) *
@@ -665,9 +916,11 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 			idx[k] = ranks[k] / per_stage * groups + q % stride + q / (stride * size) * stride;
 		}
 		m = sort_unique(idx, n);
+		if (!ring_kept(t, p, c, e, kind, size, stride, ranks, n, idx, m))
+			for (k = 0; k < m; k++)
+				group_links_of(t, p, c, idx[k] / groups, size, stride,
+					       idx[k] % groups, &e->groups[kind][idx[k]]);
 		for (k = 0; k < m; k++) {
-			group_links_of(t, p, c, idx[k] / groups, size, stride, idx[k] % groups,
-				       &e->groups[kind][idx[k]]);
 			if (e->worst[kind] && e->worst[kind][idx[k] / groups].have) {
 				struct stage_worst *w = &e->worst[kind][idx[k] / groups];
 
@@ -692,6 +945,55 @@ static void mapped_update(struct pipette_timer *t, const struct placement *p,
 					    pipette_p2p_s(e->pworst[rows[r]].bytes, l->gbps,
 							  l->lat_us));
 		}
+	}
+}
+
+/* t->mapped_inv, the rank on each of the cluster's GPUs (-1: none), read
+ * afresh from sigma; t->inv_ok when sigma is one-to-one into them. */
+static void inv_fill(struct pipette_timer *t, const struct placement *p, int world)
+{
+	int gpus = pipette_cluster_node_count(p->cl) * p->G, r;
+
+	t->inv_ok = 0;
+	if (gpus > t->inv_cap) {
+		int *a = realloc(t->mapped_inv, (size_t)gpus * sizeof(int));
+
+		if (!a)
+			return;
+		t->mapped_inv = a;
+		t->inv_cap = gpus;
+	}
+	t->inv_n = gpus;
+	memset(t->mapped_inv, 0xff, (size_t)gpus * sizeof(int));
+	for (r = 0; r < world; r++) {
+		int g = t->mapped_sigma[r];
+
+		if (g < 0 || g >= gpus || t->mapped_inv[g] >= 0)
+			return;
+		t->mapped_inv[g] = r;
+	}
+	t->inv_ok = 1;
+}
+
+/* t->mapped_inv after the n ranks of t->moved moved (their old GPUs
+ * after them, at 2 * mapped_cap): emptied, then filled again. */
+static void inv_move(struct pipette_timer *t, int n)
+{
+	const int *olds = t->moved + 2 * t->mapped_cap;
+	int k;
+
+	if (!t->inv_ok)
+		return;
+	for (k = 0; k < n; k++)
+		t->mapped_inv[olds[k]] = -1;
+	for (k = 0; k < n; k++) {
+		int g = t->mapped_sigma[t->moved[k]];
+
+		if (g < 0 || g >= t->inv_n || t->mapped_inv[g] >= 0) {
+			t->inv_ok = 0;
+			return;
+		}
+		t->mapped_inv[g] = t->moved[k];
 	}
 }
 
@@ -724,21 +1026,24 @@ static struct grid_entry *mapped_lookup(struct pipette_timer *t, const struct pl
 			if (t->mapped_sigma[r] != p->gpu_of_rank[r]) {
 				if (n >= MAPPED_UPDATE_MAX * world)
 					break;
+				t->moved[2 * t->mapped_cap + n] = t->mapped_sigma[r];
 				t->mapped_sigma[r] = p->gpu_of_rank[r];
 				t->moved[n++] = r;
 			}
 		}
 		if (r == world) {
-			if (n)
+			if (n) {
+				inv_move(t, n);
 				mapped_update(t, p, c, e, t->moved, n);
+			}
 			return e;
 		}
 	}
 	grid_clear(e);
 	if (world > t->mapped_cap) {
 		int *a = realloc(t->mapped_sigma, (size_t)world * sizeof(int));
-		/* moved ranks, then as many indices of scratch */
-		int *b = a ? realloc(t->moved, (size_t)world * 2 * sizeof(int)) : NULL;
+		/* moved ranks, as many indices of scratch, their old GPUs */
+		int *b = a ? realloc(t->moved, (size_t)world * 3 * sizeof(int)) : NULL;
 
 		if (a)
 			t->mapped_sigma = a;
@@ -748,6 +1053,7 @@ static struct grid_entry *mapped_lookup(struct pipette_timer *t, const struct pl
 		t->mapped_cap = world;
 	}
 	memcpy(t->mapped_sigma, p->gpu_of_rank, (size_t)world * sizeof(int));
+	inv_fill(t, p, world);
 	memcpy(e->key, key, sizeof(e->key));
 	t->mapped_seen = t->estimates;
 	t->mapped_stamp = stamp;

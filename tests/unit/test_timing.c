@@ -832,6 +832,111 @@ START_TEST(test_mapped_estimates_reused)
 }
 END_TEST
 
+/* A DP ring of RING_TREE_MIN (64) members or more is kept edge by edge
+ * on a mapped placement, and a move re-reads only the edges and nodes
+ * next to the moved ranks (timing.c ring_update): after random moves
+ * (single GPUs swapped between nodes, which splits nodes' members
+ * unevenly, two GPUs of a node, two nodes' blocks, all at once) a timer
+ * that kept the rings gives exactly what a new timer gives, which reads
+ * every ring whole (ring_links).  One or two DP rings a stage, 64 to 512
+ * members, on 64 nodes of 8 GPUs, so that the estimate's slowest ring
+ * is the ring updated, and a slow GPU on some nodes, so that its bound
+ * inside nodes counts. */
+START_TEST(test_mapped_rings_kept)
+{
+	static const struct {
+		int tp, pp, dp, cp, dp_shard;
+		enum pipette_stack_id stack;
+	} cases[] = {
+		{ 1, 1, 512, 1, 1, PIPETTE_STACK_MEGATRON },
+		{ 1, 2, 256, 1, 1, PIPETTE_STACK_MEGATRON },
+		{ 2, 2, 64, 2, 1, PIPETTE_STACK_MEGATRON },
+		{ 1, 2, 256, 1, 64, PIPETTE_STACK_TORCHTITAN },
+	};
+	struct pipette_cluster *cl = random_links(64, 11);
+	struct pipette_timer *kept = pipette_timer_create();
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", NULL);
+	uint64_t rng = 5;
+	int sigma[512], i, step, k;
+
+	/* one slow GPU on every third node (5-9 GB/s to the others, below
+	 * every node link), so that a ring's bound inside the nodes it has
+	 * two members or more on decides its flat ring too */
+	for (i = 0; i < 64; i += 3)
+		for (k = 0; k < 8; k++)
+			if (k != i % 8) {
+				struct pipette_link l = { 5 + 4 * pipette_rng_unit(&rng), 1 };
+
+				pipette_cluster_set_intra_link(cl, i, i % 8, k, l);
+				pipette_cluster_set_intra_link(cl, i, k, i % 8, l);
+			}
+
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		struct pipette_config c;
+		struct pipette_model m;
+		struct pipette_err err;
+
+		pipette_config_init(&c);
+		c.tp = cases[i].tp;
+		c.pp = cases[i].pp;
+		c.dp = cases[i].dp;
+		c.cp = cases[i].cp;
+		c.dp_shard = cases[i].dp_shard;
+		c.stack = pipette_stack_get(cases[i].stack);
+		c.seq_len = 2048;
+		c.global_batch = 2L * c.dp;
+		ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
+		for (k = 0; k < 512; k++)
+			sigma[k] = k;
+		for (step = 0; step < 60; step++) {
+			struct pipette_timer *fresh = pipette_timer_create();
+			struct pipette_time a, b;
+			int x = pipette_rng_below(&rng, 512), y = pipette_rng_below(&rng, 512), tmp;
+
+			if (step % 20 == 19) {		/* all at once: read afresh */
+				for (k = 511; k > 0; k--) {
+					int j = pipette_rng_below(&rng, k + 1);
+
+					tmp = sigma[k];
+					sigma[k] = sigma[j];
+					sigma[j] = tmp;
+				}
+			} else if (step % 4 == 3) {	/* two nodes' blocks */
+				for (k = 0; k < 8; k++) {
+					tmp = sigma[x / 8 * 8 + k];
+					sigma[x / 8 * 8 + k] = sigma[y / 8 * 8 + k];
+					sigma[y / 8 * 8 + k] = tmp;
+				}
+			} else if (step % 4 == 2) {	/* two GPUs of a node */
+				y = x / 8 * 8 + (x + 3) % 8;
+				tmp = sigma[x];
+				sigma[x] = sigma[y];
+				sigma[y] = tmp;
+			} else {			/* GPUs of other nodes */
+				for (k = 0; k < 1 + step % 3; k++) {
+					x = pipette_rng_below(&rng, 512);
+					y = pipette_rng_below(&rng, 512);
+					tmp = sigma[x];
+					sigma[x] = sigma[y];
+					sigma[y] = tmp;
+				}
+			}
+			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
+							       &err), 0);
+			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, sigma, 1, &b,
+							       &err), 0);
+			ck_assert_msg(!memcmp(&a, &b, sizeof(a)),
+				      "case %d step %d: %.12f s, afresh %.12f s", i, step,
+				      a.iteration_s, b.iteration_s);
+			pipette_timer_destroy(fresh);
+		}
+	}
+	pipette_timer_destroy(kept);
+	pipette_cluster_destroy(cl);
+}
+END_TEST
+
 /* Under the default placement a timer that keeps each rank grid's links
  * (pipette_timer_cache_links) judges a stage's slowest group over the
  * groups no earlier one dominates, and remembers it for the next estimate
@@ -989,6 +1094,7 @@ int main(void)
 	tcase_add_test(tc, test_ep_overlap_dispatcher);
 	tcase_add_test(tc, test_intra_node_ring);
 	tcase_add_test(tc, test_mapped_estimates_reused);
+	tcase_add_test(tc, test_mapped_rings_kept);
 	tcase_add_test(tc, test_default_groups_cached);
 	tcase_add_test(tc, test_host_floor);
 	tcase_add_test(tc, test_async_tp);
