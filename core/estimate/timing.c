@@ -675,14 +675,15 @@ static int ring_start(const struct ring_grid *rg, int gi)
 	       i / rg->stride * rg->stride * rg->size;
 }
 
-/* Edge j of group gi's tree read from the cluster under sigma. */
+/* Edge j of group gi's tree read from the cluster under sigma; with fix,
+ * its ancestors again where it changed. */
 static void ring_edge(const struct placement *p, const struct ring_grid *rg, int start,
-		      struct ring_node *tree, int j)
+		      struct ring_node *tree, int j, int fix)
 {
 	int n = rg->size, a = gpu_of(p, start + j * rg->stride);
 	int b = gpu_of(p, start + (j + 1) % n * rg->stride);
 	struct pipette_link l = pipette_cluster_link(p->cl, a, b);
-	struct ring_node *x = &tree[n + j];
+	struct ring_node *x = &tree[n + j], was = *x;
 
 	x->lat = l.lat_us;
 	x->intra_lat = x->inter_lat = 0;
@@ -696,6 +697,8 @@ static void ring_edge(const struct placement *p, const struct ring_grid *rg, int
 		x->inter_lat = l.lat_us;
 		x->n_inter = 1;
 	}
+	if (fix && memcmp(&was, x, sizeof(was)))
+		ring_fix(tree, n, j);
 }
 
 /* Group gi's members on `node` (t->mapped_inv): their GPUs in slot order
@@ -731,9 +734,14 @@ static void ring_node_set(struct pipette_timer *t, const struct placement *p,
 	m = ring_members(t, p, rg, gi, node, gpus, pos);
 	bw = m > 1 ? node_ring_bw(t, p, gpus, m) : HUGE_VAL;
 	for (k = 0; k < m; k++) {
-		tree[rg->size + pos[k]].intra_min = k == 0 ? bw : HUGE_VAL;
-		if (fix)
-			ring_fix(tree, rg->size, pos[k]);
+		double *x = &tree[rg->size + pos[k]].intra_min, v = k == 0 ? bw : HUGE_VAL;
+
+		/* unchanged: its ancestors hold already */
+		if (memcmp(x, &v, sizeof(v))) {
+			*x = v;
+			if (fix)
+				ring_fix(tree, rg->size, pos[k]);
+		}
 	}
 }
 
@@ -744,7 +752,7 @@ static void ring_build(struct pipette_timer *t, const struct placement *p,
 	int n = rg->size, start = ring_start(rg, gi), j, x;
 
 	for (j = 0; j < n; j++)
-		ring_edge(p, rg, start, tree, j);
+		ring_edge(p, rg, start, tree, j, 0);
 	for (j = 0; j < n; j++) {
 		int gpu = gpu_of(p, start + j * rg->stride), k, node = node_of(p, gpu);
 
@@ -813,13 +821,13 @@ static int ring_update(struct pipette_timer *t, const struct placement *p,
 		int j, gi = ring_group_of(rg, ranks[k], &j), start = ring_start(rg, gi);
 		struct ring_node *tree = e->rings[kind] + gi * stride;
 		int prev = (j + rg->size - 1) % rg->size;
+		int from = node_of(p, olds[k]), to = node_of(p, gpu_of(p, ranks[k]));
 
-		ring_edge(p, rg, start, tree, j);
-		ring_fix(tree, rg->size, j);
-		ring_edge(p, rg, start, tree, prev);
-		ring_fix(tree, rg->size, prev);
-		ring_node_set(t, p, rg, gi, node_of(p, olds[k]), tree, 1);
-		ring_node_set(t, p, rg, gi, node_of(p, gpu_of(p, ranks[k])), tree, 1);
+		ring_edge(p, rg, start, tree, j, 1);
+		ring_edge(p, rg, start, tree, prev, 1);
+		if (from != to)
+			ring_node_set(t, p, rg, gi, from, tree, 1);
+		ring_node_set(t, p, rg, gi, to, tree, 1);
 	}
 	for (k = 0; k < m; k++)
 		ring_figures(t, p, rg, idx[k], e->rings[kind] + idx[k] * stride,
