@@ -811,11 +811,10 @@ static int ring_update(struct pipette_timer *t, const struct placement *p,
 		       const struct ring_grid *rg, const int *ranks, const int *olds, int n,
 		       const int *idx, int m)
 {
-	size_t stride = (size_t)2 * rg->size;
+	size_t stride = (size_t)2 * rg->size, all = (size_t)c->pp * rg->groups * stride;
 	int k;
 
-	if (!e->rings[kind] &&
-	    !(e->rings[kind] = calloc((size_t)c->pp * rg->groups * stride, sizeof(struct ring_node))))
+	if (!e->rings[kind] && !(e->rings[kind] = calloc(all, sizeof(struct ring_node))))
 		return -1;
 	for (k = 0; k < m; k++)
 		if (!e->rings[kind][idx[k] * stride].n_inter)
