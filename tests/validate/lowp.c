@@ -20,41 +20,6 @@
 #define COLS 34
 #define GROUPS 32
 
-/* One CSV line into fields (double quotes protect commas; "" is a quote). */
-static int csv_split(char *line, char **f, int max)
-{
-	int n = 0;
-	char *w = line, *r = line;
-
-	while (n < max) {
-		int quoted = *r == '"';
-
-		f[n++] = w;
-		if (quoted)
-			r++;
-		while (*r && (quoted || *r != ',') && *r != '\n' && *r != '\r') {
-			if (quoted && *r == '"') {
-				if (r[1] == '"') {
-					*w++ = '"';
-					r += 2;
-					continue;
-				}
-				quoted = 0;
-				r++;
-				continue;
-			}
-			*w++ = *r++;
-		}
-		if (*r != ',') {
-			*w = 0;
-			break;
-		}
-		*w++ = 0;
-		r++;
-	}
-	return n;
-}
-
 static int col(char **hdr, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
@@ -381,13 +346,13 @@ static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int 
 
 	if (!fgets(hline, sizeof(hline), fp))
 		return -1;
-	nh = csv_split(hline, hdr, COLS);
+	nh = validate_csv_split(hline, hdr, COLS);
 	while (n < MAX_LROWS && fgets(line, sizeof(line), fp)) {
 		double one[PIPETTE_GEMM_DTYPE_COUNT], t0, tb, tl;
 		enum pipette_gemm_dtype dt;
 		struct lrow *r = &rows[n];
 
-		if (csv_split(line, f, COLS) != nh)
+		if (validate_csv_split(line, f, COLS) != nh)
 			continue;
 		for (int d = 0; d < PIPETTE_GEMM_DTYPE_COUNT; d++)
 			one[d] = 1.0;

@@ -82,7 +82,7 @@ int validate_moe(struct pipette_timer *t)
  * leave-one-out), against the kernel table's fixed cost per isolated GEMM
  * that it charged before.  Blocks of 2 local experts are printed, not
  * fitted: one extra GEMM per pass is within the timing noise. */
-#define BLOCK_MAX 64
+#define BLOCK_MAX VALIDATE_MEDIAN_MAX
 #define GAP_DRIFT 0.05
 
 struct block_case {
@@ -90,22 +90,6 @@ struct block_case {
 	int local, tokens, topk;
 	double loop_s, dense_s;
 };
-
-/* Split one CSV line (no quoted fields) into at most n fields in place. */
-static int csv_fields(char *line, char **f, int n)
-{
-	int k = 0;
-
-	line[strcspn(line, "\r\n")] = 0;
-	while (k < n) {
-		f[k++] = line;
-		line = strchr(line, ',');
-		if (!line)
-			break;
-		*line++ = 0;
-	}
-	return k;
-}
 
 static int read_blocks(const char *path, struct block_case *bc, int *n)
 {
@@ -121,7 +105,7 @@ static int read_blocks(const char *path, struct block_case *bc, int *n)
 	while (fgets(line, sizeof(line), fp)) {
 		int loop;
 
-		if (csv_fields(line, f, 12) != 12 || strcmp(f[9], "gpu") || !*f[1])
+		if (validate_csv_split(line, f, 12) != 12 || strcmp(f[9], "gpu") || !*f[1])
 			continue;
 		loop = !strcmp(f[8], "bf16_loop");
 		if (!loop && strcmp(f[8], "dense"))
@@ -142,26 +126,6 @@ static int read_blocks(const char *path, struct block_case *bc, int *n)
 	}
 	fclose(fp);
 	return 0;
-}
-
-static int dbl_less(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) without index skip (skip >= n: none). */
-static double median_skip(const double *v, int n, int skip)
-{
-	double w[BLOCK_MAX];
-	int i, k = 0;
-
-	for (i = 0; i < n; i++)
-		if (i != skip)
-			w[k++] = v[i];
-	qsort(w, k, sizeof(w[0]), dbl_less);
-	return k % 2 ? w[k / 2] : 0.5 * (w[k / 2 - 1] + w[k / 2]);
 }
 
 /* A block both forms were timed for, of more than two local experts. */
@@ -185,7 +149,7 @@ static double gap_fit(const struct block_case *bc, int n, int skip)
 	for (j = 0; j < n; j++)
 		if (j != skip && usable(&bc[j]))
 			w[k++] = gap_of(&bc[j]);
-	return median_skip(w, k, k);
+	return validate_median(w, (size_t)k, (size_t)k);
 }
 
 int validate_moe_block(const char *path)

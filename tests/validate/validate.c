@@ -832,15 +832,52 @@ static int dbl_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median of v[0..n) leaving index skip out (skip >= n: none). */
-static double median_without(const double *v, size_t n, size_t skip)
+int validate_csv_split(char *line, char **f, int max)
 {
-	double w[TT_ASYNC_N];
+	int n = 0;
+	char *w = line, *r = line;
+
+	while (n < max) {
+		int quoted = *r == '"';
+
+		f[n++] = w;
+		if (quoted)
+			r++;
+		while (*r && (quoted || *r != ',') && *r != '\n' && *r != '\r') {
+			if (quoted && *r == '"') {
+				if (r[1] == '"') {
+					*w++ = '"';
+					r += 2;
+					continue;
+				}
+				quoted = 0;
+				r++;
+				continue;
+			}
+			*w++ = *r++;
+		}
+		if (*r != ',') {
+			*w = 0;
+			break;
+		}
+		*w++ = 0;
+		r++;
+	}
+	return n;
+}
+
+double validate_median(const double *v, size_t n, size_t skip)
+{
+	double w[VALIDATE_MEDIAN_MAX];
 	size_t k = 0;
 
+	if (n > VALIDATE_MEDIAN_MAX)
+		return NAN;
 	for (size_t i = 0; i < n; i++)
 		if (i != skip)
 			w[k++] = v[i];
+	if (!k)
+		return NAN;
 	qsort(w, k, sizeof(w[0]), dbl_cmp);
 	return k % 2 ? w[k / 2] : (w[k / 2 - 1] + w[k / 2]) / 2;
 }
@@ -891,7 +928,7 @@ static int check_tt_async(struct pipette_timer *t, const struct pipette_gpu_spec
 		E[i] = tm.tp_comm_s;
 		x[i] = E[i] > 0 ? 1 - T[i] * (1 - 1 / speedup) / E[i] : 1;
 	}
-	fit = median_without(x, TT_ASYNC_N, TT_ASYNC_N);
+	fit = validate_median(x, TT_ASYNC_N, TT_ASYNC_N);
 	if (pipette_stack_resolve("torchtitan", "compile=on,tp_overlap=on", &st, NULL))
 		return 1;
 	shipped = st.tp_exposed;
@@ -902,7 +939,7 @@ static int check_tt_async(struct pipette_timer *t, const struct pipette_gpu_spec
 	for (i = 0; i < TT_ASYNC_N; i++) {
 		const struct tt_async_case *k = &tt_async_cases[i];
 		double tok = (double)k->local_batch * 8192 / 8;	/* per GPU per step */
-		double xl = median_without(x, TT_ASYNC_N, i);
+		double xl = validate_median(x, TT_ASYNC_N, i);
 		double pv = tok / T[i], pa = tok / (T[i] - (1 - shipped) * E[i]);
 		double pl = tok / (T[i] - (1 - xl) * E[i]), ev, ea, el;
 

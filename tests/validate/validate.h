@@ -27,6 +27,13 @@ int validate_lowp(struct pipette_timer *t, const char *path);
  * none was, so leave-one-out is the MAPE itself). */
 void validate_summary(const char *dataset, const char *stack, const char *gpu, int n,
 		      double mape, double bias, double loo);
+/* The median of v[0..n) leaving index skip out (skip >= n: none); NAN
+ * when n exceeds VALIDATE_MEDIAN_MAX or nothing is left. */
+#define VALIDATE_MEDIAN_MAX 64
+double validate_median(const double *v, size_t n, size_t skip);
+/* One CSV line into at most max fields, in place (double quotes protect
+ * commas; "" is a quote; the line ends at CR or LF); the field count. */
+int validate_csv_split(char *line, char **f, int max);
 /* DeepSeek-V3 against its technical report (moe.c). */
 int validate_moe(struct pipette_timer *t);
 /* The experts' GEMMs of MoE blocks timed on one H200 (moe.c). */
