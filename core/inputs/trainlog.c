@@ -435,10 +435,38 @@ static int mlm_step(struct ctx *c, const char *msg, const char *d, int local)
 	return add_step(c, it, ms / 1000.0, 0.0, local, 1);
 }
 
+/* The two memory reports' peaks: Megatron-LM's in MiB, Megatron-Bridge's
+ * in GB of 1e9 bytes (the head of this file). */
+static const struct mem_form {
+	const char *alloc, *resv;	/* the fields, as errors name them */
+	double gib_per_unit;
+} mem_forms[2] = {
+	{ "max allocated", "max reserved", 1.0 / MIB_PER_GIB },
+	{ MB_MAX_ALLOC, MB_MAX_RESV, BYTES_PER_GB / BYTES_PER_GIB },
+};
+
+/* The figure "| {name}: X" of a memory report, in GiB. */
+static int mem_figure(struct ctx *c, const char *m, const char *name, double gib_per_unit,
+		      double *gib)
+{
+	char key[64];
+	const char *p;
+	double v;
+
+	snprintf(key, sizeof(key), "| %s:", name);
+	if (!(p = after(m, key)))
+		return fail_at(c, name, "missing from the memory report");
+	if (read_num(c, &p, name, 0, 0.0, PIPETTE_TRAINLOG_MAX_GIB / gib_per_unit, 0, &v) < 0)
+		return -1;
+	*gib = v * gib_per_unit;
+	return 0;
+}
+
 /* "[Rank {}] {name} memory (MB) | allocated: ... | max allocated: X |
  * reserved: ... | max reserved: X", or Megatron-Bridge's in GB (gb) */
 static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local, int gb)
 {
+	const struct mem_form *f = &mem_forms[gb != 0];
 	const char *r = strstr(msg, "[Rank "), *p;
 	double alloc, resv;
 	long rank = -1;
@@ -452,31 +480,10 @@ static int mlm_memory(struct ctx *c, const char *msg, const char *m, int local, 
 		if (*p != ']')
 			return fail_at(c, "[Rank N]", "expected ']' after the rank, got '%.24s'", p);
 	}
-	if (gb) {	/* Megatron-Bridge's: GB of 1e9 bytes */
-		double max = PIPETTE_TRAINLOG_MAX_GIB * BYTES_PER_GIB / BYTES_PER_GB;
-
-		if (!(p = after(m, "| " MB_MAX_ALLOC ":")))
-			return fail_at(c, MB_MAX_ALLOC, "missing from the memory report");
-		if (read_num(c, &p, MB_MAX_ALLOC, 0, 0.0, max, 0, &alloc) < 0)
-			return -1;
-		if (!(p = after(m, "| " MB_MAX_RESV ":")))
-			return fail_at(c, MB_MAX_RESV, "missing from the memory report");
-		if (read_num(c, &p, MB_MAX_RESV, 0, 0.0, max, 0, &resv) < 0)
-			return -1;
-		return add_mem(c, (int)rank, local, alloc * BYTES_PER_GB / BYTES_PER_GIB,
-			       resv * BYTES_PER_GB / BYTES_PER_GIB);
-	}
-	if (!(p = after(m, "| max allocated:")))
-		return fail_at(c, "max allocated", "missing from the memory report");
-	if (read_num(c, &p, "max allocated", 0, 0.0, PIPETTE_TRAINLOG_MAX_GIB * MIB_PER_GIB,
-		     0, &alloc) < 0)
+	if (mem_figure(c, m, f->alloc, f->gib_per_unit, &alloc) ||
+	    mem_figure(c, m, f->resv, f->gib_per_unit, &resv))
 		return -1;
-	if (!(p = after(m, "| max reserved:")))
-		return fail_at(c, "max reserved", "missing from the memory report");
-	if (read_num(c, &p, "max reserved", 0, 0.0, PIPETTE_TRAINLOG_MAX_GIB * MIB_PER_GIB,
-		     0, &resv) < 0)
-		return -1;
-	return add_mem(c, (int)rank, local, alloc / MIB_PER_GIB, resv / MIB_PER_GIB);
+	return add_mem(c, (int)rank, local, alloc, resv);
 }
 
 /* What a log states, over its runs: a second value unlike the first is
