@@ -298,6 +298,27 @@ static struct pipette_cluster *generated(int n, int slow_switch, int degraded,
 	return cl;
 }
 
+/* A pruned search's best k are the unpruned one's, config and time. */
+static void same_best(const struct pipette_search_result *few,
+		      const struct pipette_search_result *all, int k)
+{
+	ck_assert_int_eq(few->n_top, k);
+	for (int i = 0; i < k; i++) {
+		ck_assert_int_eq(pipette_config_cmp(&few->top[i].cfg, &all->top[i].cfg), 0);
+		ck_assert(few->top[i].time.iteration_s == all->top[i].time.iteration_s);
+	}
+}
+
+/* The input's GPU with a site calibration that makes compute faster (0.7)
+ * and communication slower (1.3), kept in cal. */
+static void calibrated(struct pipette_search_input *in, struct pipette_gpu_spec *cal)
+{
+	*cal = *in->gpu;
+	cal->site_compute = 0.7;
+	cal->site_comm = 1.3;
+	in->gpu = cal;
+}
+
 /* The pipeline bound (search.c pipe_bound) prunes only what could not be
  * among the best: on 64 generated nodes of 8 GPUs (noisy figures, 10%
  * slow pairs, 16-node switches, a slow switch, a degraded node), llama3-8b
@@ -316,18 +337,14 @@ START_TEST(test_pipe_bound_keeps_the_best)
 	struct pipette_gpu_spec cal;
 	struct pipette_model m;
 	struct pipette_err err;
-	int i, round;
+	int round;
 
 	np = pipette_node_pairs_create(cl);
 	ck_assert_ptr_nonnull(np);
 	for (round = 0; round < 2; round++) {
 		input(&in, &m, "llama3-8b", cl, 512, 4096, 5);
-		if (round) {
-			cal = *in.gpu;
-			cal.site_compute = 0.7;
-			cal.site_comm = 1.3;
-			in.gpu = &cal;
-		}
+		if (round)
+			calibrated(&in, &cal);
 		in.pairs = round ? NULL : np;
 		ck_assert_int_eq(pipette_search_run(&in, &few, &err), 0);
 		ck_assert_int_gt(few.stats.pipe_pruned, 0);
@@ -338,11 +355,7 @@ START_TEST(test_pipe_bound_keeps_the_best)
 		ck_assert_int_eq(all.stats.pruned_bound, 0);
 		ck_assert_int_eq(all.stats.pipe_bounded, 0);
 		ck_assert_int_gt(all.n_top, 100);
-		ck_assert_int_eq(few.n_top, 5);
-		for (i = 0; i < 5; i++) {
-			ck_assert_int_eq(pipette_config_cmp(&few.top[i].cfg, &all.top[i].cfg), 0);
-			ck_assert(few.top[i].time.iteration_s == all.top[i].time.iteration_s);
-		}
+		same_best(&few, &all, 5);
 		pipette_search_result_free(&few);
 		pipette_search_result_free(&all);
 	}
@@ -386,11 +399,7 @@ START_TEST(test_bound_below_estimate_moe)
 			overlapped += pipette_config_ep_overlap(&all.top[i].cfg);
 		}
 		ck_assert_int_gt(overlapped, 0);
-		ck_assert_int_eq(few.n_top, 5);
-		for (i = 0; i < 5; i++) {
-			ck_assert_int_eq(pipette_config_cmp(&few.top[i].cfg, &all.top[i].cfg), 0);
-			ck_assert(few.top[i].time.iteration_s == all.top[i].time.iteration_s);
-		}
+		same_best(&few, &all, 5);
 		pipette_search_result_free(&few);
 		pipette_search_result_free(&all);
 	}
@@ -438,12 +447,8 @@ START_TEST(test_dp_bound_below_estimate)
 			pipette_pins_init(&in.pins);	/* every knob searched */
 			ck_assert_int_eq(pipette_stack_lookup(run[r].stack, &stk, &err), 0);
 			in.stack = &stk;
-			if (round) {
-				cal = *in.gpu;
-				cal.site_compute = 0.7;
-				cal.site_comm = 1.3;
-				in.gpu = &cal;
-			}
+			if (round)
+				calibrated(&in, &cal);
 			ck_assert_int_eq(pipette_search_run(&in, &few, &err), 0);
 			pruned += few.stats.dp_pruned;
 			in.top_k = 1000000;
@@ -465,11 +470,7 @@ START_TEST(test_dp_bound_below_estimate)
 				checked++;
 				above += b > c->lower_bound_s;
 			}
-			ck_assert_int_eq(few.n_top, 3);
-			for (i = 0; i < 3; i++) {
-				ck_assert_int_eq(pipette_config_cmp(&few.top[i].cfg, &all.top[i].cfg), 0);
-				ck_assert(few.top[i].time.iteration_s == all.top[i].time.iteration_s);
-			}
+			same_best(&few, &all, 3);
 			pipette_search_result_free(&few);
 			pipette_search_result_free(&all);
 		}
