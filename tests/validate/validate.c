@@ -966,7 +966,7 @@ static int check_tt_async(struct pipette_timer *t, const struct pipette_gpu_spec
  * of the torchtitan stack's layer against the physics, beside its
  * published runs above. */
 static int check_tt_blocks(struct pipette_timer *t, const char *path, const char *gpu,
-			   const char *label)
+			   const char *label, const char *dataset)
 {
 	const struct pipette_gpu_spec *g = pipette_gpu_lookup(gpu, NULL);
 	FILE *fp = fopen(path, "r");
@@ -1022,10 +1022,7 @@ static int check_tt_blocks(struct pipette_timer *t, const char *path, const char
 	fclose(fp);
 	printf("MAPE %.1f%%, bias %+.1f%% over %d blocks (a check: the stack's layer against "
 	       "the physics)\n\n", mape(&err), 100 * bias(&err), err.n);
-	/* the host floors (stack.h) are the H100 file's launch-bound rows */
-	validate_summary(!strcmp(gpu, "h100") ? "torchtitan blocks (host floors taken here)"
-			 : "torchtitan blocks, another GPU and host", "torchtitan", g->name,
-			 err.n, mape(&err) / 100, bias(&err), -1);
+	validate_summary(dataset, "torchtitan", g->name, err.n, mape(&err) / 100, bias(&err), -1);
 	return failures;
 }
 
@@ -1033,7 +1030,7 @@ static int check_tt_blocks(struct pipette_timer *t, const char *path, const char
  * GPU `gpu` ships: the shipped fit's error per GEMM dtype and for the
  * attention kernel, and leave-one-model-out (fitted without the 8B, 70B or
  * 405B rows, judged on them).  Targets: median within 5%, 95% of the rows
- * within 15%.  `label` names the GPU the table was timed on. */
+ * within 15%.  `label` names the GPU the table was timed on ("H100"). */
 static int check_kernels(const char *path, const char *gpu, const char *label)
 {
 	static const char *const models[] = { "8b", "70b", "405b" };
@@ -1046,7 +1043,7 @@ static int check_kernels(const char *path, const char *gpu, const char *label)
 		fprintf(stderr, "validate: %s\n", err.msg);
 		return 1;
 	}
-	printf("Kernel model against the kernels timed on one %s (%s, %zu rows)\n", label, path,
+	printf("Kernel model against the kernels timed on one %s SXM (%s, %zu rows)\n", label, path,
 	       t.n);
 	printf("%-16s %5s %8s %8s   leave-one-model-out median / p95: %s %s %s\n", "kernel",
 	       "rows", "median", "p95", models[0], models[1], models[2]);
@@ -1074,7 +1071,7 @@ static int check_kernels(const char *path, const char *gpu, const char *label)
 			worst_loo = fmax(worst_loo, lm);
 		}
 		printf("\n");
-		snprintf(name, sizeof(name), "%.4s kernels, %s (median error)", label,
+		snprintf(name, sizeof(name), "%s kernels, %s (median error)", label,
 			 d < 3 ? pipette_gemm_dtype_name((enum pipette_gemm_dtype)d) : "attention");
 		validate_summary(name, "-", g->name, (int)n, med, NAN, worst_loo);
 	}
@@ -1089,9 +1086,9 @@ int main(int argc, char **argv)
 	int failures = 0, i;
 
 	failures += check_kernels(PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-kernels.csv", "h100",
-				  "H100 SXM");
+				  "H100");
 	failures += check_kernels(PIPETTE_SRCDIR "/tests/data/kernels/h200-kernels.csv", "h200",
-				  "H200 SXM");
+				  "H200");
 	failures += check_gpt(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_zb(t, pipette_gpu_lookup("a100", NULL));
 	failures += check_mpt(t, pipette_gpu_lookup("h100", NULL));
@@ -1099,10 +1096,12 @@ int main(int argc, char **argv)
 	/* torchtitan's runs: Grand Teton's 500 W H100 (hardware.c [H100-500W]) */
 	failures += check_torchtitan(t, pipette_gpu_lookup("h100-500w", NULL));
 	failures += check_tt_async(t, pipette_gpu_lookup("h100-500w", NULL));
+	/* the torchtitan stack's host floors (stack.h) are the H100 file's
+	 * launch-bound rows */
 	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h100-sxm-block.csv", "h100",
-				    "H100 SXM");
+				    "H100 SXM", "torchtitan blocks (host floors taken here)");
 	failures += check_tt_blocks(t, PIPETTE_SRCDIR "/tests/data/kernels/h200-block.csv", "h200",
-				    "H200 SXM");
+				    "H200 SXM", "torchtitan blocks, another GPU and host");
 	failures += validate_current(t, PIPETTE_SRCDIR "/tests/data/stacks");
 	failures += validate_moe(t);
 	failures += validate_moe_block(PIPETTE_SRCDIR "/tests/data/kernels/h200-moe.csv");
