@@ -1855,6 +1855,70 @@ static void host_floor(const struct pipette_stack *st, const struct pipette_conf
 	lt->w *= k;
 }
 
+/* The attention core of one layer, forward and backward (the input
+ * gradients), for T tokens a rank holds.
+ *
+ * QK^T (query-key width) and AV (value width) are 2*T*s FLOPs per unit of
+ * each (Narayanan et al.'s 4*T*s*h when both are h; MLA's differ);
+ * FlashAttention skips the causal half.  BF16 in every stack (DeepSeek-V3
+ * §3.3 keeps attention out of FP8).  The backward is two products per
+ * forward one (dQ, dK and dV from dS, dP); FlashAttention's also
+ * recomputes the scores, five products against the forward's two (Dao,
+ * "FlashAttention-2", ICLR 2024, §3.1, the backward pass): 2.5x the FLOPs.
+ * A measured kernel prices them at its own backward rate; elsewhere they
+ * take 2.5x the forward's time.
+ *
+ * Context parallelism runs the core as a ring of cp steps, one kernel per
+ * step of this rank's queries against the KV chunk it holds then (the
+ * causal load balance gives each step 1/cp of the FLOPs), and merges each
+ * step's partial result with the others'.  A measured kernel's cost per
+ * query row (inputs/kernels.h) is counted once: it was fitted on causal
+ * kernels, whose diagonal tiles it holds, and only the ring's first step
+ * is causal.  Transformer Engine's ring (AttnFuncWithCPAndKVP2P,
+ * transformer_engine/pytorch/attention/dot_product_attention/
+ * context_parallel.py, NVIDIA/TransformerEngine@d0067d0d) issues the
+ * forward's steps on two alternating streams (:1698-1700), so their fixed
+ * costs overlap and the forward pays one; after them it corrects the
+ * output into an fp32 sum, serially (:1981-2016: the first step's bf16
+ * output read and written in fp32, each later one read with the sum read
+ * and written, the sum cast back: 10 cp + 2 bytes per output element);
+ * its backward runs the steps on one stream (:2460), each a kernel, and
+ * adds each later step's dQ, dK and dV into bf16 sums (:2646-2698: 6
+ * bytes per element).  PyTorch's ring (torch/distributed/tensor/
+ * experimental/_attention.py, _templated_ring_attention and
+ * _templated_ring_attention_backward, pytorch/pytorch@0123248a) runs
+ * every step's kernel on one stream, merges each step's output in fp32
+ * (_SDPAMerger: the bf16 output cast, then the sum read and written with
+ * it, 18 bytes per element; the cast of the first and the final cast back,
+ * 12) and accumulates every step's gradients into fp32 sums (10 bytes per
+ * element, and the final casts, 6). */
+#define TE_RING_OUT_BYTES(cp) (10.0 * (cp) + 2.0)
+#define TE_RING_GRAD_BYTES(cp) (6.0 * ((cp) - 1))
+#define TORCH_RING_OUT_BYTES(cp) (18.0 * ((cp) - 1) + 12.0)
+#define TORCH_RING_GRAD_BYTES(cp) (10.0 * (cp) + 6.0)
+void pipette_attention_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			     const struct pipette_config *c, double T, double *fwd, double *bwd)
+{
+	const struct pipette_stack *st = pipette_config_stack(c);
+	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
+	double avw = m->kv_lora_rank ? pipette_model_v_width(m) : qw;
+	double flops = 2.0 * T * c->seq_len * (qw + avw) / t * (flash_attention(c) ? 0.5 : 1.0);
+	double rows = T * m->heads / t, cp = c->cp, bw = g->hbm_gbps * 1e9 * HBM_EFF;
+	double fsteps = cp > 1 && !st->cp_torch_ring ? 1 : cp;
+
+	*fwd = fsteps * attn_s(g, st, 0, flops / fsteps, rows / fsteps);
+	if (flash_attention(c) && attn_measured(g, st))
+		*bwd = cp * attn_s(g, st, 1, 2.5 * flops / cp, rows / cp);
+	else
+		*bwd = (flash_attention(c) ? 2.5 : 2.0) * *fwd * cp / fsteps;
+	if (cp > 1) {
+		*fwd += (st->cp_torch_ring ? TORCH_RING_OUT_BYTES(cp) : TE_RING_OUT_BYTES(cp)) *
+			T * avw / t / bw;
+		*bwd += (st->cp_torch_ring ? TORCH_RING_GRAD_BYTES(cp) : TE_RING_GRAD_BYTES(cp)) *
+			T * (qw + 2 * kvw) / t / bw;
+	}
+}
+
 static void layer_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
 			const struct pipette_config *c, int layer,
 			const struct group_links *tp, const struct group_links *cp,
@@ -1863,11 +1927,10 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 	const struct pipette_stack *st = pipette_config_stack(c);
 	double T = (double)c->micro_batch * c->seq_len / c->cp, h = m->hidden;
 	double t = c->tp, qw = pipette_model_q_width(m), kvw = pipette_model_kv_width(m);
-	double avw = m->kv_lora_rank ? pipette_model_v_width(m) : qw;
 	double mats = m->ffn_kind == PIPETTE_FFN_SWIGLU ? 3.0 : 2.0;
 	struct pipette_layer_params lp;
 	struct lin3 gemm = { 0, 0, 0 };
-	double attn, attn_b, attn_flops, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
+	double attn, attn_b, act, mem, bytes_tp, cp_bytes, moe_f = 0, ep_one = 0;
 	struct pipette_config none = *c;
 	int moe = pipette_model_is_moe_layer(m, layer);
 	const struct lin Lv = { g, st, lin_dtype(m, c, layer) }, *L = &Lv;
@@ -1893,22 +1956,7 @@ static void layer_times(const struct pipette_model *m, const struct pipette_gpu_
 		lin3_add(L, T, m->ffn * (mats - 1) / t, h, &gemm);
 		lin3_add(L, T, h, m->ffn / t, &gemm);
 	}
-	/* Attention core: QK^T (query-key width) and AV (value width), 2*T*s
-	 * FLOPs per unit of each (Narayanan et al.'s 4*T*s*h when both are h;
-	 * MLA's differ); FlashAttention skips the causal half.  BF16 in every
-	 * stack (DeepSeek-V3 §3.3 keeps attention out of FP8). */
-	attn_flops = 2.0 * T * c->seq_len * (qw + avw) / t * (flash_attention(c) ? 0.5 : 1.0);
-	attn = attn_s(g, st, 0, attn_flops, T * m->heads / t);
-	/* The backward is two products per forward one (dQ, dK and dV from
-	 * dS, dP); FlashAttention's also recomputes the scores, five products
-	 * against the forward's two (Dao, "FlashAttention-2", ICLR 2024, §3.1,
-	 * the backward pass): 2.5x the FLOPs.  A measured kernel prices them
-	 * at its own backward rate; elsewhere they take 2.5x the forward's
-	 * time. */
-	if (flash_attention(c) && attn_measured(g, st))
-		attn_b = attn_s(g, st, 1, 2.5 * attn_flops, T * m->heads / t);
-	else
-		attn_b = (flash_attention(c) ? 2.5 : 2.0) * attn;
+	pipette_attention_times(m, g, c, T, &attn, &attn_b);
 	/* Elementwise traffic, from the activations this layer stores. */
 	none.recompute = PIPETTE_RECOMPUTE_NONE;
 	act = pipette_memory_layer_activations(m, &none, layer);

@@ -127,6 +127,14 @@ const double *pipette_timer_inflight(const struct pipette_timer *t);
 const struct pipette_sched *pipette_timer_sched(const struct pipette_timer *t);
 
 /* Model FLOPs of one iteration (forward + backward, no recomputation). */
+/* The attention core of one layer (the first for models whose layers
+ * differ) for `tokens` a rank holds: its forward and backward (input
+ * gradients) seconds, context parallelism's ring steps and merges
+ * included. */
+void pipette_attention_times(const struct pipette_model *m, const struct pipette_gpu_spec *g,
+			     const struct pipette_config *c, double tokens, double *fwd,
+			     double *bwd);
+
 double pipette_model_flops(const struct pipette_model *m, const struct pipette_config *c);
 
 /* alpha-beta collectives: n ranks, S bytes, bandwidth GB/s, latency us. */

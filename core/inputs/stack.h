@@ -112,6 +112,11 @@ struct pipette_stack {
 	 * put cuDNN first); the GPU's kernel table prices it at its
 	 * FlashAttention-2 share (inputs/kernels.h flash2_share). */
 	int sdpa_flash2;
+	/* Context parallelism runs PyTorch's ring attention
+	 * (torch.distributed.tensor.experimental context_parallel, as
+	 * torchtitan does), not Transformer Engine's (estimate/timing.c,
+	 * pipette_attention_times, prices each). */
+	int cp_torch_ring;
 	/* Only data parallelism: no TP, PP, CP or EP (Composer's FSDP as
 	 * llm-foundry runs it). */
 	int data_parallel_only;

@@ -12,6 +12,7 @@
 #include "inputs/model.h"
 #include "inputs/rng.h"
 #include "inputs/stack.h"
+#include "estimate/kernels.h"
 #include "estimate/timing.h"
 #include "check_run.h"
 
@@ -1069,12 +1070,83 @@ START_TEST(test_offload_schedule)
 }
 END_TEST
 
+/* Context parallelism's ring, by hand on H100's measured attention kernel
+ * (Llama 3 8B, TP 1, sequence 8192, CP 4: 2048 tokens a rank): one
+ * forward kernel and 4 backward ones of a quarter of the FLOPs each in
+ * Transformer Engine's ring (its forward's steps overlap on two streams),
+ * 4 and 4 in PyTorch's; the query-row cost once; the merges' bytes at
+ * HBM_EFF 0.9 of the HBM rate (timing.c, pipette_attention_times). */
+static void ring_by_hand(enum pipette_stack_id id, int cp, int fsteps, double out_bytes,
+			 double grad_bytes)
+{
+	const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+	const struct pipette_kernels *k = g->kernels;
+	struct pipette_model m;
+	struct pipette_config c;
+	double T = 8192.0 / cp, flops, rows, rate, bw = g->hbm_gbps * 1e9 * 0.9, f, b, ef, eb;
+
+	ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+	pipette_config_init(&c);
+	c.stack = pipette_stack_get(id);
+	c.attention = c.stack->attention;
+	c.cp = cp;
+	c.seq_len = 8192;
+	rate = (c.stack->kernel_share > 0 ? c.stack->kernel_share : k->step_share) *
+	       (1 - c.stack->comm_sm_share);
+	flops = 2.0 * T * 8192 * (4096 + 4096) * 0.5;	/* causal QK^T and AV */
+	rows = T * 32;
+	ef = fsteps * pipette_kernel_attn_s(k, 0, 0, flops / fsteps, rows / fsteps) / rate +
+	     out_bytes * T * 4096 / bw;
+	eb = cp * pipette_kernel_attn_s(k, 1, 0, 2.5 * flops / cp, rows / cp) / rate +
+	     grad_bytes * T * (4096 + 2 * 1024) / bw;
+	pipette_attention_times(&m, g, &c, T, &f, &b);
+	ck_assert_msg(fabs(f / ef - 1) < 1e-12, "forward %g s, by hand %g s", f, ef);
+	ck_assert_msg(fabs(b / eb - 1) < 1e-12, "backward %g s, by hand %g s", b, eb);
+}
+
+START_TEST(test_cp_ring)
+{
+	const struct pipette_kernels *k = pipette_gpu_lookup("h100", NULL)->kernels;
+
+	ring_by_hand(PIPETTE_STACK_MEGATRON, 1, 1, 0, 0);
+	ring_by_hand(PIPETTE_STACK_TORCHTITAN, 1, 1, 0, 0);
+	/* TE: 10 cp + 2 bytes of output corrections, 6 (cp - 1) of sums */
+	ring_by_hand(PIPETTE_STACK_MEGATRON, 4, 1, 42, 18);
+	ring_by_hand(PIPETTE_STACK_NEMO, 2, 1, 22, 6);
+	/* PyTorch: 18 (cp - 1) + 12 and 10 cp + 6 bytes, every step a kernel */
+	ring_by_hand(PIPETTE_STACK_TORCHTITAN, 4, 4, 66, 46);
+	/* the ring costs more than one kernel of the same FLOPs: its backward
+	 * pays cp - 1 more fixed costs at least */
+	{
+		const struct pipette_gpu_spec *g = pipette_gpu_lookup("h100", NULL);
+		struct pipette_model m;
+		struct pipette_config c;
+		double f1, b1, f4, b4;
+
+		ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+		pipette_config_init(&c);
+		c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+		c.attention = c.stack->attention;
+		c.seq_len = 8192;
+		c.micro_batch = 4;	/* 4 x 8192 / 4 tokens a rank, as below */
+		c.cp = 4;
+		pipette_attention_times(&m, g, &c, 8192, &f4, &b4);
+		c.cp = 1;
+		c.micro_batch = 1;
+		pipette_attention_times(&m, g, &c, 8192, &f1, &b1);
+		ck_assert(f4 > f1);
+		ck_assert(b4 - b1 > 3 * k->attn_bwd.t0_s);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timing");
 	TCase *tc = tcase_create("timing");
 
 	tcase_add_test(tc, test_offload_schedule);
+	tcase_add_test(tc, test_cp_ring);
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_collectives);
