@@ -70,11 +70,12 @@
  *  FP4 peaks are dense NVFP4; 0 = no block-scaled FP4 tensor cores.
  *  Capacities are what nvidia-smi reports (A100 81920 MiB, H100 81559 MiB,
  *  H200 143771 MiB; B200 183359 MiB, NVIDIA/TensorRT-LLM issue #10278's
- *  nvidia-smi, driver 580.95; GB200 185 GiB, Azure/AI-benchmarking-guide
- *  Azure_Results/ND_GB200_v6_results.md), not the marketing GB, which
- *  understates them (B200 "180 GB" is 192.3e9 bytes).  B300 and GB300 keep
- *  [BU]'s 270 and 279 GB, no reported figure being at hand: they are
- *  likely understated the same way.
+ *  nvidia-smi, driver 580.95; GB200 189471 MiB, B300 275040 MiB and GB300
+ *  284208 MiB, "reported by nvidia-smi" in NVIDIA's aiconfigurator,
+ *  ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/
+ *  systems/gb200.yaml:11, b300_sxm.yaml:11, gb300.yaml:11), not the
+ *  marketing GB, which understates them (B200 "180 GB" is 192.3e9 bytes;
+ *  [BU]'s B300 "270 GB" is 288.4e9).
  *  [CALC]  Calculon (Isaev et al., SC'23), github.com/calculon-ai/calculon
  *          @caa4b11: systems/a100_80g.json and calculon/processor.py.
  *  Latencies: 10 us per NVLink step and 20 us per network step, the A100
@@ -242,14 +243,14 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .kernels = NULL },
 	{ .name = "B300-SXM-270GB", .aliases = "b300,b300-270gb",
 	  .peak_tflops = 2250.0, .fp8_tflops = 4500.0, .fp4_tflops = 13500.0,
-	  .hbm_bytes = 270e9, .hbm_gbps = 7700.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
+	  .hbm_bytes = 275040 * PIPETTE_MIB, .hbm_gbps = 7700.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
 	  .host_gbps = 64.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 8,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2250.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
 	  .source = "[HGX-B] [BU]", .curve_share = BW_SHARES(BLACKWELL_ULTRA_SHARE),
 	  .kernels = NULL },
 	{ .name = "GB200-NVL72", .aliases = "gb200,gb200-186gb,gb200-nvl72",
 	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 10000.0,
-	  .hbm_bytes = 185 * 1024 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
+	  .hbm_bytes = 189471 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 50.0,
 	  .host_gbps = 450.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
 	  .source = "[GB200]", .curve_share = BW_SHARES(BLACKWELL_SHARE),
@@ -257,7 +258,7 @@ static const struct pipette_gpu_spec gpus[] = {
 	  .nvlink_domain_gpus = 72 },
 	{ .name = "GB300-NVL72", .aliases = "gb300,gb300-279gb,gb300-nvl72",
 	  .peak_tflops = 2500.0, .fp8_tflops = 5000.0, .fp4_tflops = 15000.0,
-	  .hbm_bytes = 279e9, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
+	  .hbm_bytes = 284208 * PIPETTE_MIB, .hbm_gbps = 8000.0, .nvlink_gbps = 900.0, .nic_gbps = 100.0,
 	  .host_gbps = 450.0, .nvlink_lat_us = 10.0, .nic_lat_us = 20.0, .gpus_per_node = 4,
 	  .gemm_eff_max = 0.69, .gemm_half_gflop = 0.9 * 2500.0 / 312.0, .nvlink_eff = 0.65, .nic_eff = 0.9,
 	  .source = "[GB300] [BU]", .curve_share = BW_SHARES(BLACKWELL_ULTRA_SHARE),

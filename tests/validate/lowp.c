@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimate/memory.h"
 #include "inputs/cluster.h"
 #include "inputs/stack.h"
 #include "validate.h"
@@ -118,7 +119,7 @@ static void add(struct group *g, int *ng, const char *name, double e)
 
 static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 			const struct pipette_stack *st, const double *scale, double *pred,
-			enum pipette_gemm_dtype *dt, char *why, size_t wlen)
+			double *mem_ratio, enum pipette_gemm_dtype *dt, char *why, size_t wlen)
 {
 	struct pipette_model m;
 	struct pipette_config c;
@@ -235,6 +236,12 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 	if (rc)
 		return snprintf(why, wlen, "%.180s", err.msg), -1;
 	*pred = tm.iteration_s;
+	if (mem_ratio) {	/* the peak over HBM, the schedule's in-flight counts */
+		struct pipette_memory mem;
+
+		pipette_memory_estimate(&m, g, &c, 1.0, pipette_timer_inflight(t), NULL, &mem);
+		*mem_ratio = mem.peak_bytes / mem.limit_bytes;
+	}
 	*dt = pipette_precision_facts(c.precision)->gemm;
 	return 0;
 }
@@ -246,6 +253,8 @@ static int estimate_row(struct pipette_timer *t, char **f, char **hdr, int nh,
 struct lrow {
 	char name[48], system[24], precision[16];
 	double meas, c_bf, c_lp, rest;
+	double mem;		/* predicted peak over HBM: every run ran, so <= 1 */
+	int rec_known;		/* the recipe's recomputation is pinned */
 	double t_bf, t_lp;	/* the table's shares the c_* were estimated at */
 	int family;		/* 0 Hopper (measured kernels), 1 Blackwell, 2 Blackwell Ultra */
 	int rdt;		/* the recipe's factor: 0 bf16, 1 FP8, 2 MXFP8, 3 NVFP4 */
@@ -357,7 +366,7 @@ static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int 
 		for (int d = 0; d < PIPETTE_GEMM_DTYPE_COUNT; d++)
 			one[d] = 1.0;
 		r->meas = atof(f[col(hdr, nh, "iter_s")]);
-		if (estimate_row(t, f, hdr, nh, st, one, &t0, &dt, why, sizeof(why))) {
+		if (estimate_row(t, f, hdr, nh, st, one, &t0, &r->mem, &dt, why, sizeof(why))) {
 			printf("%-34s %-12s %-13s %9.2f %9s  skipped: %.70s\n", f[0],
 			       f[col(hdr, nh, "system")], f[col(hdr, nh, "precision")], r->meas, "-",
 			       why);
@@ -365,10 +374,10 @@ static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int 
 			continue;
 		}
 		one[PIPETTE_GEMM_BF16] = 2.0;	/* its share halved: its time doubled */
-		estimate_row(t, f, hdr, nh, st, one, &tb, &dt, why, sizeof(why));
+		estimate_row(t, f, hdr, nh, st, one, &tb, NULL, &dt, why, sizeof(why));
 		one[PIPETTE_GEMM_BF16] = 1.0;
 		one[dt] = 2.0;
-		estimate_row(t, f, hdr, nh, st, one, &tl, &dt, why, sizeof(why));
+		estimate_row(t, f, hdr, nh, st, one, &tl, NULL, &dt, why, sizeof(why));
 		r->c_bf = tb - t0;
 		r->c_lp = dt == PIPETTE_GEMM_BF16 ? 0 : tl - t0;
 		r->rest = t0 - r->c_bf - r->c_lp;
@@ -386,6 +395,7 @@ static int lrows_read(struct pipette_timer *t, FILE *fp, struct lrow *rows, int 
 		r->rdt = rdt_of(dt);
 		r->dense = !strstr(f[col(hdr, nh, "model")], "experts");
 		r->fsdp = atoi(f[col(hdr, nh, "fsdp")]) != 0;
+		r->rec_known = strcmp(f[col(hdr, nh, "rec")], "unknown") != 0;
 		n++;
 	}
 	return n;
@@ -420,7 +430,7 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	struct group loo_sys[GROUPS] = { { "", 0, 0, 0 } }, loo_prec[GROUPS] = { { "", 0, 0, 0 } };
 	int ns = 0, np = 0, nl = 0, nlp = 0, skipped = 0, n, bad;
 	double all_abs = 0, all_sum = 0, dense_abs = 0, dense_loo = 0, dense_sum = 0;
-	int dense_n = 0;
+	int dense_n = 0, mem_pinned = 0, mem_over = 0;
 	struct lfit x;
 
 	if (!fp) {
@@ -429,8 +439,8 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	}
 	printf("Low precision and Blackwell: Megatron-Bridge runs NVIDIA published (%s), "
 	       "stack megatron-bridge\n", path);
-	printf("%-34s %-12s %-13s %9s %9s %8s %9s %8s\n", "run", "system", "precision", "measured",
-	       "fitted", "error", "LOO", "error");
+	printf("%-34s %-12s %-13s %9s %9s %8s %9s %8s %6s\n", "run", "system", "precision",
+	       "measured", "fitted", "error", "LOO", "error", "memory");
 	n = lrows_read(t, fp, rows, &skipped);
 	fclose(fp);
 	if (n < 0)
@@ -446,8 +456,12 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 		e = lpredict(r, &x) / r->meas - 1;
 		pl = lpredict(r, &lx);
 		el = pl / r->meas - 1;
-		printf("%-34s %-12s %-13s %9.2f %9.2f %+7.1f%% %9.2f %+7.1f%%\n", r->name, r->system,
-		       r->precision, r->meas, lpredict(r, &x), 100 * e, pl, 100 * el);
+		printf("%-34s %-12s %-13s %9.2f %9.2f %+7.1f%% %9.2f %+7.1f%% %5.0f%%%s\n", r->name,
+		       r->system, r->precision, r->meas, lpredict(r, &x), 100 * e, pl, 100 * el,
+		       100 * r->mem, r->mem <= 1 ? "" : r->rec_known ? " DOES NOT FIT"
+		       : " (recompute not pinned)");
+		mem_pinned += r->rec_known;
+		mem_over += r->rec_known && r->mem > 1;
 		if (r->dense) {
 			dense_n++;
 			dense_abs += fabs(e);
@@ -466,6 +480,9 @@ int validate_lowp(struct pipette_timer *t, const char *path)
 	       "GB200), %.2f (B300, GB300); of it, FP8 %.2f, MXFP8 %.2f, NVFP4 %.2f (bf16 1); "
 	       "H100 runs use its measured kernels, not fitted\n", x.fam[1], x.fam[2], x.rdt[1],
 	       x.rdt[2], x.rdt[3]);
+	printf("memory: %d of the %d runs whose recomputation the recipe pins are judged not to "
+	       "fit (every run ran; 'memory' is the predicted peak over HBM)\n", mem_over,
+	       mem_pinned);
 	printf("%-26s %4s %8s %8s %12s\n", "group", "runs", "MAPE", "bias", "LOO MAPE");
 	for (int i = 0; i < ns; i++) {
 		char label[64];
