@@ -1909,8 +1909,8 @@ void pipette_attention_times(const struct pipette_model *m, const struct pipette
 	*fwd = fsteps * attn_s(g, st, 0, flops / fsteps, rows / fsteps);
 	if (flash_attention(c) && attn_measured(g, st))
 		*bwd = cp * attn_s(g, st, 1, 2.5 * flops / cp, rows / cp);
-	else
-		*bwd = (flash_attention(c) ? 2.5 : 2.0) * *fwd * cp / fsteps;
+	else	/* each backward step 2.5x (2x) its forward kernel */
+		*bwd = (flash_attention(c) ? 2.5 : 2.0) * cp * attn_s(g, st, 0, flops / cp, rows / cp);
 	if (cp > 1) {
 		*fwd += (st->cp_torch_ring ? TORCH_RING_OUT_BYTES(cp) : TE_RING_OUT_BYTES(cp)) *
 			T * avw / t / bw;

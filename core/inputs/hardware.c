@@ -182,11 +182,11 @@ static const struct pipette_kernels h100_500w_kernels =
  * carry their clocks) and one factor per recipe shared by every
  * Blackwell GPU.  `make validate` refits them, prints leave-one-out, and
  * fails when these values drift from the fit. */
-#define BLACKWELL_SHARE 0.33
-#define BLACKWELL_ULTRA_SHARE 0.39
-#define BW_FP8 1.05
-#define BW_MXFP8 0.93
-#define BW_NVFP4 0.30
+#define BLACKWELL_SHARE 0.32
+#define BLACKWELL_ULTRA_SHARE 0.38
+#define BW_FP8 1.08
+#define BW_MXFP8 0.92
+#define BW_NVFP4 0.31
 #define BW_SHARES(s) { [PIPETTE_GEMM_BF16] = (s), [PIPETTE_GEMM_FP8_TENSOR] = (s) * BW_FP8, \
 		       [PIPETTE_GEMM_FP8_ROW] = (s) * BW_FP8, [PIPETTE_GEMM_MXFP8] = (s) * BW_MXFP8, \
 		       [PIPETTE_GEMM_NVFP4] = (s) * BW_NVFP4 }

@@ -1137,6 +1137,29 @@ START_TEST(test_cp_ring)
 		ck_assert(f4 > f1);
 		ck_assert(b4 - b1 > 3 * k->attn_bwd.t0_s);
 	}
+	/* On the efficiency curve (no measured kernels: B200), each backward
+	 * step is 2.5x its forward kernel: the ring's backward kernels cost
+	 * 2.5x the forward's one kernel and a little more (smaller kernels
+	 * run less efficiently on the curve), not cp times that */
+	{
+		const struct pipette_gpu_spec *g = pipette_gpu_lookup("b200", NULL);
+		double T = 2048, bw = g->hbm_gbps * 1e9 * 0.9, f, b, fk, bk;
+		struct pipette_model m;
+		struct pipette_config c;
+
+		ck_assert_ptr_null(g->kernels);
+		ck_assert_int_eq(pipette_model_preset("llama3-8b", &m, NULL), 0);
+		pipette_config_init(&c);
+		c.stack = pipette_stack_get(PIPETTE_STACK_MEGATRON);
+		c.attention = c.stack->attention;
+		c.seq_len = 8192;
+		c.cp = 4;
+		pipette_attention_times(&m, g, &c, T, &f, &b);
+		fk = f - 42 * T * 4096 / bw;
+		bk = b - 18 * T * (4096 + 2 * 1024) / bw;
+		ck_assert_msg(bk >= 2.5 * fk * (1 - 1e-12) && bk < 2.5 * fk * 1.2,
+			      "backward kernels %g s, forward kernel %g s", bk, fk);
+	}
 }
 END_TEST
 
