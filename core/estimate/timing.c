@@ -168,20 +168,26 @@ struct p2p_entry {
 	struct pipette_link *fwd, *bwd;
 };
 
-/* Intra-node ring bounds by (cluster, version, node, slot set): 2^15
- * direct-mapped entries (1.3 MiB: a 4096-node cluster's nodes times a few
- * slot sets); a collision only recomputes. */
-#define INTRA_MEMO_BITS 15
-struct intra_memo {
-	const struct pipette_cluster *cl;
+/* Intra-node ring bounds by (cluster version, node, slot set), node by
+ * node: one cache line per node holds INTRA_WAYS slot sets of one
+ * version (pipette_cluster_version: unique in the process to a cluster
+ * and its links), the oldest replaced, so that the groups of a node,
+ * read one after another, find their bounds on one line.  The 2^15
+ * lines hashed by (node, set) before missed 198,595 times in 622,690
+ * on the 2048-node plan of tests/bench/bench_plan.c, 123,755 of them on
+ * sets seen before (their slots taken by other nodes' sets); 64 KiB per
+ * 1,024 nodes. */
+#define INTRA_WAYS 3
+struct intra_line {
 	unsigned long version;
-	int node;
-	uint64_t mask;
-	double bw;
+	uint64_t mask[INTRA_WAYS];	/* 0: empty */
+	double bw[INTRA_WAYS];
+	int next;			/* the way replaced next */
 };
 
 struct pipette_timer {
-	struct intra_memo *intra_memo;
+	struct intra_line *intra;	/* intra_n lines, by node */
+	int intra_n;
 	struct shape_entry shapes[SHAPE_CACHE];
 	struct p2p_entry p2ps[P2P_CACHE];
 	struct pipette_sched *sched;
@@ -223,11 +229,9 @@ struct pipette_timer *pipette_timer_create(void)
 		return NULL;
 	t->sched = pipette_sched_create();
 	t->memo = pipette_sched_memo_create();
-	t->intra_memo = calloc((size_t)1 << INTRA_MEMO_BITS, sizeof(*t->intra_memo));
-	if (!t->sched || !t->memo || !t->intra_memo) {
+	if (!t->sched || !t->memo) {
 		pipette_sched_destroy(t->sched);
 		pipette_sched_memo_destroy(t->memo);
-		free(t->intra_memo);
 		free(t);
 		return NULL;
 	}
@@ -240,7 +244,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 		return;
 	pipette_sched_destroy(t->sched);
 	pipette_sched_memo_destroy(t->memo);
-	free(t->intra_memo);
+	free(t->intra);
 	for (int i = 0; i < SHAPE_CACHE; i++)
 		free(t->shapes[i].g);
 	for (int i = 0; i < P2P_CACHE; i++) {
@@ -370,6 +374,17 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A member's fastest and second-fastest link so far, given the next. */
+static inline void ring_rank(double bw, double *best, double *second)
+{
+	if (bw > *best) {
+		*second = *best;
+		*best = bw;
+	} else if (bw > *second) {
+		*second = bw;
+	}
+}
+
 /* Inside a node NCCL picks the ring order itself (it searches the
  * intra-node graph), so the members a group has on one node form the best
  * ring among them, not the one in rank order.  In a ring every member uses
@@ -377,7 +392,7 @@ static int cmp_int(const void *a, const void *b)
  * second-fastest link to the others: the minimum of that over the members
  * is the bound used here (exact when one GPU or one pair is slow).  A
  * link's figure is its slower direction.  gpus: n GPU indices. */
-static double run_ring_bw(const struct placement *p, const int *gpus, int n)
+static double run_ring_bw_wide(const struct placement *p, const int *gpus, int n)
 {
 	double worst = HUGE_VAL;
 	int i, j;
@@ -386,19 +401,13 @@ static double run_ring_bw(const struct placement *p, const int *gpus, int n)
 		double best = 0, second = 0;
 
 		for (j = 0; j < n; j++) {
-			double ab, ba, bw;
+			double ab, ba;
 
 			if (j == i)
 				continue;
 			ab = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
 			ba = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
-			bw = ab < ba ? ab : ba;
-			if (bw > best) {
-				second = best;
-				best = bw;
-			} else if (bw > second) {
-				second = bw;
-			}
+			ring_rank(ab < ba ? ab : ba, &best, &second);
 		}
 		if (n == 2)
 			second = best;	/* two members: one link, both ways */
@@ -408,31 +417,72 @@ static double run_ring_bw(const struct placement *p, const int *gpus, int n)
 	return worst;
 }
 
+/* The same, each pair's links read once (n <= PIPETTE_MAX_GPUS; more
+ * members on a node only where sigma is not one-to-one: the scan above). */
+static double run_ring_bw(const struct placement *p, const int *gpus, int n)
+{
+	double worst = HUGE_VAL, best[PIPETTE_MAX_GPUS], second[PIPETTE_MAX_GPUS];
+	int i, j;
+
+	if (n < 2 || n > PIPETTE_MAX_GPUS)
+		return n < 2 ? worst : run_ring_bw_wide(p, gpus, n);
+	for (i = 0; i < n; i++)
+		best[i] = second[i] = 0;
+	/* each pair's links read once, for both members, in the order the
+	 * scan member by member takes them (member i meets j in j's order) */
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			double ij = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
+			double ji = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
+
+			ring_rank(ij < ji ? ij : ji, &best[i], &second[i]);
+			ring_rank(ji < ij ? ji : ij, &best[j], &second[j]);
+		}
+	for (i = 0; i < n; i++) {
+		if (n == 2)
+			second[i] = best[i];	/* two members: one link, both ways */
+		if (second[i] < worst)
+			worst = second[i];
+	}
+	return worst;
+}
+
 /* The bound of one node's members (gpus, n of them, on one node), from the
  * timer's memo when it has it: the figure depends only on the node and the
- * set of its slots, which many groups and placements share. */
+ * set of its slots, which many groups and placements share.  Two members
+ * are read directly (their two links: less than a look-up). */
 static double node_ring_bw(struct pipette_timer *t, const struct placement *p,
 			   const int *gpus, int n)
 {
 	unsigned long version = pipette_cluster_version(p->cl);
-	int node = node_of(p, gpus[0]), i;
-	uint64_t mask = 0, h;
-	struct intra_memo *e;
+	int node = node_of(p, gpus[0]), nodes = pipette_cluster_node_count(p->cl), i;
+	uint64_t mask = 0;
+	struct intra_line *l;
 
-	if (p->G > 64 || !t->intra_memo)
+	if (n <= 2 || p->G > 64)
 		return run_ring_bw(p, gpus, n);
+	if (nodes > t->intra_n) {
+		l = realloc(t->intra, (size_t)nodes * sizeof(*l));
+		if (!l)
+			return run_ring_bw(p, gpus, n);
+		memset(l + t->intra_n, 0, (size_t)(nodes - t->intra_n) * sizeof(*l));
+		t->intra = l;
+		t->intra_n = nodes;
+	}
 	for (i = 0; i < n; i++)
 		mask |= 1ULL << (slot_of(p, gpus[i]));
-	h = (mask ^ (uint64_t)node * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
-	e = &t->intra_memo[h >> (64 - INTRA_MEMO_BITS)];
-	if (e->cl == p->cl && e->version == version && e->node == node && e->mask == mask)
-		return e->bw;
-	e->cl = p->cl;
-	e->version = version;
-	e->node = node;
-	e->mask = mask;
-	e->bw = run_ring_bw(p, gpus, n);
-	return e->bw;
+	l = &t->intra[node];
+	if (l->version != version)
+		memset(l, 0, sizeof(*l));
+	l->version = version;
+	for (i = 0; i < INTRA_WAYS; i++)
+		if (l->mask[i] == mask)
+			return l->bw[i];
+	i = l->next;
+	l->next = (i + 1) % INTRA_WAYS;
+	l->mask[i] = mask;
+	l->bw[i] = run_ring_bw(p, gpus, n);
+	return l->bw[i];
 }
 
 static double intra_ring_bw(struct pipette_timer *t, const struct placement *p, int *gpus,

@@ -391,8 +391,9 @@ static int bnb_links(const struct mapper *mp, struct bnb *b)
 				if (!b->used[x])
 					l = link_best(l, b->intra[((size_t)x * G + a) * G + c]);
 			for (p = 0; p < mp->blocks; p++)
-				pipette_cluster_set_intra_link(b->pos, p, a, c, b->at[p] >= 0
-					? b->intra[((size_t)b->at[p] * G + a) * G + c] : l);
+				if (pipette_cluster_set_intra_link(b->pos, p, a, c, b->at[p] >= 0
+					? b->intra[((size_t)b->at[p] * G + a) * G + c] : l))
+					return -1;
 		}
 	return 0;
 }
@@ -633,10 +634,10 @@ static int placement_bound(struct mapper *mp, double *lb)
 				if (a != c)
 					fast = link_best(fast, pipette_cluster_link(mp->cl, x * G + a,
 										      x * G + c));
-	for (x = 0; x < N; x++)
-		for (a = 0; a < G; a++)
-			for (c = 0; c < G; c++)
-				pipette_cluster_set_intra_link(pos, x, a, c, fast);
+	if (pipette_cluster_set_intra_all(pos, fast)) {
+		pipette_fail(mp->err, "out of memory");
+		goto out;
+	}
 	for (x = 0; x < mp->world; x++)
 		ident[x] = x;
 	mp->evals++;
