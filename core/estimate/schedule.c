@@ -211,10 +211,16 @@ struct sched_order {
  * through a dozen shapes of m = p micro-batches, which in the shared
  * slots pushed out the plan's long pipelines (the 8-node plan of issue
  * 30 built its 4 shapes of 110,000 to 330,000 ops 7 times; 6 with these
- * slots, 2.266e9 instructions in all, now 2.184e9). */
+ * slots, 2.266e9 instructions in all, now 2.184e9).  The 2048-node
+ * search of tests/bench/bench_plan.c asks for 88 small shapes (a few
+ * thousand ops each) in turn: with 4 small slots it built 1,532 orders
+ * (207 M instructions, 4% of the plan), with 128 it builds 140 (29 M;
+ * callgrind).  SCHED_SMALL_HELD bounds what the small slots hold in all
+ * (20 bytes an op: 20 MiB), the least recently used going first. */
 #define SCHED_CACHE 8
-#define SCHED_SMALL 4
+#define SCHED_SMALL 128
 #define SCHED_SMALL_OPS 16384
+#define SCHED_SMALL_HELD (1L << 20)
 /* The shared slots hold at most this many ops in all (20 bytes each:
  * 40 MiB), the least recently used going first: the search's evaluations
  * go back and forth between a dozen long pipelines (issue 30's 16-node
@@ -1603,6 +1609,28 @@ static void cache_budget(struct pipette_sched *s)
 	}
 }
 
+/* Free the least recently used small slots until they hold at most
+ * SCHED_SMALL_HELD ops with `adding` more. */
+static void small_budget(struct pipette_sched *s, size_t adding)
+{
+	for (;;) {
+		size_t held = adding;
+		int i, lru = -1;
+
+		for (i = SCHED_CACHE; i < SCHED_CACHE + SCHED_SMALL; i++) {
+			if (!s->cache[i].valid)
+				continue;
+			held += s->cache[i].cap_ops;
+			if (lru < 0 || s->cache[i].used < s->cache[lru].used)
+				lru = i;
+		}
+		if (held <= (size_t)SCHED_SMALL_HELD || lru < 0)
+			return;
+		free_order(&s->cache[lru]);
+		memset(&s->cache[lru], 0, sizeof(s->cache[lru]));
+	}
+}
+
 /* Keep the current order in the cache, in the least recently used slot
  * of its class (an empty one first); s->o gets the order it pushes out.
  * A small order's arrays shrink to it, so that the small slots stay
@@ -1616,6 +1644,8 @@ static void stash(struct pipette_sched *s)
 		return;
 	if (!small)
 		cache_budget(s);
+	else
+		small_budget(s, (size_t)s->o.nphys);
 	for (i = lo + 1; i < hi; i++)
 		if (!s->cache[i].valid ||
 		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))

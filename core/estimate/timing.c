@@ -86,8 +86,13 @@ static double coll_time(enum coll k, const struct group_links *g, double bytes)
  * 2048-node search of tests/bench/bench_plan.c visits 140 grids in an
  * order that comes back to them: 8 entries rebuilt one 1,527 times, 32
  * entries 617 times (the plan from 2.05 to 1.55 s CPU, with SHAPE_CACHE;
- * 98 MiB peak, 1.5 MiB or so per entry there). */
-#define GRID_CACHE 32
+ * 98 MiB peak, 1.5 MiB or so per entry there, each a copy of its groups
+ * and links).  An entry of the default placement keeps only what can be
+ * a stage's slowest group or link (its fronts, a few KiB; the groups stay
+ * in the shape cache), so GRID_CACHE holds every grid of that search:
+ * 4.94 G instructions to 4.79 G for the plan, 75 to 55 MiB peak
+ * (callgrind). */
+#define GRID_CACHE 256
 enum { N_KINDS = 6 };
 
 /* The slowest group of a kind in one stage, as worst_group last judged
@@ -100,6 +105,7 @@ struct stage_worst {
 	enum coll coll;
 	double bytes, tt;
 	int idx;
+	struct group_links g;	/* the group, under the default placement */
 };
 
 struct grid_entry {
@@ -108,19 +114,24 @@ struct grid_entry {
 	struct group_links *groups[N_KINDS];	/* stage-major, all groups */
 	int per_stage[N_KINDS];			/* groups per stage */
 	struct stage_worst *worst[N_KINDS];	/* pp each, or NULL */
-	/* Under the default placement, of each stage's groups of a kind,
-	 * those that can be its slowest (group_front), stage s's at
-	 * s * per_stage; front_n: pp counts, FRONT_UNSET until built,
-	 * FRONT_NONE when too many to be worth it. */
-	int *gfront[N_KINDS];
+	/* Under the default placement the groups are the shape cache's
+	 * (shape_groups), not copied: of each stage's groups of a kind, those
+	 * that can be its slowest (group_front), copied, stage s's gfront_n[s]
+	 * of them from gfront_at[s] = gfront_n[pp + s]; gfront_n[s] is
+	 * FRONT_NONE where too many to be worth it (the stage is scanned in
+	 * the shape cache).  NULL until built. */
+	struct group_links *gfront[N_KINDS];
 	int *gfront_n[N_KINDS];
 	struct pipette_link *p2p;	/* [2][pp][per_stage]: row s of slot 0
 					 * is s -> s+1 (pp-1 -> 0 last), slot 1
-					 * the reverse */
-	/* Of each row of p2p, the links that can be its worst (p2p_front):
-	 * under the default placement. */
-	struct pipette_link *front;	/* row r at r * per_stage */
-	int *front_n;			/* 2 pp counts */
+					 * the reverse; a mapped placement's */
+	/* Under the default placement, of each row of p2p's form, the links
+	 * that can be its worst (p2p_front), copied: row r's front_n[r] of
+	 * them from front_n[2 pp + r], or front_n[r] = -1 where too many
+	 * (the row is read from the cluster); and its first link. */
+	struct pipette_link *front;
+	int *front_n;			/* 4 pp */
+	struct pipette_link *row_first;	/* 2 pp */
 	/* A mapped placement's record of each row's worst link instead (2
 	 * pp; coll unused), kept up to date by mapped_update. */
 	struct stage_worst *pworst;
@@ -149,7 +160,7 @@ struct shape_entry {
  * fwd[r] = r -> r + ps and bwd[r] = r + ps -> r over the whole cluster,
  * which every pp of that stage size shares.  P2P_CACHE sizes, least
  * recently used replaced (as many as the grids: a grid's stage size). */
-#define P2P_CACHE GRID_CACHE
+#define P2P_CACHE 32
 struct p2p_entry {
 	int ps, n;
 	unsigned long stamp;	/* 0 = empty */
@@ -157,20 +168,26 @@ struct p2p_entry {
 	struct pipette_link *fwd, *bwd;
 };
 
-/* Intra-node ring bounds by (cluster, version, node, slot set): 2^15
- * direct-mapped entries (1.3 MiB: a 4096-node cluster's nodes times a few
- * slot sets); a collision only recomputes. */
-#define INTRA_MEMO_BITS 15
-struct intra_memo {
-	const struct pipette_cluster *cl;
+/* Intra-node ring bounds by (cluster version, node, slot set), node by
+ * node: one cache line per node holds INTRA_WAYS slot sets of one
+ * version (pipette_cluster_version: unique in the process to a cluster
+ * and its links), the oldest replaced, so that the groups of a node,
+ * read one after another, find their bounds on one line.  The 2^15
+ * lines hashed by (node, set) before missed 198,595 times in 622,690
+ * on the 2048-node plan of tests/bench/bench_plan.c, 123,755 of them on
+ * sets seen before (their slots taken by other nodes' sets); 64 KiB per
+ * 1,024 nodes. */
+#define INTRA_WAYS 3
+struct intra_line {
 	unsigned long version;
-	int node;
-	uint64_t mask;
-	double bw;
+	uint64_t mask[INTRA_WAYS];	/* 0: empty */
+	double bw[INTRA_WAYS];
+	int next;			/* the way replaced next */
 };
 
 struct pipette_timer {
-	struct intra_memo *intra_memo;
+	struct intra_line *intra;	/* intra_n lines, by node */
+	int intra_n;
 	struct shape_entry shapes[SHAPE_CACHE];
 	struct p2p_entry p2ps[P2P_CACHE];
 	struct pipette_sched *sched;
@@ -212,11 +229,9 @@ struct pipette_timer *pipette_timer_create(void)
 		return NULL;
 	t->sched = pipette_sched_create();
 	t->memo = pipette_sched_memo_create();
-	t->intra_memo = calloc((size_t)1 << INTRA_MEMO_BITS, sizeof(*t->intra_memo));
-	if (!t->sched || !t->memo || !t->intra_memo) {
+	if (!t->sched || !t->memo) {
 		pipette_sched_destroy(t->sched);
 		pipette_sched_memo_destroy(t->memo);
-		free(t->intra_memo);
 		free(t);
 		return NULL;
 	}
@@ -229,7 +244,7 @@ void pipette_timer_destroy(struct pipette_timer *t)
 		return;
 	pipette_sched_destroy(t->sched);
 	pipette_sched_memo_destroy(t->memo);
-	free(t->intra_memo);
+	free(t->intra);
 	for (int i = 0; i < SHAPE_CACHE; i++)
 		free(t->shapes[i].g);
 	for (int i = 0; i < P2P_CACHE; i++) {
@@ -306,6 +321,7 @@ static void grid_clear(struct grid_entry *e)
 	free(e->p2p);
 	free(e->front);
 	free(e->front_n);
+	free(e->row_first);
 	free(e->pworst);
 	for (k = 0; k < N_KINDS; k++)
 		free(e->rings[k]);
@@ -358,6 +374,17 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A member's fastest and second-fastest link so far, given the next. */
+static inline void ring_rank(double bw, double *best, double *second)
+{
+	if (bw > *best) {
+		*second = *best;
+		*best = bw;
+	} else if (bw > *second) {
+		*second = bw;
+	}
+}
+
 /* Inside a node NCCL picks the ring order itself (it searches the
  * intra-node graph), so the members a group has on one node form the best
  * ring among them, not the one in rank order.  In a ring every member uses
@@ -365,7 +392,7 @@ static int cmp_int(const void *a, const void *b)
  * second-fastest link to the others: the minimum of that over the members
  * is the bound used here (exact when one GPU or one pair is slow).  A
  * link's figure is its slower direction.  gpus: n GPU indices. */
-static double run_ring_bw(const struct placement *p, const int *gpus, int n)
+static double run_ring_bw_wide(const struct placement *p, const int *gpus, int n)
 {
 	double worst = HUGE_VAL;
 	int i, j;
@@ -374,19 +401,13 @@ static double run_ring_bw(const struct placement *p, const int *gpus, int n)
 		double best = 0, second = 0;
 
 		for (j = 0; j < n; j++) {
-			double ab, ba, bw;
+			double ab, ba;
 
 			if (j == i)
 				continue;
 			ab = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
 			ba = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
-			bw = ab < ba ? ab : ba;
-			if (bw > best) {
-				second = best;
-				best = bw;
-			} else if (bw > second) {
-				second = bw;
-			}
+			ring_rank(ab < ba ? ab : ba, &best, &second);
 		}
 		if (n == 2)
 			second = best;	/* two members: one link, both ways */
@@ -396,31 +417,72 @@ static double run_ring_bw(const struct placement *p, const int *gpus, int n)
 	return worst;
 }
 
+/* The same, each pair's links read once (n <= PIPETTE_MAX_GPUS; more
+ * members on a node only where sigma is not one-to-one: the scan above). */
+static double run_ring_bw(const struct placement *p, const int *gpus, int n)
+{
+	double worst = HUGE_VAL, best[PIPETTE_MAX_GPUS], second[PIPETTE_MAX_GPUS];
+	int i, j;
+
+	if (n < 2 || n > PIPETTE_MAX_GPUS)
+		return n < 2 ? worst : run_ring_bw_wide(p, gpus, n);
+	for (i = 0; i < n; i++)
+		best[i] = second[i] = 0;
+	/* each pair's links read once, for both members, in the order the
+	 * scan member by member takes them (member i meets j in j's order) */
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			double ij = pipette_cluster_link(p->cl, gpus[i], gpus[j]).gbps;
+			double ji = pipette_cluster_link(p->cl, gpus[j], gpus[i]).gbps;
+
+			ring_rank(ij < ji ? ij : ji, &best[i], &second[i]);
+			ring_rank(ji < ij ? ji : ij, &best[j], &second[j]);
+		}
+	for (i = 0; i < n; i++) {
+		if (n == 2)
+			second[i] = best[i];	/* two members: one link, both ways */
+		if (second[i] < worst)
+			worst = second[i];
+	}
+	return worst;
+}
+
 /* The bound of one node's members (gpus, n of them, on one node), from the
  * timer's memo when it has it: the figure depends only on the node and the
- * set of its slots, which many groups and placements share. */
+ * set of its slots, which many groups and placements share.  Two members
+ * are read directly (their two links: less than a look-up). */
 static double node_ring_bw(struct pipette_timer *t, const struct placement *p,
 			   const int *gpus, int n)
 {
 	unsigned long version = pipette_cluster_version(p->cl);
-	int node = node_of(p, gpus[0]), i;
-	uint64_t mask = 0, h;
-	struct intra_memo *e;
+	int node = node_of(p, gpus[0]), nodes = pipette_cluster_node_count(p->cl), i;
+	uint64_t mask = 0;
+	struct intra_line *l;
 
-	if (p->G > 64 || !t->intra_memo)
+	if (n <= 2 || p->G > 64)
 		return run_ring_bw(p, gpus, n);
+	if (nodes > t->intra_n) {
+		l = realloc(t->intra, (size_t)nodes * sizeof(*l));
+		if (!l)
+			return run_ring_bw(p, gpus, n);
+		memset(l + t->intra_n, 0, (size_t)(nodes - t->intra_n) * sizeof(*l));
+		t->intra = l;
+		t->intra_n = nodes;
+	}
 	for (i = 0; i < n; i++)
 		mask |= 1ULL << (slot_of(p, gpus[i]));
-	h = (mask ^ (uint64_t)node * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
-	e = &t->intra_memo[h >> (64 - INTRA_MEMO_BITS)];
-	if (e->cl == p->cl && e->version == version && e->node == node && e->mask == mask)
-		return e->bw;
-	e->cl = p->cl;
-	e->version = version;
-	e->node = node;
-	e->mask = mask;
-	e->bw = run_ring_bw(p, gpus, n);
-	return e->bw;
+	l = &t->intra[node];
+	if (l->version != version)
+		memset(l, 0, sizeof(*l));
+	l->version = version;
+	for (i = 0; i < INTRA_WAYS; i++)
+		if (l->mask[i] == mask)
+			return l->bw[i];
+	i = l->next;
+	l->next = (i + 1) % INTRA_WAYS;
+	l->mask[i] = mask;
+	l->bw[i] = run_ring_bw(p, gpus, n);
+	return l->bw[i];
 }
 
 static double intra_ring_bw(struct pipette_timer *t, const struct placement *p, int *gpus,
@@ -1104,25 +1166,18 @@ static struct grid_entry *grid_lookup(struct pipette_timer *t, const struct plac
 	return &t->grids[victim];
 }
 
-/* Every group of a kind in e: under the default placement from the shape
- * cache, else read through sigma. */
+/* Every group of a kind in e, a mapped placement's, read through sigma
+ * (the default placement's stay in the shape cache: default_stage). */
 static void groups_fill(struct pipette_timer *t, const struct placement *p,
 			const struct pipette_config *c, struct grid_entry *e, int kind, int size,
 			int stride, int groups)
 {
-	const struct group_links *all = NULL;
 	int s, i;
 
-	if (!p->gpu_of_rank && !(all = shape_groups(t, p, size, stride, c->pp * groups)))
-		return;
 	e->groups[kind] = malloc((size_t)c->pp * groups * sizeof(*e->groups[kind]));
 	if (!e->groups[kind])
 		return;
 	e->per_stage[kind] = groups;
-	if (all) {
-		memcpy(e->groups[kind], all, (size_t)c->pp * groups * sizeof(*all));
-		return;
-	}
 	for (s = 0; s < c->pp; s++)
 		for (i = 0; i < groups; i++)
 			group_links_of(t, p, c, s, size, stride, i, &e->groups[kind][s * groups + i]);
@@ -1200,29 +1255,60 @@ static void group_front(const struct group_links *g, int n, int *out, int *out_n
 	*out_n = m;
 }
 
-/* The front of stage s's groups of a kind in e (default placement),
- * built when first asked; NULL when the stage is scanned whole. */
-static const int *stage_front(struct grid_entry *e, int kind, int pp, int s, int *n)
+/* The fronts of every stage's groups of a kind in e under the default
+ * placement, from the shape cache's groups (all, pp * groups of them):
+ * -1 when out of memory. */
+static int default_fronts(struct grid_entry *e, int kind, int pp, int groups,
+			  const struct group_links *all)
 {
-	int groups = e->per_stage[kind], k;
+	int *n = malloc((size_t)2 * pp * sizeof(int));
+	int *idx = malloc((size_t)pp * FRONT_MAX * sizeof(int)), s, k, total = 0;
 
-	if (!e->gfront_n[kind]) {
-		e->gfront[kind] = malloc((size_t)pp * groups * sizeof(int));
-		e->gfront_n[kind] = malloc((size_t)pp * sizeof(int));
-		if (!e->gfront[kind] || !e->gfront_n[kind]) {
-			free(e->gfront[kind]);
-			free(e->gfront_n[kind]);
-			e->gfront[kind] = e->gfront_n[kind] = NULL;
-			return NULL;
-		}
-		for (k = 0; k < pp; k++)
-			e->gfront_n[kind][k] = FRONT_UNSET;
+	if (!n || !idx)
+		goto fail;
+	for (s = 0; s < pp; s++) {
+		group_front(all + (size_t)s * groups, groups, idx + (size_t)s * FRONT_MAX, &n[s]);
+		n[pp + s] = total;
+		total += n[s] > 0 ? n[s] : 0;
 	}
-	if (e->gfront_n[kind][s] == FRONT_UNSET)
-		group_front(e->groups[kind] + (size_t)s * groups, groups,
-			    e->gfront[kind] + (size_t)s * groups, &e->gfront_n[kind][s]);
+	if (!(e->gfront[kind] = malloc((size_t)(total ? total : 1) * sizeof(struct group_links))))
+		goto fail;
+	for (s = 0; s < pp; s++)
+		for (k = 0; k < n[s]; k++)
+			e->gfront[kind][n[pp + s] + k] =
+				all[(size_t)s * groups + idx[(size_t)s * FRONT_MAX + k]];
+	free(idx);
+	e->gfront_n[kind] = n;
+	e->per_stage[kind] = groups;
+	return 0;
+fail:
+	free(n);
+	free(idx);
+	return -1;
+}
+
+/* Stage s's groups of a kind to scan in e under the default placement:
+ * its front (built for every stage when first asked), or where it has
+ * none all its groups in the shape cache; *n of them; NULL when out of
+ * memory. */
+static const struct group_links *default_stage(struct pipette_timer *t, const struct placement *p,
+					       const struct pipette_config *c, struct grid_entry *e,
+					       int kind, int size, int stride, int groups, int s,
+					       int *n)
+{
+	const struct group_links *all = NULL;
+
+	if (!e->gfront_n[kind] &&
+	    (!(all = shape_groups(t, p, size, stride, c->pp * groups)) ||
+	     default_fronts(e, kind, c->pp, groups, all)))
+		return NULL;
 	*n = e->gfront_n[kind][s];
-	return *n >= 0 ? e->gfront[kind] + (size_t)s * groups : NULL;
+	if (*n >= 0)
+		return e->gfront[kind] + e->gfront_n[kind][c->pp + s];
+	if (!all && !(all = shape_groups(t, p, size, stride, c->pp * groups)))
+		return NULL;
+	*n = groups;
+	return all + (size_t)s * groups;
 }
 
 /* The slowest group of a kind in stage s, judged at `bytes`: the first
@@ -1233,10 +1319,9 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 			const struct pipette_config *c, int s, enum group_kind kind,
 			enum coll coll, double bytes, struct group_links *worst)
 {
-	int per_stage = c->tp * c->cp * c->dp, size, stride, i, groups, n_front = 0, idx = -1;
+	int per_stage = c->tp * c->cp * c->dp, size, stride, i, groups, n = 0, idx = -1;
 	struct grid_entry *e = grid_lookup(t, p, c);
-	const struct group_links *g0;
-	const int *front = NULL;
+	const struct group_links *g0 = NULL;
 	struct stage_worst *w = NULL;
 	double worst_t = -1;
 
@@ -1247,9 +1332,17 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 	if (size <= 1)
 		return;
 	groups = per_stage / size;
-	if (e && !e->groups[kind])
-		groups_fill(t, p, c, e, kind, size, stride, groups);
-	if (!e || !e->groups[kind]) {
+	if (e && !p->gpu_of_rank) {
+		g0 = default_stage(t, p, c, e, kind, size, stride, groups, s, &n);
+	} else if (e) {
+		if (!e->groups[kind])
+			groups_fill(t, p, c, e, kind, size, stride, groups);
+		if (e->groups[kind]) {
+			g0 = e->groups[kind] + (size_t)s * groups;
+			n = groups;
+		}
+	}
+	if (!g0) {
 		for (i = 0; i < groups; i++) {
 			struct group_links g;
 			double tt;
@@ -1263,25 +1356,21 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 		}
 		return;
 	}
-	g0 = e->groups[kind] + (size_t)s * groups;
 	if (!e->worst[kind])
 		e->worst[kind] = calloc((size_t)c->pp, sizeof(struct stage_worst));
 	if (e->worst[kind]) {
 		w = &e->worst[kind][s];
 		if (w->have && w->coll == coll && w->bytes == bytes) {
-			*worst = g0[w->idx];
+			*worst = p->gpu_of_rank ? g0[w->idx] : w->g;
 			return;
 		}
 	}
-	if (!p->gpu_of_rank)
-		front = stage_front(e, kind, c->pp, s, &n_front);
-	for (i = 0; i < (front ? n_front : groups); i++) {
-		int k = front ? front[i] : i;
-		double tt = coll_time(coll, &g0[k], bytes);
+	for (i = 0; i < n; i++) {
+		double tt = coll_time(coll, &g0[i], bytes);
 
 		if (tt > worst_t) {
 			worst_t = tt;
-			idx = k;
+			idx = i;
 		}
 	}
 	if (idx >= 0)
@@ -1292,6 +1381,8 @@ static void worst_group(struct pipette_timer *t, const struct placement *p,
 		w->bytes = bytes;
 		w->tt = worst_t;
 		w->idx = idx;
+		if (idx >= 0)
+			w->g = g0[idx];
 	}
 }
 
@@ -1340,7 +1431,9 @@ static const struct p2p_entry *p2p_links(struct pipette_timer *t, const struct p
  * slowest) or when a later one is strictly slower or longer and no faster
  * or shorter (it is never the slowest).  The scan of worst_p2p over these
  * returns what it returns over the whole row; a row of a large cluster
- * has a handful.  Returns the count kept in out. */
+ * has a handful.  Returns the count kept in out, or -1 past P2P_FRONT_MAX
+ * of them (then the row is read whole). */
+#define P2P_FRONT_MAX 256
 static int p2p_front(const struct pipette_link *row, int n, struct pipette_link *out)
 {
 	int i, j, k, m = 0;
@@ -1357,28 +1450,11 @@ static int p2p_front(const struct pipette_link *row, int n, struct pipette_link 
 			if (!(l.gbps <= out[j].gbps && l.lat_us >= out[j].lat_us))
 				out[k++] = out[j];
 		m = k;
+		if (m == P2P_FRONT_MAX)
+			return -1;
 		out[m++] = l;
 	}
 	return m;
-}
-
-/* The frontier of every row of e->p2p (2 pp rows of per_stage). */
-static void p2p_fronts(struct grid_entry *e, int pp, int per_stage)
-{
-	int r, rows = 2 * pp;
-
-	e->front = malloc((size_t)rows * per_stage * sizeof(*e->front));
-	e->front_n = malloc((size_t)rows * sizeof(int));
-	if (!e->front || !e->front_n) {
-		free(e->front);
-		free(e->front_n);
-		e->front = NULL;
-		e->front_n = NULL;
-		return;
-	}
-	for (r = 0; r < rows; r++)
-		e->front_n[r] = p2p_front(e->p2p + (size_t)r * per_stage, per_stage,
-					  e->front + (size_t)r * per_stage);
 }
 
 /* Links n.. of row r through the placement: row a of slot 0 is stage a ->
@@ -1393,31 +1469,61 @@ static void p2p_row(const struct placement *p, struct pipette_link *row, int r, 
 				: pipette_cluster_link(p->cl, gpu_of(p, to + k), gpu_of(p, from + k));
 }
 
-/* The 2 pp rows of e->p2p: under the default placement from the cached
- * stage-to-stage links of the whole cluster, else read through sigma. */
-static void p2p_fill(struct pipette_timer *t, const struct placement *p, struct grid_entry *e,
-		     int pp, int per_stage)
+/* Under the default placement, the fronts of the 2 pp rows (p2p_front),
+ * from the cached stage-to-stage links of the whole cluster (the rows
+ * pp - 1 -> 0 read here): -1 when out of memory. */
+static int p2p_default(struct pipette_timer *t, const struct placement *p, struct grid_entry *e,
+		       int pp, int per_stage)
 {
-	const struct p2p_entry *pe = p->gpu_of_rank ? NULL : p2p_links(t, p, per_stage);
-	size_t row = (size_t)per_stage * (pp - 1);
+	const struct p2p_entry *pe = p2p_links(t, p, per_stage);
+	struct pipette_link *wrap = malloc((size_t)per_stage * sizeof(*wrap));
+	struct pipette_link *out = malloc((size_t)2 * pp * P2P_FRONT_MAX * sizeof(*out));
+	int *n = malloc((size_t)4 * pp * sizeof(int)), r, k, total = 0, rv = -1;
+
+	e->row_first = malloc((size_t)2 * pp * sizeof(*e->row_first));
+	if (!pe || !wrap || !out || !n || !e->row_first)
+		goto out;
+	for (r = 0; r < 2 * pp; r++) {
+		const struct pipette_link *row = r % pp == pp - 1 ? wrap
+			: (r < pp ? pe->fwd : pe->bwd) + (size_t)(r % pp) * per_stage;
+
+		if (r % pp == pp - 1)
+			p2p_row(p, wrap, r, pp, per_stage, 0, per_stage);
+		e->row_first[r] = row[0];
+		n[r] = p2p_front(row, per_stage, out + (size_t)r * P2P_FRONT_MAX);
+		n[2 * pp + r] = total;
+		total += n[r] > 0 ? n[r] : 0;
+	}
+	if (!(e->front = malloc((size_t)(total ? total : 1) * sizeof(*e->front))))
+		goto out;
+	for (r = 0; r < 2 * pp; r++)
+		for (k = 0; k < n[r]; k++)
+			e->front[n[2 * pp + r] + k] = out[(size_t)r * P2P_FRONT_MAX + k];
+	e->front_n = n;
+	n = NULL;
+	rv = 0;
+out:
+	if (rv) {
+		free(e->row_first);
+		e->row_first = NULL;
+	}
+	free(wrap);
+	free(out);
+	free(n);
+	return rv;
+}
+
+/* The 2 pp rows of e->p2p read through a mapped placement's sigma. */
+static void p2p_fill(const struct placement *p, struct grid_entry *e, int pp, int per_stage)
+{
 	int r;
 
-	if (!p->gpu_of_rank && !pe)
-		return;
 	e->p2p = malloc((size_t)2 * pp * per_stage * sizeof(struct pipette_link));
 	if (!e->p2p)
 		return;
-	if (pe) {	/* all but the last -> first rows, both ways */
-		memcpy(e->p2p, pe->fwd, row * sizeof(*e->p2p));
-		memcpy(e->p2p + (size_t)pp * per_stage, pe->bwd, row * sizeof(*e->p2p));
-	}
 	for (r = 0; r < 2 * pp; r++)
-		if (!pe || r % pp == pp - 1)
-			p2p_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0, per_stage);
-	if (pe)
-		p2p_fronts(e, pp, per_stage);
-	else
-		e->pworst = calloc((size_t)2 * pp, sizeof(*e->pworst));
+		p2p_row(p, e->p2p + (size_t)r * per_stage, r, pp, per_stage, 0, per_stage);
+	e->pworst = calloc((size_t)2 * pp, sizeof(*e->pworst));
 }
 
 /* Row r's worst link at `bytes` from a mapped placement's record, or
@@ -1470,19 +1576,21 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 			slot = 0, idx = s;
 		else if (s == (s2 + 1) % pp)
 			slot = 1, idx = s2;
-		if (slot >= 0 && !e->p2p)
-			p2p_fill(t, p, e, pp, per_stage);
-		if (!e->p2p)
+		if (slot >= 0 && p->gpu_of_rank && !e->p2p)
+			p2p_fill(p, e, pp, per_stage);
+		else if (slot >= 0 && !p->gpu_of_rank && !e->front_n)
+			p2p_default(t, p, e, pp, per_stage);
+		if (!e->p2p && !e->front_n)
 			slot = -1;
 	}
 	if (slot >= 0 && e->pworst)
 		return row_worst(e, slot * pp + idx, per_stage, bytes);
-	if (slot >= 0 && e->front) {
-		int r = slot * pp + idx;
+	if (slot >= 0 && e->front_n) {
+		int r = slot * pp + idx, at = e->front_n[2 * pp + r];
 
 		if (bytes <= 0)		/* every time 0: the scan keeps the first */
-			return e->p2p[(size_t)r * per_stage];
-		for (i = r * per_stage; i < r * per_stage + e->front_n[r]; i++) {
+			return e->row_first[r];
+		for (i = at; i < at + e->front_n[r]; i++) {
 			double tt = pipette_p2p_s(bytes, e->front[i].gbps, e->front[i].lat_us);
 
 			if (tt > worst_t) {
@@ -1490,7 +1598,9 @@ static struct pipette_link worst_p2p(struct pipette_timer *t, const struct place
 				worst = e->front[i];
 			}
 		}
-		return worst;
+		if (e->front_n[r] >= 0)
+			return worst;
+		slot = -1;	/* a row without a front: read whole */
 	}
 	for (i = 0; i < per_stage; i++) {
 		struct pipette_link l = slot >= 0

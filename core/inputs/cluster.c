@@ -216,7 +216,12 @@ struct pipette_cluster {
 	int *gpu_ids;			/* g */
 	struct lstore inter;		/* n x n, node level; cells 0: all `uniform` */
 	struct pipette_link uniform;
-	struct pipette_link *intra;	/* n x g x g, by slot */
+	/* n x g x g, by slot, in the same store (a node's 64 links in 128
+	 * bytes, not 1 KiB: the mapping's estimates read a few links of
+	 * each node they place, nodes in random order; the link reads of
+	 * the 2048-node plan of tests/bench/bench_plan.c missed a 2 MiB
+	 * cache 1.96 M times, now 0.36 M: callgrind's cache simulation) */
+	struct lstore intra;
 	const struct pipette_gpu_spec *gpu;
 	char *warnings;
 	size_t wlen, wcap;
@@ -237,7 +242,7 @@ void pipette_cluster_destroy(struct pipette_cluster *c)
 	free(c->gpu_ids);
 	free(c->dom);
 	ls_free(&c->inter);
-	free(c->intra);
+	ls_free(&c->intra);
 	free(c->warnings);
 	free(c);
 }
@@ -564,9 +569,20 @@ static int inter_resolve(struct pipette_cluster *c, struct build *b, struct inte
 /* Row i of the node links from the cache's own matrix while the store
  * keeps 2-byte indices: the hot loop of a large cluster's build, so
  * each pair is a read of its code and latency and a probe of the memo;
- * the rest falls to inter_resolve. */
+ * the rest falls to inter_resolve.  Where every node is its own NVLink
+ * domain and the matrix has one latency (a generated or a probed cache),
+ * a pair's link is a function of its code alone: CODE_MEMO direct-mapped
+ * entries give its index first (the cluster's build on the 2048-node
+ * cache of tests/bench/bench_plan.c took 270 M instructions before, 162 M
+ * with them; callgrind). */
+#define CODE_MEMO_BITS 12
+struct code_memo {
+	uint32_t code;		/* BW_NONE: empty */
+	uint16_t k;
+};
+
 static int fill_row_own(struct pipette_cluster *c, struct build *b, const struct bw_mat *own,
-			struct inter_memo *memo, const int *dm, int i)
+			struct inter_memo *memo, struct code_memo *cm, const int *dm, int i)
 {
 	int ci = b->idx[i], di = dm[i], n = c->n, j;
 	const uint32_t *crow = ci >= 0 ? own->code + (size_t)ci * own->cap : NULL;
@@ -578,13 +594,22 @@ static int fill_row_own(struct pipette_cluster *c, struct build *b, const struct
 
 	memcpy(&lat0, &own->lat0, sizeof(lat0));
 	for (j = 0; j < n; j++) {
-		int cj = idx[j], dom = di == dm[j];
+		int cj = idx[j], dom;
 		uint32_t code = crow && cj >= 0 ? crow[cj] : BW_NONE;
 		uint64_t key;
 		const struct inter_memo *m;
+		struct code_memo *q = NULL;
 
 		if (j == i)
 			continue;	/* the store's fill: INFINITY, 0 */
+		if (cm && code != BW_NONE) {
+			q = &cm[(code * 0x9E3779B1u) >> (32 - CODE_MEMO_BITS)];
+			if (q->code == code && out) {
+				out[j] = q->k;
+				continue;
+			}
+		}
+		dom = di == dm[j];
 		lat = code == BW_NONE ? 0 : lat0;
 		if (code != BW_NONE && lrow)
 			memcpy(&lat, &lrow[cj], sizeof(lat));
@@ -594,14 +619,18 @@ static int fill_row_own(struct pipette_cluster *c, struct build *b, const struct
 		if (out && m->tag == 1 + dom && m->key == key) {
 			out[j] = (uint16_t)m->k;
 			un += code == BW_NONE;
-			continue;
-		}
-		{
+		} else {
 			struct bw_entry e = { NAN, NAN, -1, BW_NONE };
 
 			if (inter_resolve(c, b, memo, i, j, dom, 1, code, lat, &e, 0) < 0)
 				return -1;
 			out = c->inter.i16 ? c->inter.i16 + (size_t)i * n : NULL;
+			if (!out)
+				continue;
+		}
+		if (q) {
+			q->code = code;
+			q->k = out[j];
 		}
 	}
 	b->un_inter += (int)un;
@@ -613,17 +642,24 @@ static int fill_inter(struct pipette_cluster *c, struct build *b)
 	const struct bw_mat *own = own_matrix(b);
 	struct inter_memo *memo = calloc((size_t)1 << INTER_MEMO_BITS, sizeof(*memo));
 	int *dm = malloc((size_t)c->n * sizeof(int)), i, j, rv = 0;	/* each node's domain */
+	/* a pair's link depends on its code alone: no shared domains, one
+	 * latency */
+	struct code_memo *cm = own && !own->lat && !c->dom && c->domain_nodes == 1
+			       ? malloc(((size_t)1 << CODE_MEMO_BITS) * sizeof(*cm)) : NULL;
 
 	if (!memo || !dm) {
 		free(memo);
 		free(dm);
+		free(cm);
 		return -1;
 	}
+	for (i = 0; cm && i < 1 << CODE_MEMO_BITS; i++)
+		cm[i].code = BW_NONE;
 	for (i = 0; i < c->n; i++)
 		dm[i] = c->dom ? c->dom[i] : i / c->domain_nodes;	/* same_domain's test */
 	for (i = 0; i < c->n && !rv; i++) {
 		if (own && c->inter.i16) {
-			rv = fill_row_own(c, b, own, memo, dm, i);
+			rv = fill_row_own(c, b, own, memo, cm, dm, i);
 			continue;
 		}
 		for (j = 0; j < c->n && !rv; j++) {
@@ -645,10 +681,11 @@ static int fill_inter(struct pipette_cluster *c, struct build *b)
 	}
 	free(memo);
 	free(dm);
+	free(cm);
 	return rv;
 }
 
-static void fill_intra(struct pipette_cluster *c, struct build *b)
+static int fill_intra(struct pipette_cluster *c, struct build *b)
 {
 	struct bw_entry none = { NAN, NAN, -1, BW_NONE };
 	int i, a, k, g = c->g;
@@ -661,18 +698,19 @@ static void fill_intra(struct pipette_cluster *c, struct build *b)
 				struct bw_entry e = none;
 				int ia = c->gpu_ids[a], ib = c->gpu_ids[k];
 
-				if (a == k) {
-					c->intra[((size_t)i * g + a) * g + k] = self;
-					continue;
-				}
+				if (a == k)
+					continue;	/* the store's fill: `self` */
 				b->pairs_intra++;
 				if (nd && ia < nd->intra.n && ib < nd->intra.n)
 					bw_intra_get(nd, ia, ib, &e);
-				c->intra[((size_t)i * g + a) * g + k] =
-					fill(&e, b->def.intra_gbps, b->def.intra_lat_us,
-					     b->nvlink_gbps, b->gpu->nvlink_lat_us, &b->un_intra);
+				if (ls_set(&c->intra, ((size_t)i * g + a) * g + k,
+					   fill(&e, b->def.intra_gbps, b->def.intra_lat_us,
+						b->nvlink_gbps, b->gpu->nvlink_lat_us,
+						&b->un_intra)) < 0)
+					return -1;
 			}
 	}
+	return 0;
 }
 
 /* The warnings of a cache that does not cover the cluster: nodes missing
@@ -724,8 +762,7 @@ static unsigned long next_stamp(void)
 	return __atomic_add_fetch(&stamp, 1, __ATOMIC_RELAXED);
 }
 
-/* The cluster's arrays, node links `self`, intra links uninitialised;
- * NULL when out of memory. */
+/* The cluster's arrays, every link `self`; NULL when out of memory. */
 static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_gpu_spec *gpu)
 {
 	struct pipette_cluster *c = calloc(1, sizeof(*c));
@@ -743,11 +780,11 @@ static struct pipette_cluster *cluster_alloc(int n, int g, const struct pipette_
 	c->version = next_stamp();
 	c->names = calloc((size_t)n, sizeof(char *));
 	c->gpu_ids = malloc((size_t)g * sizeof(int));
-	c->intra = malloc((size_t)n * (size_t)g * (size_t)g * sizeof(*c->intra));
 	c->warnings = calloc(1, 1);
 	c->wcap = 1;
-	if (!c->names || !c->gpu_ids || !c->intra || !c->warnings ||
-	    ls_init(&c->inter, (size_t)n * (size_t)n, self) < 0) {
+	if (!c->names || !c->gpu_ids || !c->warnings ||
+	    ls_init(&c->inter, (size_t)n * (size_t)n, self) < 0 ||
+	    ls_init(&c->intra, (size_t)n * (size_t)g * (size_t)g, self) < 0) {
 		pipette_cluster_destroy(c);
 		return NULL;
 	}
@@ -974,8 +1011,7 @@ struct pipette_cluster *pipette_cluster_create_topo(const char *const *nodes,
 		b.def = bw->def;
 	if (check_intra_indices(c, &b, err) || set_domains(c, &b, topo, err))
 		goto fail;
-	fill_intra(c, &b);
-	if (fill_inter(c, &b) < 0 || warn_coverage(c, nodes, &b) < 0) {
+	if (fill_intra(c, &b) < 0 || fill_inter(c, &b) < 0 || warn_coverage(c, nodes, &b) < 0) {
 		out_of_memory(c, err);
 		goto fail;
 	}
@@ -1004,7 +1040,6 @@ struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 						     struct pipette_link l, struct pipette_err *err)
 {
 	struct pipette_cluster *c;
-	size_t i;
 	int k;
 
 	if (n < 1 || n > PIPETTE_MAX_NODES || g < 1 || g > PIPETTE_MAX_GPUS ||
@@ -1030,8 +1065,11 @@ struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 	}
 	ls_free(&c->inter);	/* every node link is `l` until one is set */
 	c->uniform = l;
-	for (i = 0; i < (size_t)n * (size_t)g * (size_t)g; i++)
-		c->intra[i] = (i % ((size_t)g * g)) % ((size_t)g + 1) ? l : self;
+	if (pipette_cluster_set_intra_all(c, l) < 0) {
+		pipette_cluster_destroy(c);
+		pipette_fail(err, "cluster: out of memory for %d nodes x %d GPUs", n, g);
+		return NULL;
+	}
 	return c;
 }
 
@@ -1063,14 +1101,34 @@ int pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
 	return 0;
 }
 
-void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
-				    int slot_b, struct pipette_link l)
+int pipette_cluster_set_intra_all(struct pipette_cluster *c, struct pipette_link l)
+{
+	size_t cells = (size_t)c->n * (size_t)c->g * (size_t)c->g, i;
+	struct lstore s;
+
+	if (ls_init(&s, cells, l) < 0)
+		return -1;
+	for (i = 0; i < (size_t)c->n * (size_t)c->g; i++)	/* each GPU with itself */
+		if (ls_set(&s, i * (size_t)c->g + i % (size_t)c->g, self) < 0) {
+			ls_free(&s);
+			return -1;
+		}
+	ls_free(&c->intra);
+	c->intra = s;
+	c->version = next_stamp();
+	return 0;
+}
+
+int pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
+				   int slot_b, struct pipette_link l)
 {
 	if (slot_a != slot_b && node >= 0 && node < c->n && slot_a >= 0 && slot_b >= 0 &&
 	    slot_a < c->g && slot_b < c->g) {
-		c->intra[((size_t)node * c->g + slot_a) * c->g + slot_b] = l;
+		if (ls_set(&c->intra, ((size_t)node * c->g + slot_a) * c->g + slot_b, l) < 0)
+			return -1;
 		c->version = next_stamp();
 	}
+	return 0;
 }
 
 int pipette_cluster_node_count(const struct pipette_cluster *c)
@@ -1109,12 +1167,13 @@ struct pipette_link pipette_cluster_link(const struct pipette_cluster *c,
 		na = gpu_a >> c->g_shift;
 		nb = gpu_b >> c->g_shift;
 		if (na == nb)
-			return c->intra[((size_t)gpu_a << c->g_shift) + (gpu_b & (c->g - 1))];
+			return ls_get(&c->intra, ((size_t)gpu_a << c->g_shift) + (gpu_b & (c->g - 1)));
 	} else {
 		na = gpu_a / c->g;
 		nb = gpu_b / c->g;
 		if (na == nb)
-			return c->intra[((size_t)na * c->g + gpu_a % c->g) * c->g + gpu_b % c->g];
+			return ls_get(&c->intra,
+				      ((size_t)na * c->g + gpu_a % c->g) * c->g + gpu_b % c->g);
 	}
 	return c->inter.cells ? ls_get(&c->inter, (size_t)na * c->n + nb) : c->uniform;
 }

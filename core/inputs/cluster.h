@@ -82,11 +82,15 @@ struct pipette_cluster *pipette_cluster_create_blank(int n, int g,
 						     struct pipette_link l, struct pipette_err *err);
 /* Set one direction of a link (a != b; out-of-range indices are ignored).
  * A blank cluster holds one figure for all its node links until the first
- * is set (then n x n of them): -1 when that allocation fails. */
+ * is set (then n x n of them): -1 when that allocation fails, or when the
+ * store of the links must grow (cluster.c) and cannot. */
 int pipette_cluster_set_node_link(struct pipette_cluster *c, int a, int b,
 				  struct pipette_link l);
-void pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
-				    int slot_b, struct pipette_link l);
+int pipette_cluster_set_intra_link(struct pipette_cluster *c, int node, int slot_a,
+				   int slot_b, struct pipette_link l);
+/* Every GPU pair of every node (slot a != b) at l; -1 when out of memory
+ * (then the links are as before). */
+int pipette_cluster_set_intra_all(struct pipette_cluster *c, struct pipette_link l);
 
 int pipette_cluster_node_count(const struct pipette_cluster *c);
 int pipette_cluster_gpus_per_node(const struct pipette_cluster *c);

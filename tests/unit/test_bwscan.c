@@ -757,6 +757,60 @@ START_TEST(test_cluster_store)
 }
 END_TEST
 
+/* The GPU pairs of every node are kept the same way (cluster.c): 3,000
+ * nodes of 8 GPUs, 192,000 cells, read back as set at 2-byte indices,
+ * past 65,536 distinct links (4-byte ones) and past 96,000 (the links
+ * themselves); each GPU with itself stays INFINITY; then every pair at
+ * once (pipette_cluster_set_intra_all), a new version. */
+START_TEST(test_cluster_intra_store)
+{
+	const struct pipette_link u = { 10, 1 }, w = { 55, 3 };
+	struct pipette_err err;
+	struct pipette_cluster *c = pipette_cluster_create_blank(3000, 8, &test_gpu, u, &err);
+	static const int stop[] = { 1000, 70000, 100000 };
+	unsigned long v;
+	int x, a, b, k, i;
+
+	ck_assert_msg(c != NULL, "%s", err.msg);
+	for (i = 0; i < 3; i++) {
+		for (x = 0, k = 0; x < 3000 && k < stop[i]; x++)
+			for (a = 0; a < 8 && k < stop[i]; a++)
+				for (b = 0; b < 8 && k < stop[i]; b++)
+					if (a != b) {
+						ck_assert_int_eq(pipette_cluster_set_intra_link(c, x, a, b,
+							(struct pipette_link){ 1 + k * 1e-3, (double)(k % 5) }), 0);
+						k++;
+					}
+		for (x = 0, k = 0; x < 3000; x++)
+			for (a = 0; a < 8; a++)
+				for (b = 0; b < 8; b++) {
+					struct pipette_link l = pipette_cluster_link(c, 8 * x + a, 8 * x + b);
+
+					if (a == b)
+						ck_assert(l.gbps == INFINITY && l.lat_us == 0);
+					else if (k < stop[i]) {
+						ck_assert(l.gbps == 1 + k * 1e-3 && l.lat_us == (double)(k % 5));
+						k++;
+					}
+					else
+						ck_assert(l.gbps == 10 && l.lat_us == 1);
+				}
+	}
+	v = pipette_cluster_version(c);
+	ck_assert_int_eq(pipette_cluster_set_intra_all(c, w), 0);
+	ck_assert_uint_gt(pipette_cluster_version(c), v);
+	for (x = 0; x < 3000; x += 7)
+		for (a = 0; a < 8; a++)
+			for (b = 0; b < 8; b++) {
+				struct pipette_link l = pipette_cluster_link(c, 8 * x + a, 8 * x + b);
+
+				ck_assert(a == b ? l.gbps == INFINITY && l.lat_us == 0
+						 : l.gbps == 55 && l.lat_us == 3);
+			}
+	pipette_cluster_destroy(c);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- */
 /* pipette bandwidth convert                                         */
 
@@ -836,6 +890,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_convert_roundtrip);
 	tcase_add_test(tc, test_grouped_memory);
 	tcase_add_test(tc, test_cluster_store);
+	tcase_add_test(tc, test_cluster_intra_store);
 	tcase_add_test(tc, test_cli_convert);
 	suite_add_tcase(s, tc);
 	return s;

@@ -774,6 +774,45 @@ START_TEST(test_shape_cache)
 }
 END_TEST
 
+/* More small shapes than the workspace keeps slots for (300 tiny ones),
+ * then more ops of them than its small slots hold in all (120 whole
+ * orders of 14,400 to 16,300 ops: schedule.c's SCHED_SMALL_HELD is
+ * about 65 of them): each set forwards, then backwards (the least
+ * recently used go first either way), each call giving what a fresh
+ * workspace gives. */
+START_TEST(test_shape_cache_many)
+{
+	struct pipette_sched *s = pipette_sched_create();
+	struct pipette_sched_result r, f;
+	struct pipette_err err;
+	struct times t;
+	int set, round, i, q;
+
+	uniform(&t, 8, 1, 1.1, 0.7);
+	for (q = 0; q < 7; q++)
+		t.cf[q] = t.cb[q] = 0.05;
+	for (set = 0; set < 2; set++)
+		for (round = 0; round < 2; round++)
+			for (i = 0; i < (set ? 120 : 300); i++) {
+				int j = round ? (set ? 119 : 299) - i : i, p = set ? 8 : 2;
+				struct pipette_sched_input in = { PIPETTE_SCHED_1F1B, p, 1,
+								  set ? 900 + j : 1 + j, t.f, t.b, t.w,
+								  t.cf, t.cb, 1 };
+				struct pipette_sched *fresh = pipette_sched_create();
+
+				ck_assert_int_eq(pipette_sched_simulate(fresh, &in, &f, &err), 0);
+				ck_assert_int_eq(pipette_sched_simulate(s, &in, &r, &err), 0);
+				ck_assert(r.makespan == f.makespan && r.n_ops == f.n_ops &&
+					  r.n_stored == f.n_stored);
+				for (q = 0; q < p; q++)
+					ck_assert(r.peak_fb[q] == f.peak_fb[q] &&
+						  r.finish[q] == f.finish[q]);
+				pipette_sched_destroy(fresh);
+			}
+	pipette_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(test_svg)
 {
 	struct pipette_sched *s = pipette_sched_create();
@@ -1416,6 +1455,7 @@ int main(void)
 	tcase_add_test(tc, test_comm_critical_path);
 	tcase_add_test(tc, test_errors_and_reuse);
 	tcase_add_test(tc, test_shape_cache);
+	tcase_add_test(tc, test_shape_cache_many);
 	tcase_add_test(tc, test_svg);
 	tcase_add_test(tc, test_svg_windowed);
 	tcase_add_test(tc, test_torch_orders);

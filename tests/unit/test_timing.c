@@ -1016,6 +1016,68 @@ START_TEST(test_default_groups_cached)
 }
 END_TEST
 
+/* The same for the pipeline's point-to-point links: a timer that keeps
+ * the grid's links judges a row of stage-to-stage links over those that
+ * can be its slowest (timing.c p2p_front) and reads a row whose front
+ * passes P2P_FRONT_MAX (256) whole; a new timer reads every link.  Nodes
+ * of one GPU, pp 2: link x -> x + n/2 (and back) of 100 + x GB/s and 2 +
+ * 15 x us, each faster but longer than the one before, so that every
+ * link of a row can be its slowest at some message size: at 200 links
+ * per row a front of 200 (kept), at 300 none.  The estimates agree bit
+ * for bit at micro-batches of 1, 2 and 4 (llama2-13b's activations at
+ * sequence 4096, 84 MB a micro-batch: one more GB/s saves 8.4 us at
+ * 100 GB/s and mb 1, less than 15 us, so the last link is the slowest;
+ * at mb 4 one in the middle). */
+START_TEST(test_default_p2p_cached)
+{
+	static const int rows[] = { 200, 300 };
+	const struct pipette_gpu_spec *gpu = pipette_gpu_lookup("H100", NULL);
+	struct pipette_model m;
+	int i, x, mb;
+
+	ck_assert_int_eq(pipette_model_preset("llama2-13b", &m, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		int n = 2 * rows[i];
+		struct pipette_cluster *cl = pipette_cluster_create_blank(
+			n, 1, gpu, (struct pipette_link){ 40, 5 }, NULL);
+		struct pipette_timer *kept = pipette_timer_create();
+
+		ck_assert_ptr_nonnull(cl);
+		for (x = 0; x < rows[i]; x++) {
+			struct pipette_link l = { 100 + x, 2 + 15.0 * x };
+
+			ck_assert_int_eq(pipette_cluster_set_node_link(cl, x, x + rows[i], l), 0);
+			ck_assert_int_eq(pipette_cluster_set_node_link(cl, x + rows[i], x, l), 0);
+		}
+		pipette_timer_cache_links(kept, cl);
+		for (mb = 1; mb <= 4; mb *= 2) {
+			struct pipette_timer *fresh = pipette_timer_create();
+			struct pipette_config c;
+			struct pipette_time a, b;
+			struct pipette_err err;
+
+			pipette_config_init(&c);
+			c.pp = 2;
+			c.dp = rows[i];
+			c.micro_batch = mb;
+			c.seq_len = 4096;
+			c.global_batch = 8L * c.dp;
+			ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
+			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, NULL, 1, &a,
+							       &err), 0);
+			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, NULL, 1, &b,
+							       &err), 0);
+			ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "%d links, mb %d: %.12g s, "
+				      "every link %.12g s", rows[i], mb, a.iteration_s,
+				      b.iteration_s);
+			pipette_timer_destroy(fresh);
+		}
+		pipette_timer_destroy(kept);
+		pipette_cluster_destroy(cl);
+	}
+}
+END_TEST
+
 /* CPU offloading's schedule (timing.c offload_exposed) on Llama 3 8B, one
  * GB200 (NVLink-C2C at 450 GB/s one way), micro-batch 1 of 8192 tokens,
  * where one layer's copy x (its activations over the link) is shorter
@@ -1191,6 +1253,7 @@ int main(void)
 	tcase_add_test(tc, test_mapped_estimates_reused);
 	tcase_add_test(tc, test_mapped_rings_kept);
 	tcase_add_test(tc, test_default_groups_cached);
+	tcase_add_test(tc, test_default_p2p_cached);
 	tcase_add_test(tc, test_host_floor);
 	tcase_add_test(tc, test_async_tp);
 	tcase_add_test(tc, test_bf16_end_layers_timed);
