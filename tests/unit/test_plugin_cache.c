@@ -1168,6 +1168,8 @@ START_TEST(test_body_refuses_tampering)
 		{ "J 1 PIPETTE_TP=2\n", "truncated" },
 		{ "J 1 PIPETTE_TP=2\tx\x01\nEND\n", "control character" },
 		{ "Q what\nEND\n", "malformed" },
+		/* another node's section holds task records only */
+		{ "N node2\nJ 1 PIPETTE_TP=2\nN node1\nEND\n", "among the nodes" },
 	};
 	char *gpus[2] = { "7", "3" };
 	size_t i;
@@ -1195,6 +1197,22 @@ START_TEST(test_body_refuses_tampering)
 							"node1", gpus, 2, f, &err), 0);
 		fclose(f);
 		ck_assert_str_eq(text, "W old\nJ 1 PIPETTE_TP=2\nT 1 1 CUDA_VISIBLE_DEVICES=3,7\n");
+		free(text);
+	}
+	{
+		/* Another node's task records are walked past, not checked: they
+		 * never reach this node's tasks (stepbody.c); this node's are. */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		struct pipette_err err;
+
+		ck_assert_int_eq(pipette_step_body_node("J 1 PIPETTE_TP=2\nN node0\n"
+							"T 0 1 LD_PRELOAD=/tmp/x.so\nT x\nN node1\n"
+							"T 0 1 RANK=4\nN node2\nT 9 9 Q\x01\nEND\n",
+							"node1", gpus, 2, f, &err), 0);
+		fclose(f);
+		ck_assert_str_eq(text, "J 1 PIPETTE_TP=2\nT 0 1 RANK=4\n");
 		free(text);
 	}
 }
