@@ -1268,22 +1268,36 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 	return 0;
 }
 
-int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
-			 struct pipette_err *err)
+static int load(const char *path, int hash, struct pipette_bwcache **out,
+		struct pipette_err *err)
 {
 	struct pipette_file f;
 	int rv;
 
 	*out = NULL;
-	if (pipette_read_file(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES, &f, err))
+	if ((hash ? pipette_read_file : pipette_read_file_unhashed)(path, "bandwidth cache",
+								    PIPETTE_BW_MAX_FILE_BYTES, &f,
+								    err))
 		return -1;
 	rv = pipette_bwcache_parse(f.data, f.len, path, out, err);
-	if (rv == 0) {
+	if (rv == 0 && hash) {
 		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
 		(*out)->has_sha256 = 1;
 	}
 	pipette_file_free(&f);
 	return rv;
+}
+
+int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
+			 struct pipette_err *err)
+{
+	return load(path, 1, out, err);
+}
+
+int pipette_bwcache_load_unhashed(const char *path, struct pipette_bwcache **out,
+				  struct pipette_err *err)
+{
+	return load(path, 0, out, err);
 }
 
 const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw)
