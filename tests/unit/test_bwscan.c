@@ -407,6 +407,51 @@ START_TEST(test_one_pass_same)
 }
 END_TEST
 
+/* Links as pipette writes them ({"a": A, "b": B, "gbps": G}, matched
+ * whole by the pass) and the same links written otherwise (spaced, keys
+ * in another order: read key by key) are read whole alike and give the
+ * same cache; one the pass cannot take (a figure of 22 digits, an
+ * escape in a name) goes to the text's reader in either form. */
+START_TEST(test_plain_links)
+{
+	static const char *const forms[][2] = {
+		{ "{\"a\": \"n1\", \"b\": \"n2\", \"gbps\": 12.5}",
+		  "{ \"b\" : \"n2\",\"gbps\":12.5 , \"a\":\"n1\" }" },
+		{ "{\"a\": \"n3\", \"b\": \"n1\", \"gbps\": 7}",
+		  "{\"a\":\"n3\",\"b\":\"n1\",\"gbps\":7}" },
+		{ "{\"a\": \"n2\", \"b\": \"n3\", \"gbps\": 1.0000000000000000000001}",
+		  "{\"gbps\": 1.0000000000000000000001, \"a\": \"n2\", \"b\": \"n3\"}" },
+		{ "{\"a\": \"n\\u0031\", \"b\": \"n3\", \"gbps\": 2}",
+		  "{\"b\": \"n3\", \"a\": \"n\\u0031\", \"gbps\": 2}" },
+	};
+	struct pipette_bwcache *bw[2];
+	char text[2][1024];
+	size_t rows, rows_text, links, elems, k;
+	int f;
+
+	for (f = 0; f < 2; f++) {
+		size_t o = (size_t)snprintf(text[f], sizeof(text[f]), HEAD "\"inter\": {\"tool\": "
+					    "\"T\", \"metric\": \"busbw\", \"order\": [\"n1\", "
+					    "\"n2\", \"n3\"], \"links\": [");
+		for (k = 0; k < sizeof(forms) / sizeof(forms[0]); k++)
+			o += (size_t)snprintf(text[f] + o, sizeof(text[f]) - o, "%s%s", k ? ", " : "",
+					      forms[k][f]);
+		snprintf(text[f] + o, sizeof(text[f]) - o, "]}}");
+		count_read(text[f], &rows, &rows_text, &links, &elems);
+		ck_assert_uint_eq(elems, 4);
+		ck_assert_uint_eq(links, 2);	/* the first two */
+		bw[f] = parse_ok(text[f]);
+	}
+	assert_same_links(bw[0], bw[1]);
+	ck_assert(same_bits(gbps(bw[0], "n1", "n2"), 12.5));
+	ck_assert(same_bits(gbps(bw[0], "n3", "n1"), 7));
+	ck_assert(same_bits(gbps(bw[0], "n2", "n3"), 1.0000000000000000000001));
+	ck_assert(same_bits(gbps(bw[0], "n1", "n3"), 2));
+	pipette_bwcache_destroy(bw[0]);
+	pipette_bwcache_destroy(bw[1]);
+}
+END_TEST
+
 /* A matrix the pass read whole becomes the cache's own (no copy beside
  * it): 512 nodes cost 4 bytes per node pair and little more; and where
  * $.nodes adds a node that $.inter.order lacks, the rows go into a
@@ -830,6 +875,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_scan_good);
 	tcase_add_loop_test(tc, test_scan_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, test_scan_truncated);
+	tcase_add_test(tc, test_plain_links);
 	tcase_add_test(tc, test_one_pass_same);
 	tcase_add_test(tc, test_one_pass_grid);
 	tcase_add_test(tc, test_v1_v2_equivalent);
