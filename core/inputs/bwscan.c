@@ -991,13 +991,24 @@ static int scan_error(const struct scan *s, const char *source, struct pipette_e
 /* ------------------------------------------------------------------ */
 /* json-c over the rest                                                */
 
+/* One piece of the text to json-c; *root: the last value it handed back.
+ * json-c may hand one back before the text ends (it stops at a NUL byte,
+ * one in a comment too, with what it has built: measured with json-c
+ * 0.16) and then fails on what follows: that value is kept for the caller
+ * to free, never dropped (tests/fuzz/regress/bwcache). */
 static int feed(struct json_tokener *tok, const char *p, size_t n, json_object **root)
 {
+	json_object *r;
+
 	if (!n)
 		return 0;
 	if (n > INT_MAX)
 		return -1;
-	*root = json_tokener_parse_ex(tok, p, (int)n);
+	r = json_tokener_parse_ex(tok, p, (int)n);
+	if (r) {
+		json_object_put(*root);
+		*root = r;
+	}
 	return json_tokener_get_error(tok) == json_tokener_continue ||
 	       json_tokener_get_error(tok) == json_tokener_success ? 0 : -1;
 }
