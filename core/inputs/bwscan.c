@@ -85,7 +85,8 @@ static int is_digit(char c)
 }
 
 /* White space and comments; a comment that does not end is left for the
- * caller to refuse. */
+ * caller to refuse, and so is a NUL byte in one (where json-c, which
+ * stops at a NUL, would end the document: bwscan's parse_rest). */
 static size_t skip_ws_slow(const char *t, size_t pos, size_t len)
 {
 	for (;;) {
@@ -95,13 +96,19 @@ static size_t skip_ws_slow(const char *t, size_t pos, size_t len)
 			return pos;
 		if (t[pos + 1] == '/') {
 			const char *nl = memchr(t + pos, '\n', len - pos);
+			size_t end = nl ? (size_t)(nl - t) + 1 : len;
+			const char *nul = memchr(t + pos, '\0', end - pos);
 
-			pos = nl ? (size_t)(nl - t) + 1 : len;
+			if (nul)
+				return (size_t)(nul - t);
+			pos = end;
 		} else if (t[pos + 1] == '*') {
 			size_t p;
 
-			for (p = pos + 2; p + 1 < len && !(t[p] == '*' && t[p + 1] == '/'); p++)
+			for (p = pos + 2; p + 1 < len && t[p] && !(t[p] == '*' && t[p + 1] == '/'); p++)
 				;
+			if (p < len && !t[p])
+				return p;
 			if (p + 1 >= len)
 				return pos;
 			pos = p + 2;
@@ -969,6 +976,7 @@ static void line_col(const char *t, size_t len, size_t pos, int *line, int *col)
 
 static int scan_error(const struct scan *s, const char *source, struct pipette_err *err)
 {
+	const char *why = s->pos < s->len && !s->t[s->pos] ? "a NUL byte" : s->why;
 	char path[512];
 	int line, col, esc;
 
@@ -983,9 +991,9 @@ static int scan_error(const struct scan *s, const char *source, struct pipette_e
 	}
 	if (s->pos >= s->len)
 		return pipette_fail(err, "%s: line %d, column %d: malformed JSON: unexpected "
-				    "end of file (%s), in %s", source, line, col, s->why, path);
+				    "end of file (%s), in %s", source, line, col, why, path);
 	return pipette_fail(err, "%s: line %d, column %d: malformed JSON: %s, in %s", source,
-			    line, col, s->why, path);
+			    line, col, why, path);
 }
 
 /* ------------------------------------------------------------------ */

@@ -247,6 +247,36 @@ START_TEST(test_scan_bad)
 }
 END_TEST
 
+/* A NUL byte, in a comment too, is refused where it is: json-c stops at
+ * one and hands back what it has built (bwscan.c's feed), which leaked. */
+START_TEST(test_scan_nul)
+{
+	static const struct {
+		const char text[64];
+		size_t len;
+		const char *where;
+	} cases[] = {
+		{ "{\"schema\": 1 // a\0b\n}", 21, "line 1, column 18: malformed JSON: a NUL byte, "
+		  "in $.schema" },
+		{ "{\"schema\": 1 /* a\0b */}", 23, "line 1, column 18: malformed JSON: a NUL byte, "
+		  "in $.schema" },
+		{ "{\"schema\": 1}\n// x\0", 19, "line 2, column 5: malformed JSON: a NUL byte, in $" },
+		{ "{\"schema\":\0 1}", 14, "line 1, column 11: malformed JSON: a NUL byte, in $.schema" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pipette_bwcache *bw = NULL;
+		struct pipette_err err = { .msg = "" };
+
+		ck_assert_int_eq(pipette_bwcache_parse(cases[i].text, cases[i].len, "t.json", &bw,
+						       &err), -1);
+		ck_assert_ptr_null(bw);
+		ck_assert_msg(strstr(err.msg, cases[i].where), "case %zu: %s", i, err.msg);
+	}
+}
+END_TEST
+
 /* Every prefix of a valid cache is refused (never a crash or a hang), and
  * so is every single-byte change that breaks it, each with a message
  * naming the source. */
@@ -875,6 +905,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_scan_good);
 	tcase_add_loop_test(tc, test_scan_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, test_scan_truncated);
+	tcase_add_test(tc, test_scan_nul);
 	tcase_add_test(tc, test_plain_links);
 	tcase_add_test(tc, test_one_pass_same);
 	tcase_add_test(tc, test_one_pass_grid);
