@@ -18,8 +18,9 @@ plugin_spank_pipette_la_SOURCES += plugin/planfile.c
 # compiled into the plugin against the host process's slurm_hostlist_*.
 plugin_spank_pipette_la_SOURCES += core/cli/hostlist.c core/cli/hostlist.h
 plugin_spank_pipette_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
-plugin_spank_pipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-plugin_spank_pipette_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+# -pthread: srun hashes the pinned inputs in a thread (submit.c).
+plugin_spank_pipette_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
+plugin_spank_pipette_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -pthread \
 	-Wl,--version-script=$(srcdir)/plugin/pipette.lds
 plugin_spank_pipette_la_LIBADD = core/libpipette.la $(JSONC_LIBS) -lm
 EXTRA_plugin_spank_pipette_la_DEPENDENCIES = plugin/pipette.lds

@@ -423,6 +423,10 @@ struct pipette_step {
 	unsigned uid;			/* the job's user, the cache's owner */
 	unsigned cache_owner;		/* the owner of plan_cache's root: 0 */
 	time_t now;			/* for max_age's warning (the key) */
+	/* The nice value the child takes before it plans (0: its own): a
+	 * plan read from the cache is milliseconds of work, and is not made
+	 * to wait behind every busy process of the node. */
+	int plan_nice;
 };
 /* The plan cache's key of the step (PIPETTE_PLAN_KEY_HEX hex digits):
  * everything the result text depends on (digest.c), the files by the pins

@@ -232,6 +232,21 @@ static int read_layout(spank_t sp, const struct pipette_env_ops *env, struct pip
 	return pipette_launch_decide(per_node, rs.ngpus, &rs.launch, err);
 }
 
+/* The planner yields the CPU to the daemons of its node: they must answer
+ * their RPCs within slurm.conf's MessageTimeout (10 s by default,
+ * slurm.conf(5)), and when many steps start at once (a job array, a sweep)
+ * every planner of the node is runnable together.  Within the scheduling
+ * group it shares with slurmd and slurmstepd, a nice-10 process weighs 110
+ * against a nice-0 process's 1024 (Linux kernel/sched/core.c,
+ * sched_prio_to_weight): ten planners take half the CPU from one daemon,
+ * not nine tenths, while a planner alone on a node still gets a core (a
+ * lower priority would starve it behind any busy process: a plan could
+ * then miss plan_timeout).  The child takes it only once it plans
+ * (step.c): reading a plan from the plan cache takes a few milliseconds,
+ * which every busy process of the node would otherwise stretch (a job's
+ * second step, tests/bench/plugin_load.sh). */
+#define PLANNER_NICE 10
+
 /* In the planner child: this node's result (step.c), from the plan
  * cache or computed. */
 static int plan_in_child(void *arg, FILE *out)
@@ -255,6 +270,7 @@ static int plan_in_child(void *arg, FILE *out)
 		.uid = (unsigned)geteuid(),
 		.cache_owner = 0,	/* the cache's root must be root's */
 		.now = time(NULL),
+		.plan_nice = PLANNER_NICE,
 	};
 
 	(void)arg;
@@ -283,18 +299,6 @@ static void say(void *ctx, char tag, const char *line)
 		slurm_spank_log(tag == 'W' ? "pipette: warning: %s" : "pipette: %s", line);
 }
 
-/* The planner yields the CPU to the daemons of its node: they must answer
- * their RPCs within slurm.conf's MessageTimeout (10 s by default,
- * slurm.conf(5)), and when many steps start at once (a job array, a sweep)
- * every planner of the node is runnable together.  Within the scheduling
- * group it shares with slurmd and slurmstepd, a nice-10 process weighs 110
- * against a nice-0 process's 1024 (Linux kernel/sched/core.c,
- * sched_prio_to_weight): ten planners take half the CPU from one daemon,
- * not nine tenths, while a planner alone on a node still gets a core (a
- * lower priority would starve it behind any busy process: a plan could
- * then miss plan_timeout). */
-#define PLANNER_NICE 10
-
 static int run_planner(struct pipette_err *err)
 {
 	const struct pipette_site *site = &pipette_state()->site;
@@ -305,7 +309,6 @@ static int run_planner(struct pipette_err *err)
 		.result_max = PIPETTE_RESULT_MAX,
 		.uid = (unsigned)geteuid(),
 		.gid = (unsigned)getegid(),
-		.nice = PLANNER_NICE,
 	};
 	size_t len;
 	int first = rs.node_id == 0;

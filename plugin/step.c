@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -505,6 +506,10 @@ static int plan_and_store(const struct pipette_step *st, struct cache_use *cu, F
 	size_t blen = 0, jlen = 0;
 	int fresh = 0, rv;
 
+	/* Best effort, as child.c's limits: a plan at normal priority is
+	 * still correct. */
+	if (st->plan_nice)
+		(void)setpriority(PRIO_PROCESS, 0, st->plan_nice);
 	if (build_body(st, cu->pin, out, &body, &blen, planned, &fresh, &json, &jlen, err))
 		return -1;
 	write_plan_file(st, body, json, jlen, out);

@@ -727,6 +727,13 @@ int bw_inter_set(struct pipette_bwcache *bw, int a, int b, double gbps, uint32_t
 	return 0;
 }
 
+int bw_inter_reserve(struct pipette_bwcache *bw, int a, uint32_t more, struct pipette_err *err)
+{
+	if (bw->inter.dense || bw_pairs_reserve(&bw->inter.pairs, a, more) == 0)
+		return 0;
+	return pipette_fail(err, "out of memory");
+}
+
 size_t bw_inter_own_count(const struct pipette_bwcache *bw)
 {
 	size_t cnt = 0;

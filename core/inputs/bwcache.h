@@ -131,6 +131,10 @@ void pipette_bwcache_destroy(struct pipette_bwcache *bw);
  * ("$.inter.matrix[2][3]") or line, and what was expected. */
 int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
 			 struct pipette_err *err);
+/* The same without the SHA-256 of the file (pipette_bwcache_sha256 gives
+ * NULL), for a reader that pins no plan to it (bandwidth validate). */
+int pipette_bwcache_load_unhashed(const char *path, struct pipette_bwcache **out,
+				  struct pipette_err *err);
 /* The same from memory; `source` names the input in messages. */
 int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 			  struct pipette_bwcache **out, struct pipette_err *err);

@@ -121,6 +121,9 @@ const struct bw_pair *bw_pairs_find(const struct bw_pairs *h, int a, int b);
 void bw_pair_entry(const struct bw_pairs *h, const struct bw_pair *p, struct bw_entry *e);
 /* 1 and *e filled when the pair is there, else 0. */
 int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e);
+/* Room in row a for `more` pairs beyond those it holds, so that setting
+ * them grows it no more (the same slots it would have grown to). */
+int bw_pairs_reserve(struct bw_pairs *h, int a, uint32_t more);
 int bw_pairs_set(struct bw_pairs *h, int a, int b, double gbps, uint32_t code, float lat,
 		 int prov);
 size_t bw_pairs_bytes(const struct bw_pairs *h);
@@ -209,6 +212,9 @@ void bw_inter_get(const struct pipette_bwcache *bw, int a, int b, struct bw_entr
 void bw_inter_own(const struct pipette_bwcache *bw, int a, int b, struct bw_entry *e);
 int bw_inter_set(struct pipette_bwcache *bw, int a, int b, double gbps, uint32_t code,
 		 float lat, int prov, struct pipette_err *err);
+/* Room for `more` pairs from node a about to be set (nothing when the
+ * pairs are dense): -1 out of memory. */
+int bw_inter_reserve(struct pipette_bwcache *bw, int a, uint32_t more, struct pipette_err *err);
 /* Keep the pairs in a dense matrix from now on (a file's matrix, a
  * generated cache). */
 int bw_inter_make_dense(struct pipette_bwcache *bw, struct pipette_err *err);

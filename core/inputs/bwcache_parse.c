@@ -26,10 +26,12 @@ struct pctx {
 	struct pipette_err *err;
 	struct bw_doc *doc;	/* the scanner's spans (a matrix's rows become the cache's) */
 	int version;			/* of the schema: 1, 2 or 3 */
-	/* The last node name end_of resolved (its span in the text and its
-	 * index): a writer lists a node's links together. */
-	size_t last_s, last_len;
-	int last_k;
+	/* The last node name end_of resolved for each end of a link, a and
+	 * b (its span in the text and its index): a writer lists a node's
+	 * links together, so a link's a is most often the last one's, which
+	 * a memo of both ends together (b between two a's) never found. */
+	size_t last_s[2], last_len[2];
+	int last_k[2];
 };
 
 /* Provenance and latency of a section or link while parsing. */
@@ -522,9 +524,9 @@ static int num_of(const char *t, size_t s, size_t e, double lo, int lo_open, dou
 	return !*end && isfinite(*out) && *out >= lo && !(lo_open && *out == lo) && *out <= hi;
 }
 
-/* One end of a link [s, e): a node's index, or a GPU index in [0, n)
- * (n 0: within the limit). */
-static int end_of(struct pctx *c, size_t s, size_t e, int node, int n, int *out)
+/* End `end` (0 a, 1 b) of a link [s, e): a node's index, or a GPU index
+ * in [0, n) (n 0: within the limit). */
+static int end_of(struct pctx *c, int end, size_t s, size_t e, int node, int n, int *out)
 {
 	const char *t = c->doc->text;
 	long v = 0;
@@ -535,16 +537,16 @@ static int end_of(struct pctx *c, size_t s, size_t e, int node, int n, int *out)
 
 		if (t[s] != '"' || e - s < 2 || len > PIPETTE_BW_MAX_NAME)
 			return 0;
-		if (c->last_len && len == c->last_len &&
-		    !memcmp(t + s + 1, t + c->last_s, len)) {
-			*out = c->last_k;
+		if (c->last_len[end] && len == c->last_len[end] &&
+		    !memcmp(t + s + 1, t + c->last_s[end], len)) {
+			*out = c->last_k[end];
 			return 1;
 		}
 		if ((*out = bw_node_index_n(c->bw, t + s + 1, len)) < 0)
 			return 0;
-		c->last_s = s + 1;
-		c->last_len = len;
-		c->last_k = *out;
+		c->last_s[end] = s + 1;
+		c->last_len[end] = len;
+		c->last_k[end] = *out;
 		return 1;
 	}
 	for (p = s; p < e && p - s < 4 && t[p] >= '0' && t[p] <= '9'; p++)
@@ -616,7 +618,7 @@ static int link_fast(struct pctx *c, size_t s, size_t e, int node, int n,
 	int a, b, pid = sect_pid, k;
 
 	if (!bw_scan_object(t, s, e, keys, vs, ve) || vs[0] == ve[0] || vs[1] == ve[1] ||
-	    !end_of(c, vs[0], ve[0], node, n, &a) || !end_of(c, vs[1], ve[1], node, n, &b) ||
+	    !end_of(c, 0, vs[0], ve[0], node, n, &a) || !end_of(c, 1, vs[1], ve[1], node, n, &b) ||
 	    a == b || !bw_scan_gbps(t, vs[2], ve[2], &code, &g) ||
 	    !prov_of(t, vs, ve, &p, tool, metric))
 		return 0;
@@ -643,8 +645,8 @@ static int link_read(struct pctx *c, const struct bw_link *l, int node, int n, i
 	double g = bw_code_value(l->code);
 	int a, b;
 
-	if (!end_of(c, s + l->a, s + l->a + l->a_len, node, n, &a) ||
-	    !end_of(c, s + l->b, s + l->b + l->b_len, node, n, &b) || a == b)
+	if (!end_of(c, 0, s + l->a, s + l->a + l->a_len, node, n, &a) ||
+	    !end_of(c, 1, s + l->b, s + l->b + l->b_len, node, n, &b) || a == b)
 		return 0;
 	if (node < 0)
 		return bw_inter_set(c->bw, a, b, g, l->code, lat, sect_pid, c->err) < 0 ? -1 : 1;
@@ -655,12 +657,34 @@ static int link_read(struct pctx *c, const struct bw_link *l, int node, int n, i
 	return 1;
 }
 
+/* Room in the node pairs' hash for the run of links read whole from l on
+ * that start at the same node (a writer lists a node's links together):
+ * its row is sized once, not doubled up to its size and filled again at
+ * each step.  *run_end: the first link after the run.  -1 out of
+ * memory; a first end that is no node leaves it to link_read. */
+static int reserve_run(struct pctx *c, const struct bw_link *l, const struct bw_link *last,
+		       const struct bw_link **run_end)
+{
+	const char *t = c->doc->text, *a_text = t + l->start + l->a;
+	const struct bw_link *m;
+	int a;
+
+	for (m = l + 1; m < last && m->a_len == l->a_len &&
+	     !memcmp(t + m->start + m->a, a_text, l->a_len); m++)
+		;
+	*run_end = m;
+	if (!end_of(c, 0, l->start + l->a, l->start + l->a + l->a_len, -1, 0, &a))
+		return 0;
+	return bw_inter_reserve(c->bw, a, (uint32_t)(m - l), c->err);
+}
+
 static int parse_links(struct pctx *c, json_object *links, const char *path,
 		       int node, int n, const struct sprov *sect)
 {
 	const struct bw_span *sp = bw_doc_span(c->doc, links);
 	const struct bw_link *l = c->doc->link ? c->doc->link + sp->link0 : NULL;
 	const struct bw_link *last = l ? l + sp->n_link : NULL;
+	const struct bw_link *run_end = l;
 	const char *text = c->doc->text;
 	char lp[480];
 	size_t i, pos, vs, ve;
@@ -673,8 +697,14 @@ static int parse_links(struct pctx *c, json_object *links, const char *path,
 	pos = sp->start;
 	for (i = 0; (vs = bw_scan_elem(text, sp, pos)) < sp->end; i++) {
 		const struct bw_link *whole = l < last && l->start == vs ? l++ : NULL;
-		int bad = whole ? link_read(c, whole, node, n, sect_pid, (float)sect->lat) : 0;
+		int bad = 0;
 		json_object *l1;
+
+		if (whole && node < 0 && whole >= run_end &&
+		    reserve_run(c, whole, last, &run_end) < 0)
+			return pipette_fail_prefix(c->err, "%s: ", c->src);
+		if (whole)
+			bad = link_read(c, whole, node, n, sect_pid, (float)sect->lat);
 
 		ve = pos = whole ? vs + whole->len : bw_scan_skip(text, vs, sp->end);
 		if (!bad)
@@ -1238,22 +1268,36 @@ int pipette_bwcache_parse(const char *text, size_t len, const char *source,
 	return 0;
 }
 
-int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
-			 struct pipette_err *err)
+static int load(const char *path, int hash, struct pipette_bwcache **out,
+		struct pipette_err *err)
 {
 	struct pipette_file f;
 	int rv;
 
 	*out = NULL;
-	if (pipette_read_file(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES, &f, err))
+	if ((hash ? pipette_read_file : pipette_read_file_unhashed)(path, "bandwidth cache",
+								    PIPETTE_BW_MAX_FILE_BYTES, &f,
+								    err))
 		return -1;
 	rv = pipette_bwcache_parse(f.data, f.len, path, out, err);
-	if (rv == 0) {
+	if (rv == 0 && hash) {
 		memcpy((*out)->sha256, f.sha256, sizeof((*out)->sha256));
 		(*out)->has_sha256 = 1;
 	}
 	pipette_file_free(&f);
 	return rv;
+}
+
+int pipette_bwcache_load(const char *path, struct pipette_bwcache **out,
+			 struct pipette_err *err)
+{
+	return load(path, 1, out, err);
+}
+
+int pipette_bwcache_load_unhashed(const char *path, struct pipette_bwcache **out,
+				  struct pipette_err *err)
+{
+	return load(path, 0, out, err);
 }
 
 const unsigned char *pipette_bwcache_sha256(const struct pipette_bwcache *bw)

@@ -386,9 +386,11 @@ int bw_pairs_get(const struct bw_pairs *h, int a, int b, struct bw_entry *e)
 	return 1;
 }
 
-static int row_grow(struct bw_pair_row *r)
+/* Row r with n slots (a power of two, more than it has), its pairs
+ * placed again. */
+static int row_resize(struct bw_pair_row *r, uint32_t n)
 {
-	uint32_t n = r->n_slot ? 2 * r->n_slot : 8, i, s;
+	uint32_t i, s;
 	struct bw_pair *slot = calloc(n, sizeof(*slot));
 
 	if (!slot)
@@ -406,25 +408,57 @@ static int row_grow(struct bw_pair_row *r)
 	return 0;
 }
 
+/* Rows up to a exist; -1 when out of memory. */
+static int rows_reserve(struct bw_pairs *h, int a)
+{
+	int n = a + 1 > 2 * h->n_rows ? a + 1 : 2 * h->n_rows;
+	struct bw_pair_row *rows;
+
+	if (a < h->n_rows)
+		return 0;
+	if (!(rows = realloc(h->row, (size_t)n * sizeof(*rows))))
+		return -1;
+	memset(rows + h->n_rows, 0, (size_t)(n - h->n_rows) * sizeof(*rows));
+	h->row = rows;
+	h->n_rows = n;
+	return 0;
+}
+
+/* The slots a row of count pairs has when it grew one pair at a time:
+ * at most half full (a miss then probes about 2.5 slots, Knuth 6.4),
+ * doubling from 8. */
+static uint32_t row_slots(uint32_t n_slot, uint32_t count)
+{
+	uint32_t n = n_slot ? n_slot : 8;
+
+	while (2 * count > n)
+		n *= 2;
+	return n;
+}
+
+int bw_pairs_reserve(struct bw_pairs *h, int a, uint32_t more)
+{
+	struct bw_pair_row *r;
+	uint32_t n;
+
+	if (rows_reserve(h, a) < 0)
+		return -1;
+	r = &h->row[a];
+	n = row_slots(r->n_slot, r->count + more);
+	return n > r->n_slot ? row_resize(r, n) : 0;
+}
+
 int bw_pairs_set(struct bw_pairs *h, int a, int b, double gbps, uint32_t code, float lat,
 		 int prov)
 {
 	uint32_t key = (uint32_t)b + 1, s;
 	struct bw_pair_row *r;
 
-	if (a >= h->n_rows) {
-		int n = a + 1 > 2 * h->n_rows ? a + 1 : 2 * h->n_rows;
-		struct bw_pair_row *rows = realloc(h->row, (size_t)n * sizeof(*rows));
-
-		if (!rows)
-			return -1;
-		memset(rows + h->n_rows, 0, (size_t)(n - h->n_rows) * sizeof(*rows));
-		h->row = rows;
-		h->n_rows = n;
-	}
+	if (rows_reserve(h, a) < 0)
+		return -1;
 	r = &h->row[a];
-	/* at most half full: a miss probes about 2.5 slots (Knuth 6.4) */
-	if (2 * (r->count + 1) > r->n_slot && row_grow(r) < 0)
+	if (2 * (r->count + 1) > r->n_slot &&
+	    row_resize(r, row_slots(r->n_slot, r->count + 1)) < 0)
 		return -1;
 	for (s = pair_slot(key, r->n_slot); r->slot[s].key && r->slot[s].key != key;
 	     s = (s + 1) & (r->n_slot - 1))

@@ -110,8 +110,9 @@ int pipette_check_file(const char *path, const char *what, struct pipette_err *e
 	return 0;
 }
 
-int pipette_read_file(const char *path, const char *what, size_t max,
-		      struct pipette_file *f, struct pipette_err *err)
+/* pipette_read_file, hashing what it read when `hash` is set. */
+static int read_file(const char *path, const char *what, size_t max, int hash,
+		     struct pipette_file *f, struct pipette_err *err)
 {
 	const char *w = what ? what : "";
 	struct stat st;
@@ -168,7 +169,8 @@ int pipette_read_file(const char *path, const char *what, size_t max,
 		}
 	}
 	buf[len] = '\0';
-	pipette_sha256(buf, len, f->sha256);
+	if (hash)
+		pipette_sha256(buf, len, f->sha256);
 	f->data = buf;
 	f->len = len;
 	buf = NULL;
@@ -177,6 +179,18 @@ fail:
 	free(buf);
 	close(fd);
 	return rv;
+}
+
+int pipette_read_file(const char *path, const char *what, size_t max,
+		      struct pipette_file *f, struct pipette_err *err)
+{
+	return read_file(path, what, max, 1, f, err);
+}
+
+int pipette_read_file_unhashed(const char *path, const char *what, size_t max,
+			       struct pipette_file *f, struct pipette_err *err)
+{
+	return read_file(path, what, max, 0, f, err);
 }
 
 void pipette_file_free(struct pipette_file *f)

@@ -37,6 +37,11 @@ struct pipette_file {
  * (data NULL) and needs no free. */
 int pipette_read_file(const char *path, const char *what, size_t max,
 		      struct pipette_file *f, struct pipette_err *err);
+/* The same, without the SHA-256 (f->sha256 left zero), for a caller that
+ * only reads the content: hashing is a tenth of loading a 4096-node
+ * bandwidth cache (tests/bench/bench_cache.c). */
+int pipette_read_file_unhashed(const char *path, const char *what, size_t max,
+			       struct pipette_file *f, struct pipette_err *err);
 void pipette_file_free(struct pipette_file *f);
 /* Write data[len] to `path` whole or not at all: a temporary file beside
  * it (".BASENAME.tmp-XXXXXX", mode `mode`), flushed to disk, then linked

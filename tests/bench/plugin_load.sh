@@ -23,8 +23,9 @@
 #     example cache.  Each step's wall time is taken from just before its
 #     srun to its exit.  The same load runs with the plugin loaded but not
 #     asked for (no --pipette-model) and with --pipette-model, in
-#     BENCH_LOAD_ROUNDS rounds (default 3) in the order off on, on off,
-#     off on, ... (so that neither kind always runs right after the other),
+#     BENCH_LOAD_ROUNDS rounds (default 3; 0 skips this part) in the
+#     order off on, on off, off on, ... (so that neither kind always runs
+#     right after the other),
 #     each run once no slurmstepd of the one before is left; the plan cache
 #     is emptied before each run with pipette, so its steps start cold (one
 #     of them plans, the others read); the per-step times of all rounds of
@@ -249,6 +250,10 @@ quiet() {
     while pgrep -x slurmstepd >/dev/null && [ $((SECONDS - t)) -lt 60 ]; do sleep 0.5; done
 }
 
+if [ "$ROUNDS" = 0 ]; then
+    echo "plugin launch under load: skipped (BENCH_LOAD_ROUNDS=0)"
+    exit "$missed"
+fi
 settle
 plugstack "bandwidth=$SRC/etc/examples/hetero-8x8-h100.json"
 for ((r = 0; r < ROUNDS; r++)); do

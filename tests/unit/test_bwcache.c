@@ -219,19 +219,33 @@ START_TEST(test_load_huge)
 END_TEST
 
 /* A cache loaded from a file remembers the SHA-256 of its bytes; one
- * built in memory has none. */
+ * built in memory has none, nor one loaded unhashed (the same cache). */
 START_TEST(test_sha256)
 {
-	struct pipette_bwcache *bw = load_ok(BW_DIR "/good-3.json"), *made;
+	struct pipette_bwcache *bw = load_ok(BW_DIR "/good-3.json"), *made, *unhashed;
 	unsigned char want[PIPETTE_SHA256_LEN];
+	struct pipette_err err;
 	size_t n;
-	char *text = slurp(BW_DIR "/good-3.json", &n);
+	char *text = slurp(BW_DIR "/good-3.json", &n), *s1, *s2;
 
 	pipette_sha256(text, n, want);
 	ck_assert_ptr_nonnull(pipette_bwcache_sha256(bw));
 	ck_assert(memcmp(pipette_bwcache_sha256(bw), want, sizeof(want)) == 0);
 	made = pipette_bwcache_create();
 	ck_assert_ptr_null(pipette_bwcache_sha256(made));
+	ck_assert_msg(pipette_bwcache_load_unhashed(BW_DIR "/good-3.json", &unhashed, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_ptr_null(pipette_bwcache_sha256(unhashed));
+	s1 = pipette_bwcache_serialize(bw, &err);
+	s2 = pipette_bwcache_serialize(unhashed, &err);
+	ck_assert_str_eq(s1, s2);
+	pipette_bwcache_destroy(unhashed);
+	ck_assert_int_eq(pipette_bwcache_load_unhashed(BW_DIR "/nope.json", &unhashed, &err), -1);
+	ck_assert_ptr_null(unhashed);
+	ck_assert_msg(strstr(err.msg, "bandwidth cache: ") && strstr(err.msg, "nope.json"), "%s",
+		      err.msg);
+	free(s1);
+	free(s2);
 	pipette_bwcache_destroy(made);
 	pipette_bwcache_destroy(bw);
 	free(text);

@@ -247,6 +247,36 @@ START_TEST(test_scan_bad)
 }
 END_TEST
 
+/* A NUL byte, in a comment too, is refused where it is: json-c stops at
+ * one and hands back what it has built (bwscan.c's feed), which leaked. */
+START_TEST(test_scan_nul)
+{
+	static const struct {
+		const char text[64];
+		size_t len;
+		const char *where;
+	} cases[] = {
+		{ "{\"schema\": 1 // a\0b\n}", 21, "line 1, column 18: malformed JSON: a NUL byte, "
+		  "in $.schema" },
+		{ "{\"schema\": 1 /* a\0b */}", 23, "line 1, column 18: malformed JSON: a NUL byte, "
+		  "in $.schema" },
+		{ "{\"schema\": 1}\n// x\0", 19, "line 2, column 5: malformed JSON: a NUL byte, in $" },
+		{ "{\"schema\":\0 1}", 14, "line 1, column 11: malformed JSON: a NUL byte, in $.schema" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pipette_bwcache *bw = NULL;
+		struct pipette_err err = { .msg = "" };
+
+		ck_assert_int_eq(pipette_bwcache_parse(cases[i].text, cases[i].len, "t.json", &bw,
+						       &err), -1);
+		ck_assert_ptr_null(bw);
+		ck_assert_msg(strstr(err.msg, cases[i].where), "case %zu: %s", i, err.msg);
+	}
+}
+END_TEST
+
 /* Every prefix of a valid cache is refused (never a crash or a hang), and
  * so is every single-byte change that breaks it, each with a message
  * naming the source. */
@@ -404,6 +434,51 @@ START_TEST(test_one_pass_same)
 		pipette_bwcache_destroy(y);
 		free(text[form]);
 	}
+}
+END_TEST
+
+/* Links as pipette writes them ({"a": A, "b": B, "gbps": G}, matched
+ * whole by the pass) and the same links written otherwise (spaced, keys
+ * in another order: read key by key) are read whole alike and give the
+ * same cache; one the pass cannot take (a figure of 22 digits, an
+ * escape in a name) goes to the text's reader in either form. */
+START_TEST(test_plain_links)
+{
+	static const char *const forms[][2] = {
+		{ "{\"a\": \"n1\", \"b\": \"n2\", \"gbps\": 12.5}",
+		  "{ \"b\" : \"n2\",\"gbps\":12.5 , \"a\":\"n1\" }" },
+		{ "{\"a\": \"n3\", \"b\": \"n1\", \"gbps\": 7}",
+		  "{\"a\":\"n3\",\"b\":\"n1\",\"gbps\":7}" },
+		{ "{\"a\": \"n2\", \"b\": \"n3\", \"gbps\": 1.0000000000000000000001}",
+		  "{\"gbps\": 1.0000000000000000000001, \"a\": \"n2\", \"b\": \"n3\"}" },
+		{ "{\"a\": \"n\\u0031\", \"b\": \"n3\", \"gbps\": 2}",
+		  "{\"b\": \"n3\", \"a\": \"n\\u0031\", \"gbps\": 2}" },
+	};
+	struct pipette_bwcache *bw[2];
+	char text[2][1024];
+	size_t rows, rows_text, links, elems, k;
+	int f;
+
+	for (f = 0; f < 2; f++) {
+		size_t o = (size_t)snprintf(text[f], sizeof(text[f]), HEAD "\"inter\": {\"tool\": "
+					    "\"T\", \"metric\": \"busbw\", \"order\": [\"n1\", "
+					    "\"n2\", \"n3\"], \"links\": [");
+		for (k = 0; k < sizeof(forms) / sizeof(forms[0]); k++)
+			o += (size_t)snprintf(text[f] + o, sizeof(text[f]) - o, "%s%s", k ? ", " : "",
+					      forms[k][f]);
+		snprintf(text[f] + o, sizeof(text[f]) - o, "]}}");
+		count_read(text[f], &rows, &rows_text, &links, &elems);
+		ck_assert_uint_eq(elems, 4);
+		ck_assert_uint_eq(links, 2);	/* the first two */
+		bw[f] = parse_ok(text[f]);
+	}
+	assert_same_links(bw[0], bw[1]);
+	ck_assert(same_bits(gbps(bw[0], "n1", "n2"), 12.5));
+	ck_assert(same_bits(gbps(bw[0], "n3", "n1"), 7));
+	ck_assert(same_bits(gbps(bw[0], "n2", "n3"), 1.0000000000000000000001));
+	ck_assert(same_bits(gbps(bw[0], "n1", "n3"), 2));
+	pipette_bwcache_destroy(bw[0]);
+	pipette_bwcache_destroy(bw[1]);
 }
 END_TEST
 
@@ -884,6 +959,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_scan_good);
 	tcase_add_loop_test(tc, test_scan_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, test_scan_truncated);
+	tcase_add_test(tc, test_scan_nul);
+	tcase_add_test(tc, test_plain_links);
 	tcase_add_test(tc, test_one_pass_same);
 	tcase_add_test(tc, test_one_pass_grid);
 	tcase_add_test(tc, test_v1_v2_equivalent);

@@ -1168,6 +1168,8 @@ START_TEST(test_body_refuses_tampering)
 		{ "J 1 PIPETTE_TP=2\n", "truncated" },
 		{ "J 1 PIPETTE_TP=2\tx\x01\nEND\n", "control character" },
 		{ "Q what\nEND\n", "malformed" },
+		/* another node's section holds task records only */
+		{ "N node2\nJ 1 PIPETTE_TP=2\nN node1\nEND\n", "among the nodes" },
 	};
 	char *gpus[2] = { "7", "3" };
 	size_t i;
@@ -1197,6 +1199,74 @@ START_TEST(test_body_refuses_tampering)
 		ck_assert_str_eq(text, "W old\nJ 1 PIPETTE_TP=2\nT 1 1 CUDA_VISIBLE_DEVICES=3,7\n");
 		free(text);
 	}
+	{
+		/* Another node's task records are walked past, not checked: they
+		 * never reach this node's tasks (stepbody.c); this node's are. */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		struct pipette_err err;
+
+		ck_assert_int_eq(pipette_step_body_node("J 1 PIPETTE_TP=2\nN node0\n"
+							"T 0 1 LD_PRELOAD=/tmp/x.so\nT x\nN node1\n"
+							"T 0 1 RANK=4\nN node2\nT 9 9 Q\x01\nEND\n",
+							"node1", gpus, 2, f, &err), 0);
+		fclose(f);
+		ck_assert_str_eq(text, "J 1 PIPETTE_TP=2\nT 0 1 RANK=4\n");
+		free(text);
+	}
+}
+END_TEST
+
+/* The nice value of the child after a step: its own (0) when the plan
+ * came from the cache, plan_nice when it planned. */
+static int nice_after_step(const struct pipette_step *st)
+{
+	int fd[2], nice = -100;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		int v;
+
+		close(fd[0]);
+		if (!f || pipette_step_result(st, f) || fclose(f) || strstr(text, "\nE "))
+			_exit(1);
+		errno = 0;
+		v = getpriority(PRIO_PROCESS, 0);
+		_exit(write(fd[1], &v, sizeof(v)) == sizeof(v) && !errno ? 0 : 1);
+	}
+	close(fd[1]);
+	ck_assert_int_eq(read(fd[0], &nice, sizeof(nice)), sizeof(nice));
+	close(fd[0]);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	return nice;
+}
+
+/* The child plans at plan_nice, and reads a cached plan at its own
+ * priority (remote.c, PLANNER_NICE). */
+START_TEST(test_nice_only_to_plan)
+{
+	char root[64];
+	struct fixture f;
+	int base = getpriority(PRIO_PROCESS, 0), want;
+
+	/* nice values stop at 19 (setpriority(2)) */
+	ck_assert_msg(base <= 12, "the tests run at nice %d: this test needs 12 or less", base);
+	want = base + 7;
+	make_root(root);
+	fixture(&f, root, PIPETTE_LAUNCH_SRUN, 0);
+	f.st.plan_nice = want;
+	ck_assert_int_eq(nice_after_step(&f.st), want);		/* planned, stored */
+	ck_assert_int_eq(nice_after_step(&f.st), base);		/* read */
+	strcpy(f.site.plan_cache, "");
+	ck_assert_int_eq(nice_after_step(&f.st), want);		/* no cache: planned */
+	rm_rf(root);
 }
 END_TEST
 
@@ -1229,6 +1299,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_step_reads_pinned_version);
 	tcase_add_test(tc, test_key_covers_inputs);
 	tcase_add_test(tc, test_body_refuses_tampering);
+	tcase_add_test(tc, test_nice_only_to_plan);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -77,6 +77,15 @@ START_TEST(test_read_and_digest)
 	ck_assert(memcmp(d, f.sha256, sizeof(d)) == 0);
 	pipette_file_free(&f);
 	ck_assert_ptr_null(f.data);
+	/* the same bytes without the digest */
+	ck_assert_msg(pipette_read_file_unhashed(path, "test", 3, &f, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(f.len, 3);
+	ck_assert_str_eq(f.data, "abc");
+	memset(d, 0, sizeof(d));
+	ck_assert(memcmp(d, f.sha256, sizeof(d)) == 0);
+	pipette_file_free(&f);
+	ck_assert_int_eq(pipette_read_file_unhashed(path, "--thing", 2, &f, &err), -1);
+	ck_assert_msg(strstr(err.msg, "exceed the limit of 2 bytes"), "%s", err.msg);
 	snprintf(path, sizeof(path), "%s/empty", tmpdir);
 	write_file(path, "");
 	ck_assert_int_eq(pipette_read_file(path, NULL, 0, &f, &err), 0);
