@@ -71,6 +71,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
+	if (spank_context() == S_CTX_LOCAL)
+		return pipette_submit_exit();
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
 	return pipette_remote_exit(sp);

@@ -29,6 +29,7 @@ void pipette_env_spank(struct pipette_env_ops *ops, spank_t sp);
 int pipette_submit_init(spank_t sp, int ac, char **av);
 int pipette_submit_post_opt(spank_t sp);
 int pipette_submit_local_user_init(spank_t sp);
+int pipette_submit_exit(void);
 
 /* remote.c: slurmstepd. */
 int pipette_remote_init(spank_t sp, int ac, char **av);

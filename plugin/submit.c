@@ -98,6 +98,21 @@ int pipette_submit_post_opt(spank_t sp)
 	return 0;
 }
 
+/* srun's exit (slurm_spank_exit, from its atexit handler): the thread is
+ * joined if nothing took its digest, as when slurmctld refused the
+ * allocation, because srun unloads the plugin right after this callback
+ * (Slurm's spank_fini then plugin_unload, src/common/spank.c and
+ * src/common/plugin.c, SchedMD/slurm) and a thread still running the
+ * plugin's code would fault. */
+int pipette_submit_exit(void)
+{
+	if (pin.started) {
+		pthread_join(pin.thread, NULL);
+		pin.started = 0;
+	}
+	return 0;
+}
+
 /* srun, once the allocation exists and before the step is launched:
  * export the digest of the inputs, which reaches every task's environment
  * (and so every node's slurmstepd) unless --export=NONE drops it. */

@@ -111,6 +111,25 @@ sbatch_t --pipette-model=llama3-8b --pipette-global-batch=zero --wrap true
 assert_ne 0 "$RC" "sbatch refuses a bad option value"
 assert_match "pipette: --pipette-global-batch: 'zero' is not a number" "$ERR" "sbatch: the message names the option"
 
+# --- refused by slurmctld after the options passed ---------------------------
+# srun hashes the step's inputs in a thread from init_post_opt on; when
+# slurmctld then refuses the job, srun exits at once and unloads the plugin,
+# so the thread must be done by then (slurm_spank_exit joins it).
+# A cache file near the size limit (250 MiB, its tail zeros: it is only
+# hashed, the job never starts) keeps the hash running well past the
+# refusal.
+"$PIPETTE_BUILDDIR/pipette" bandwidth generate --nodes 64 --seed 1 -o "$T_TMP/big.json" 2>/dev/null
+truncate -s 250M "$T_TMP/big.json"
+for i in 1 2 3; do
+    srun_t -p no-such-partition "${S4[@]}" "${M8[@]}" --pipette-bandwidth="$T_TMP/big.json" \
+        bash -c 'echo TASK-RAN'
+    assert_ne 0 "$RC" "refused by slurmctld ($i): srun fails"
+    assert_eq 1 "$((RC < 128))" "refused by slurmctld ($i): srun exits, not killed by a signal (rc $RC)"
+    assert_match "[Ii]nvalid partition" "$ERR" "refused by slurmctld ($i): slurmctld's reason"
+    assert_no_match "Segmentation|core dumped" "$ERR" "refused by slurmctld ($i): no crash"
+done
+rm -f "$T_TMP/big.json"
+
 # --- fallback=block: start in Slurm's order with a warning --------------------
 pipette_on "bandwidth=$BW/good-3.json fallback=block"
 srun_t "${S4[@]}" "${M8[@]}" bash -c 'echo "$SLURM_PROCID ${RANK-unset} ${PIPETTE_TP-unset} ${PIPETTE_MAPPING_GAIN-unset} $CUDA_VISIBLE_DEVICES"'
