@@ -1275,9 +1275,10 @@ static int load(const char *path, int hash, struct pipette_bwcache **out,
 	int rv;
 
 	*out = NULL;
-	if ((hash ? pipette_read_file : pipette_read_file_unhashed)(path, "bandwidth cache",
-								    PIPETTE_BW_MAX_FILE_BYTES, &f,
-								    err))
+	rv = hash ? pipette_read_file(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES, &f, err)
+		  : pipette_read_file_unhashed(path, "bandwidth cache", PIPETTE_BW_MAX_FILE_BYTES,
+					       &f, err);
+	if (rv)
 		return -1;
 	rv = pipette_bwcache_parse(f.data, f.len, path, out, err);
 	if (rv == 0 && hash) {
