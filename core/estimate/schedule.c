@@ -1587,44 +1587,24 @@ static void swap_order(struct sched_order *a, struct sched_order *b)
 	*b = t;
 }
 
-/* Free the least recently used shared slots until they and the current
- * order hold at most SCHED_CACHE_OPS ops (their arrays' capacity). */
-static void cache_budget(struct pipette_sched *s)
-{
-	for (;;) {
-		size_t held = s->o.cap_ops;
-		int i, lru = -1;
-
-		for (i = 0; i < SCHED_CACHE; i++) {
-			if (!s->cache[i].valid)
-				continue;
-			held += s->cache[i].cap_ops;
-			if (lru < 0 || s->cache[i].used < s->cache[lru].used)
-				lru = i;
-		}
-		if (held <= (size_t)SCHED_CACHE_OPS || lru < 0)
-			return;
-		free_order(&s->cache[lru]);
-		memset(&s->cache[lru], 0, sizeof(s->cache[lru]));
-	}
-}
-
-/* Free the least recently used small slots until they hold at most
- * SCHED_SMALL_HELD ops with `adding` more. */
-static void small_budget(struct pipette_sched *s, size_t adding)
+/* Free the least recently used of slots lo..hi-1 until they hold at most
+ * `most` ops (their arrays' capacity) with `adding` more: the shared slots
+ * with the current order's capacity against SCHED_CACHE_OPS, the small
+ * ones with the order stashed against SCHED_SMALL_HELD. */
+static void slots_budget(struct pipette_sched *s, int lo, int hi, size_t adding, size_t most)
 {
 	for (;;) {
 		size_t held = adding;
 		int i, lru = -1;
 
-		for (i = SCHED_CACHE; i < SCHED_CACHE + SCHED_SMALL; i++) {
+		for (i = lo; i < hi; i++) {
 			if (!s->cache[i].valid)
 				continue;
 			held += s->cache[i].cap_ops;
 			if (lru < 0 || s->cache[i].used < s->cache[lru].used)
 				lru = i;
 		}
-		if (held <= (size_t)SCHED_SMALL_HELD || lru < 0)
+		if (held <= most || lru < 0)
 			return;
 		free_order(&s->cache[lru]);
 		memset(&s->cache[lru], 0, sizeof(s->cache[lru]));
@@ -1643,9 +1623,9 @@ static void stash(struct pipette_sched *s)
 	if (!s->o.valid)
 		return;
 	if (!small)
-		cache_budget(s);
+		slots_budget(s, lo, hi, s->o.cap_ops, (size_t)SCHED_CACHE_OPS);
 	else
-		small_budget(s, (size_t)s->o.nphys);
+		slots_budget(s, lo, hi, (size_t)s->o.nphys, (size_t)SCHED_SMALL_HELD);
 	for (i = lo + 1; i < hi; i++)
 		if (!s->cache[i].valid ||
 		    (s->cache[victim].valid && s->cache[i].used < s->cache[victim].used))
