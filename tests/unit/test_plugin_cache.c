@@ -1152,6 +1152,20 @@ END_TEST
 
 /* ---- the step's text ---------------------------------------------------- */
 
+/* What node1 applies of a step's text: `want`. */
+static void node1_gets(const char *body, char **gpus, const char *want)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_step_body_node(body, "node1", gpus, 2, f, &err), 0);
+	fclose(f);
+	ck_assert_str_eq(text, want);
+	free(text);
+}
+
 START_TEST(test_body_refuses_tampering)
 {
 	static const struct {
@@ -1185,36 +1199,14 @@ START_TEST(test_body_refuses_tampering)
 		fclose(f);
 		free(text);
 	}
-	{
-		char *text = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-		struct pipette_err err;
-
-		ck_assert_int_eq(pipette_step_body_node("W old\nJ 1 PIPETTE_TP=2\nN node0\n"
-							"T 0 1 RANK=9\nN node1\nT 1 1 "
-							"CUDA_VISIBLE_DEVICES=1,0\nEND\n",
-							"node1", gpus, 2, f, &err), 0);
-		fclose(f);
-		ck_assert_str_eq(text, "W old\nJ 1 PIPETTE_TP=2\nT 1 1 CUDA_VISIBLE_DEVICES=3,7\n");
-		free(text);
-	}
-	{
-		/* Another node's task records are walked past, not checked: they
-		 * never reach this node's tasks (stepbody.c); this node's are. */
-		char *text = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-		struct pipette_err err;
-
-		ck_assert_int_eq(pipette_step_body_node("J 1 PIPETTE_TP=2\nN node0\n"
-							"T 0 1 LD_PRELOAD=/tmp/x.so\nT x\nN node1\n"
-							"T 0 1 RANK=4\nN node2\nT 9 9 Q\x01\nEND\n",
-							"node1", gpus, 2, f, &err), 0);
-		fclose(f);
-		ck_assert_str_eq(text, "J 1 PIPETTE_TP=2\nT 0 1 RANK=4\n");
-		free(text);
-	}
+	node1_gets("W old\nJ 1 PIPETTE_TP=2\nN node0\nT 0 1 RANK=9\nN node1\n"
+		   "T 1 1 CUDA_VISIBLE_DEVICES=1,0\nEND\n", gpus,
+		   "W old\nJ 1 PIPETTE_TP=2\nT 1 1 CUDA_VISIBLE_DEVICES=3,7\n");
+	/* Another node's task records are walked past, not checked: they
+	 * never reach this node's tasks (stepbody.c); this node's are. */
+	node1_gets("J 1 PIPETTE_TP=2\nN node0\nT 0 1 LD_PRELOAD=/tmp/x.so\nT x\nN node1\n"
+		   "T 0 1 RANK=4\nN node2\nT 9 9 Q\x01\nEND\n", gpus,
+		   "J 1 PIPETTE_TP=2\nT 0 1 RANK=4\n");
 }
 END_TEST
 

@@ -735,6 +735,25 @@ static struct pipette_cluster *random_links(int n, uint64_t seed)
  * pipeline, expert rings, FSDP's shard and replica rings.  32 nodes of 8
  * GPUs: a node swap moves 16 of 256 ranks, which the timer updates (up to
  * a quarter of the ranks); a reshuffle moves most, which it reads afresh. */
+/* A timer that kept what earlier estimates read (kept, on sigma) against
+ * a new timer (on fresh_sigma: the same placement read another way): the
+ * same estimate, bit for bit.  what: the case, for the message. */
+static void same_as_new(struct pipette_timer *kept, const struct pipette_model *m,
+			const struct pipette_gpu_spec *gpu, const struct pipette_config *c,
+			const struct pipette_cluster *cl, const int *sigma, const int *fresh_sigma,
+			const char *what)
+{
+	struct pipette_timer *fresh = pipette_timer_create();
+	struct pipette_time a, b;
+	struct pipette_err err;
+
+	ck_assert_int_eq(pipette_time_estimate(kept, m, gpu, c, cl, sigma, 1, &a, &err), 0);
+	ck_assert_int_eq(pipette_time_estimate(fresh, m, gpu, c, cl, fresh_sigma, 1, &b, &err), 0);
+	ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "%s: %.12g s, a new timer %.12g s", what,
+		      a.iteration_s, b.iteration_s);
+	pipette_timer_destroy(fresh);
+}
+
 START_TEST(test_mapped_estimates_reused)
 {
 	static const struct {
@@ -763,6 +782,7 @@ START_TEST(test_mapped_estimates_reused)
 		struct pipette_config c;
 		struct pipette_model m;
 		struct pipette_err err;
+		char what[32];
 
 		pipette_config_init(&c);
 		c.tp = cases[i].tp;
@@ -780,22 +800,11 @@ START_TEST(test_mapped_estimates_reused)
 		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
 		for (step = 0; step < 256; step++)
 			sigma[step] = step;
-		{	/* the identity placement read through sigma, as the default
-			 * one is read without it (every group and link scanned) */
-			struct pipette_timer *plain = pipette_timer_create();
-			struct pipette_time a, b;
-
-			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
-							       &err), 0);
-			ck_assert_int_eq(pipette_time_estimate(plain, &m, gpu, &c, cl, NULL, 1, &b,
-							       &err), 0);
-			ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "case %d: %.9f s, unmapped %.9f s",
-				      i, a.iteration_s, b.iteration_s);
-			pipette_timer_destroy(plain);
-		}
+		/* the identity placement read through sigma, as the default one
+		 * is read without it (every group and link scanned) */
+		snprintf(what, sizeof(what), "case %d, unmapped", i);
+		same_as_new(kept, &m, gpu, &c, cl, sigma, NULL, what);
 		for (step = 0; step < 40; step++) {
-			struct pipette_timer *fresh = pipette_timer_create();
-			struct pipette_time a, b;
 			int x = pipette_rng_below(&rng, 32), y = pipette_rng_below(&rng, 32), k, tmp;
 
 			if (step % 10 == 9) {		/* many ranks: read afresh */
@@ -818,14 +827,8 @@ START_TEST(test_mapped_estimates_reused)
 					sigma[y * 8 + k] = tmp;
 				}
 			}
-			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
-							       &err), 0);
-			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, sigma, 1, &b,
-							       &err), 0);
-			ck_assert_msg(!memcmp(&a, &b, sizeof(a)),
-				      "case %d step %d: %.9f s, afresh %.9f s", i, step,
-				      a.iteration_s, b.iteration_s);
-			pipette_timer_destroy(fresh);
+			snprintf(what, sizeof(what), "case %d step %d", i, step);
+			same_as_new(kept, &m, gpu, &c, cl, sigma, sigma, what);
 		}
 	}
 	pipette_timer_destroy(kept);
@@ -876,6 +879,7 @@ START_TEST(test_mapped_rings_kept)
 		struct pipette_config c;
 		struct pipette_model m;
 		struct pipette_err err;
+		char what[32];
 
 		pipette_config_init(&c);
 		c.tp = cases[i].tp;
@@ -891,8 +895,6 @@ START_TEST(test_mapped_rings_kept)
 		for (k = 0; k < 512; k++)
 			sigma[k] = k;
 		for (step = 0; step < 60; step++) {
-			struct pipette_timer *fresh = pipette_timer_create();
-			struct pipette_time a, b;
 			int x = pipette_rng_below(&rng, 512), y = pipette_rng_below(&rng, 512), tmp;
 
 			if (step % 20 == 19) {		/* all at once: read afresh */
@@ -923,14 +925,8 @@ START_TEST(test_mapped_rings_kept)
 					sigma[y] = tmp;
 				}
 			}
-			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, sigma, 1, &a,
-							       &err), 0);
-			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, sigma, 1, &b,
-							       &err), 0);
-			ck_assert_msg(!memcmp(&a, &b, sizeof(a)),
-				      "case %d step %d: %.12f s, afresh %.12f s", i, step,
-				      a.iteration_s, b.iteration_s);
-			pipette_timer_destroy(fresh);
+			snprintf(what, sizeof(what), "case %d step %d", i, step);
+			same_as_new(kept, &m, gpu, &c, cl, sigma, sigma, what);
 		}
 	}
 	pipette_timer_destroy(kept);
@@ -986,10 +982,9 @@ START_TEST(test_default_groups_cached)
 	pipette_timer_cache_links(kept[1], cl[1]);
 	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
 		int k = cases[i].nodes == 80;
-		struct pipette_timer *fresh = pipette_timer_create();
 		struct pipette_config c;
-		struct pipette_time a, b;
 		struct pipette_err err;
+		char what[32];
 
 		pipette_config_init(&c);
 		c.tp = cases[i].tp;
@@ -1001,13 +996,8 @@ START_TEST(test_default_groups_cached)
 		c.seq_len = 4096;
 		c.global_batch = 8L * c.dp;
 		ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "case %d: %s", i, err.msg);
-		ck_assert_int_eq(pipette_time_estimate(kept[k], &m, gpu, &c, cl[k], NULL, 1, &a,
-						       &err), 0);
-		ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl[k], NULL, 1, &b,
-						       &err), 0);
-		ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "case %d: %.12g s, every group %.12g s",
-			      i, a.iteration_s, b.iteration_s);
-		pipette_timer_destroy(fresh);
+		snprintf(what, sizeof(what), "case %d", i);
+		same_as_new(kept[k], &m, gpu, &c, cl[k], NULL, NULL, what);
 	}
 	for (i = 0; i < 2; i++) {
 		pipette_timer_destroy(kept[i]);
@@ -1051,10 +1041,9 @@ START_TEST(test_default_p2p_cached)
 		}
 		pipette_timer_cache_links(kept, cl);
 		for (mb = 1; mb <= 4; mb *= 2) {
-			struct pipette_timer *fresh = pipette_timer_create();
 			struct pipette_config c;
-			struct pipette_time a, b;
 			struct pipette_err err;
+			char what[32];
 
 			pipette_config_init(&c);
 			c.pp = 2;
@@ -1063,14 +1052,8 @@ START_TEST(test_default_p2p_cached)
 			c.seq_len = 4096;
 			c.global_batch = 8L * c.dp;
 			ck_assert_msg(pipette_config_check(&m, &c, &err) == 0, "%s", err.msg);
-			ck_assert_int_eq(pipette_time_estimate(kept, &m, gpu, &c, cl, NULL, 1, &a,
-							       &err), 0);
-			ck_assert_int_eq(pipette_time_estimate(fresh, &m, gpu, &c, cl, NULL, 1, &b,
-							       &err), 0);
-			ck_assert_msg(!memcmp(&a, &b, sizeof(a)), "%d links, mb %d: %.12g s, "
-				      "every link %.12g s", rows[i], mb, a.iteration_s,
-				      b.iteration_s);
-			pipette_timer_destroy(fresh);
+			snprintf(what, sizeof(what), "%d links, mb %d", rows[i], mb);
+			same_as_new(kept, &m, gpu, &c, cl, NULL, NULL, what);
 		}
 		pipette_timer_destroy(kept);
 		pipette_cluster_destroy(cl);
